@@ -1,0 +1,1 @@
+//! openpim-isa (being written)

@@ -1,0 +1,1 @@
+//! libdpu: the UPMEM SDK's C ABI over openpim-runtime (being written)

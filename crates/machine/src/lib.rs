@@ -1,0 +1,1 @@
+//! openpim-machine (being written)

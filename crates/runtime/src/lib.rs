@@ -1,0 +1,1 @@
+//! openpim-runtime (being written)
