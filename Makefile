@@ -1,0 +1,38 @@
+# OpenPIM — top-level commands.
+#   make demo   fresh machine: installs what it needs, builds, runs the demo on the emulator
+#   make test   everything: unit tests, header checks, the conformance suite
+#   make bench  the benchmarks (tables on stdout)
+SHELL := /bin/bash
+export PATH := $(HOME)/.cargo/bin:$(PATH)
+CARGO ?= cargo
+
+.PHONY: all setup build demo test test-rust test-conformance bench lint clean
+
+all: build
+
+setup:
+	@scripts/setup.sh
+
+build: setup
+	$(CARGO) build --release --workspace
+	$(MAKE) -s -C sdk/dpu
+
+demo: build
+	target/release/openpim demo
+
+test: build
+	$(CARGO) test --release --workspace
+	tests/headers/check.sh
+	tests/conformance/run.sh
+
+bench: build
+	bench/run.sh
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
+
+clean:
+	$(CARGO) clean
+	rm -rf build
+	find tests examples -name bin -type d -prune -exec rm -rf {} +

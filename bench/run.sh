@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# OpenPIM benchmarks: simulation speed, host memory, conformance-suite wall time.
+# Prints one table; run from anywhere after `make build` (or via `make bench`).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+eval "$("$root/target/release/openpim" env)"
+cores=$(nproc)
+cd "$root/bench/speed"
+make -s >/dev/null
+
+calc() { awk "BEGIN { print $1 }"; }
+field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p"; }
+
+printf '\n%-58s %s\n' "benchmark" "result"
+printf '%-58s %s\n' "----------------------------------------------------------" "------------------"
+
+# 1. Speed: simulated instructions per second, one host thread vs all of them.
+#    Same work in both runs (64 DPUs, compute-bound 16-tasklet kernel).
+one=$(RAYON_NUM_THREADS=1 ./bin/ips_host 64 20000)
+all=$(RAYON_NUM_THREADS=$cores ./bin/ips_host 64 20000)
+ips1=$(echo "$one" | field ips)
+ipsn=$(echo "$all" | field ips)
+printf '%-58s %8.1f M/s\n' "simulated instructions/s, 1 host thread" "$(calc "$ips1/1000000")"
+printf '%-58s %8.1f M/s\n' "simulated instructions/s, $cores host threads" "$(calc "$ipsn/1000000")"
+printf '%-58s %8.2fx\n' "speed-up with $cores threads" "$(calc "$ipsn/$ips1")"
+
+# 2. Memory: the whole 2,560-DPU server allocated, loaded and launched.
+mem=$(./bin/mem_host)
+dpus=$(echo "$mem" | field dpus)
+b=$(echo "$mem" | field rss_before_kib)
+a=$(echo "$mem" | field rss_allocated_kib)
+l=$(echo "$mem" | field rss_loaded_kib)
+r=$(echo "$mem" | field rss_launched_kib)
+printf '%-58s %8.1f KiB\n' "host memory per allocated DPU (before MRAM is written)" "$(calc "($a-$b)/$dpus")"
+printf '%-58s %8.1f MiB\n' "full server ($dpus DPUs) allocated + loaded, resident" "$(calc "$l/1024")"
+printf '%-58s %8.1f MiB\n' "full server after one launch, resident" "$(calc "$r/1024")"
+
+# 3. Wall time of the conformance suite (skipped with BENCH_SKIP_SUITE=1).
+if [ "${BENCH_SKIP_SUITE:-0}" != 1 ]; then
+  t0=$(date +%s.%N)
+  "$root/tests/conformance/run.sh" >/tmp/openpim-bench-suite.log 2>&1 || true
+  t1=$(date +%s.%N)
+  summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed' /tmp/openpim-bench-suite.log | tail -1)
+  printf '%-58s %8.1f s  (%s)\n' "conformance suite wall time" "$(calc "$t1-$t0")" "$summary"
+fi

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs what OpenPIM needs on a fresh Debian/Ubuntu machine (idempotent):
+#  - the DPU cross compiler: Debian's gcc-riscv64-unknown-elf (RV32I multilib, see DESIGN.md §3)
+#  - a host C compiler and make (for users' host programs and the conformance suite)
+#  - a Rust toolchain (cargo) if none is on PATH
+set -euo pipefail
+
+need_apt=()
+command -v riscv64-unknown-elf-gcc >/dev/null 2>&1 || need_apt+=(gcc-riscv64-unknown-elf)
+command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)
+command -v make >/dev/null 2>&1 || need_apt+=(make)
+command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
+
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "setup: installing ${need_apt[*]}"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null 2>&1 || { echo "setup: need root (or sudo) to install ${need_apt[*]}" >&2; exit 1; }
+    SUDO=sudo
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+# The rv32i/ilp32 multilib is what the DPU programs are built for.
+if ! riscv64-unknown-elf-gcc -march=rv32i -mabi=ilp32 -print-libgcc-file-name | grep -q rv32i; then
+  echo "setup: riscv64-unknown-elf-gcc lacks the rv32i/ilp32 multilib" >&2
+  exit 1
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  if [ -x "$HOME/.cargo/bin/cargo" ]; then
+    echo "setup: cargo is in ~/.cargo/bin; add it to PATH"
+  else
+    echo "setup: installing Rust (Debian's cargo)"
+    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+    $SUDO apt-get install -y -qq cargo rustc >/dev/null
+  fi
+fi
+echo "setup: ok"
