@@ -11,7 +11,57 @@
 //! let program = Program::decode(text_base, &text_bytes);        // once per loaded program
 //! let outcome = run(&program, &boot, DpuMemory { wram, mram }, &timing);
 //! ```
+//!
+//! # Timing conventions
+//!
+//! The clock starts at cycle 0 when the tasklets boot. Every instruction *issues* at one
+//! cycle; the DPU issues at most one instruction per cycle, and a tasklet that issued at
+//! cycle `c` may issue again at `c + revolver_cycles` at the earliest. Among the tasklets
+//! allowed to issue at a cycle, the one after the last issuer in round-robin order (by
+//! tasklet id) issues. When none may issue, the clock jumps to the earliest cycle at which one
+//! may. A run's [`RunOutcome::cycles`] is the cycle of its last issue plus one; so one tasklet
+//! running `N` instructions takes `revolver_cycles * (N - 1) + 1` cycles, and 11 or more
+//! always-ready tasklets issue one instruction per cycle.
+//!
+//! DMA (the `DMA_*` calls and direct MRAM loads/stores, which count as 8-byte transfers): the
+//! DPU's single engine serves requests in issue order. A request of `n` bytes issued at cycle
+//! `c` starts at `s = max(c, end of the previous request)` and ends at
+//! `e = s + alpha + ceil(beta_milli * n / 1000)`; the requesting tasklet's next issue is at
+//! `max(e, c + revolver_cycles)`. The data is copied when the request issues.
+//!
+//! The arithmetic calls (`MUL32` ... `DIVS64`) issue once (the `ecall`) and then occupy
+//! `*_slots` further issues of the calling tasklet, each under the revolver rule; those issues
+//! count as instructions.
+//!
+//! A tasklet woken by `RESUME` issued at cycle `c` may issue at
+//! `max(c + 1, its last issue + revolver_cycles)`.
+//!
+//! The performance counter (`PERF_CONFIG`/`PERF_GET`) is DPU-wide and reset at every launch
+//! (mode: cycles). In cycle mode it reads `c - reset cycle` for a call issued at `c`; in
+//! instruction mode it counts the instructions issued by all tasklets before the call since
+//! the reset (arithmetic-call slots included).
+//!
+//! When a run stops on a fault raised by an instruction issued at cycle `c`,
+//! [`RunOutcome::cycles`] is `c + 1` and the faulting instruction is not counted in
+//! [`RunOutcome::instructions`]; for `Deadlock` and `CycleLimit` it is the cycle at which the
+//! condition was detected.
+//!
+//! # Faults
+//!
+//! Nothing a DPU program does makes the engine panic or touch memory outside the DPU's WRAM
+//! and MRAM slices: every access is checked, and every misuse ends the run with a
+//! [`Fault`] value in [`RunOutcome::fault`] (with the tasklet and pc;
+//! [`FaultReport::describe`] adds the disassembled instruction). Output printed before the
+//! fault is kept in [`RunOutcome::log`].
 
+mod decode;
+mod exec;
+mod printf;
+
+pub use decode::Program;
+pub use openpim_isa::disassemble;
+
+use std::fmt;
 use thiserror::Error;
 
 /// Base addresses and sizes of the DPU's memories (the program's view).
@@ -25,6 +75,42 @@ pub mod map {
     pub const ATOMIC_BASE: u32 = 0xF000_0000;
     pub const ATOMIC_BITS: u32 = 256;
     pub const MAX_TASKLETS: u32 = 24;
+}
+
+/// Environment call numbers (`a7` at `ecall`), as in `docs/internals/dpu-abi.md`.
+pub mod ecall {
+    pub const TASKLET_EXIT: u32 = 0;
+    pub const HALT: u32 = 1;
+    pub const DMA_MRAM_TO_WRAM: u32 = 2;
+    pub const DMA_WRAM_TO_MRAM: u32 = 3;
+    pub const ATOMIC_ACQUIRE: u32 = 4;
+    pub const ATOMIC_RELEASE: u32 = 5;
+    pub const SLEEP: u32 = 6;
+    pub const RESUME: u32 = 7;
+    pub const PERF_CONFIG: u32 = 8;
+    pub const PERF_GET: u32 = 9;
+    pub const PRINTF: u32 = 10;
+    pub const FAULT: u32 = 11;
+    pub const STACK_LEFT: u32 = 12;
+    pub const CYCLES: u32 = 13;
+    pub const MUL32: u32 = 20;
+    pub const DIVU32: u32 = 21;
+    pub const DIVS32: u32 = 22;
+    pub const MUL64: u32 = 23;
+    pub const DIVU64: u32 = 24;
+    pub const DIVS64: u32 = 25;
+
+    /// `FAULT` codes (`a0`).
+    pub const FAULT_HEAP_EXHAUSTED: u32 = 1;
+    pub const FAULT_ASSERTION: u32 = 2;
+    pub const FAULT_SEQREAD: u32 = 3;
+    pub const FAULT_ALLOCATOR: u32 = 4;
+
+    /// `PERF_CONFIG` modes (`a0`).
+    pub const PERF_SAME: u32 = 0;
+    pub const PERF_CYCLES: u32 = 1;
+    pub const PERF_INSTRUCTIONS: u32 = 2;
+    pub const PERF_NOTHING: u32 = 3;
 }
 
 /// Timing and cost parameters, taken from the hardware profile by the host runtime.
@@ -47,6 +133,30 @@ pub struct Timing {
     pub max_cycles: Option<u64>,
 }
 
+impl Timing {
+    /// The UPMEM v1A figures of `DESIGN.md` §3 (revolver 11, α 77/61, β 0.5) with the
+    /// `mul_step`/`div_step` costs of the DPU's runtime routines; no cycle limit.
+    pub fn upmem_default() -> Timing {
+        Timing {
+            revolver_cycles: 11,
+            dma_read_alpha: 77,
+            dma_write_alpha: 61,
+            dma_beta_milli: 500,
+            mul32_slots: 32,
+            div32_slots: 34,
+            mul64_slots: 100,
+            div64_slots: 140,
+            max_cycles: None,
+        }
+    }
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Timing::upmem_default()
+    }
+}
+
 /// Everything the engine needs to start the tasklets of one launch.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BootInfo {
@@ -67,14 +177,92 @@ pub struct DpuMemory<'a> {
     /// WRAM, exactly `map::WRAM_SIZE` bytes.
     pub wram: &'a mut [u8],
     /// MRAM, exactly `map::MRAM_SIZE` bytes (lazily backed by the machine).
+    /// (The engine also accepts a shorter slice: addresses past its end fault as out of range.)
     pub mram: &'a mut [u8],
 }
 
 /// Why a DPU stopped abnormally. The message names the cause; the report adds where.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum Fault {
-    #[error("fault placeholder")]
-    Placeholder,
+    /// A load or store outside the 64 KiB of WRAM.
+    #[error("WRAM access of {size} byte(s) at {addr:#010x} is out of range (WRAM is 0x00000000..0x00010000)")]
+    WramOutOfRange { addr: u32, size: u32 },
+    /// A load, store or DMA outside MRAM.
+    #[error("MRAM access of {size} byte(s) at {addr:#010x} is out of range (MRAM is 0x08000000..0x0c000000)")]
+    MramOutOfRange { addr: u32, size: u32 },
+    /// A load or store to an address that is neither WRAM nor MRAM (IRAM, atomic bits, holes).
+    #[error("load/store of {size} byte(s) at {addr:#010x}: the address is not in WRAM or MRAM (IRAM and atomic bits cannot be loaded or stored)")]
+    BadAddress { addr: u32, size: u32 },
+    /// A load or store not aligned to its size.
+    #[error("misaligned access of {size} bytes at {addr:#010x} (loads and stores must be naturally aligned)")]
+    Misaligned { addr: u32, size: u32 },
+    /// An instruction fetch (jump, branch or fall-through) outside the loaded program.
+    #[error("instruction fetch at {addr:#010x} is outside the program's code (.text)")]
+    IramOutOfRange { addr: u32 },
+    /// A jump to an address that is not a multiple of 4.
+    #[error("jump to misaligned address {addr:#010x} (instructions are 4-byte aligned)")]
+    IramMisaligned { addr: u32 },
+    /// A word that is not an RV32I instruction (M/A/F/D/C extensions, CSR, garbage).
+    #[error("illegal instruction {word:#010x} (only RV32I is supported: build with -march=rv32i -mabi=ilp32)")]
+    IllegalInstruction { word: u32 },
+    /// `ebreak` executed.
+    #[error("breakpoint (ebreak) executed")]
+    Breakpoint,
+    /// DMA with an address not 8-byte aligned.
+    #[error("DMA with misaligned address (WRAM {wram:#010x}, MRAM {mram:#010x}): both must be 8-byte aligned")]
+    DmaMisaligned { wram: u32, mram: u32 },
+    /// DMA size not a multiple of 8 in 8..=2048.
+    #[error("DMA of {size} bytes: the size must be a multiple of 8 between 8 and 2048")]
+    DmaBadSize { size: u32 },
+    /// DMA whose WRAM or MRAM range is out of bounds.
+    #[error("DMA of {size} bytes between WRAM {wram:#010x} and MRAM {mram:#010x} is out of range")]
+    DmaOutOfRange { wram: u32, mram: u32, size: u32 },
+    /// A tasklet moved `sp` below its stack.
+    #[error("stack overflow: sp = {sp:#x} is below the tasklet's stack start {stack_lo:#x} (raise STACK_SIZE_DEFAULT or STACK_SIZE_TASKLET_<n>, or use less stack)")]
+    StackOverflow { sp: u32, stack_lo: u32 },
+    /// `mem_alloc` found no room (FAULT code 1).
+    #[error("WRAM heap exhausted: mem_alloc({requested}) does not fit (allocate less, or reduce the stacks)")]
+    HeapExhausted { requested: u32 },
+    /// `assert` failed (FAULT code 2).
+    #[error("assertion failed at line {line}")]
+    AssertionFailed { line: u32 },
+    /// seqread misuse (FAULT code 3).
+    #[error("sequential reader misuse (detail {detail})")]
+    SeqreadMisuse { detail: u32 },
+    /// invalid allocator use (FAULT code 4).
+    #[error("invalid use of an allocator (detail {detail})")]
+    AllocatorMisuse { detail: u32 },
+    /// Any other program-detected fault.
+    #[error("program fault {code} (detail {detail})")]
+    ProgramFault { code: u32, detail: u32 },
+    /// The printf buffer is full.
+    #[error("printf buffer overflow: more than {capacity} bytes of printf data in one launch (raise STDOUT_BUFFER_INIT(n), or print less)")]
+    PrintfOverflow { capacity: u32 },
+    /// One launch printed more than the engine's output limit.
+    #[error("printf output of this launch exceeds {limit} bytes")]
+    PrintfOutputTooLarge { limit: u64 },
+    /// An atomic-bit operand that is not `0..256` (or `0xF000_0000 + bit`).
+    #[error("atomic bit {bit:#x} does not exist (there are 256: 0..255 or 0xf0000000 + bit)")]
+    BadAtomicBit { bit: u32 },
+    /// `RESUME` of a tasklet that does not exist.
+    #[error("tasklet id {id} does not exist (the program has {nr_tasklets} tasklets)")]
+    BadTaskletId { id: u32, nr_tasklets: u32 },
+    /// `ecall` with an unknown number in a7.
+    #[error("unknown environment call {nr} (a7)")]
+    UnknownEcall { nr: u32 },
+    /// An environment call with an argument outside its domain (e.g. a `PERF_CONFIG` mode).
+    #[error("environment call {nr} got the invalid argument {value}")]
+    BadEcallArgument { nr: u32, value: u32 },
+    /// Every tasklet that has not exited sleeps and no wake-up can come.
+    #[error("deadlock: every tasklet that has not exited is asleep (sleeping tasklets mask {sleeping:#x}) and none can wake them")]
+    Deadlock { sleeping: u32 },
+    /// The run exceeded `Timing::max_cycles`.
+    #[error("cycle limit of {limit} cycles reached (the kernel may loop forever; raise the limit if not)")]
+    CycleLimit { limit: u64 },
+    /// The host gave the engine unusable boot information or memories (a host bug, not the
+    /// DPU program's).
+    #[error("invalid launch: {reason}")]
+    BadBoot { reason: String },
 }
 
 /// A fault with where it happened.
@@ -83,6 +271,67 @@ pub struct FaultReport {
     pub tasklet: u32,
     pub pc: u32,
     pub fault: Fault,
+}
+
+impl fmt::Display for FaultReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "tasklet {} at pc {:#010x}: {}",
+            self.tasklet, self.pc, self.fault
+        )
+    }
+}
+
+impl FaultReport {
+    /// The report with the faulting instruction disassembled, e.g.
+    /// `tasklet 3 at pc 0x80000010 (lw a0, 0(a1)): misaligned access ...`.
+    pub fn describe(&self, program: &Program) -> String {
+        match program.disassemble_at(self.pc) {
+            Some(text) => format!(
+                "tasklet {} at pc {:#010x} ({}): {}",
+                self.tasklet, self.pc, text, self.fault
+            ),
+            None => self.to_string(),
+        }
+    }
+}
+
+/// Per-tasklet statistics of a run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskletStats {
+    /// Instructions issued by this tasklet (arithmetic-call slots included).
+    pub instructions: u64,
+    /// Cycles the tasklet could not issue because it waited for its DMA (beyond the revolver
+    /// delay it would have had anyway).
+    pub dma_wait_cycles: u64,
+    /// Cycles spent asleep (`SLEEP` until woken, or until the end of the run).
+    pub sleep_cycles: u64,
+    /// DMA requests (including direct MRAM loads/stores).
+    pub dma_requests: u64,
+    /// `Some(status)` if the tasklet ended with `TASKLET_EXIT`.
+    pub exit_status: Option<u32>,
+    /// Cycle of the tasklet's last issue + 1 (when it exited or the run stopped).
+    pub end_cycle: u64,
+}
+
+/// DPU-wide statistics of a run, for timing reports.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunStats {
+    /// One entry per booted tasklet.
+    pub tasklets: Vec<TaskletStats>,
+    /// Bytes moved MRAM→WRAM (DMA calls and direct MRAM loads, 8 bytes each).
+    pub dma_bytes_read: u64,
+    /// Bytes moved WRAM→MRAM (DMA calls and direct MRAM stores, 8 bytes each).
+    pub dma_bytes_written: u64,
+    /// Cycles during which the DMA engine was busy.
+    pub dma_busy_cycles: u64,
+    /// Number of DMA requests.
+    pub dma_requests: u64,
+    /// Cycles in which no instruction issued (pipeline idle).
+    pub idle_cycles: u64,
+    /// Bytes of the printf buffer consumed.
+    pub printf_bytes: u64,
 }
 
 /// What a run of one DPU produced.
@@ -96,19 +345,13 @@ pub struct RunOutcome {
     pub log: Vec<u8>,
     /// `Some` when the DPU stopped on a fault.
     pub fault: Option<FaultReport>,
-}
-
-/// A DPU program decoded once; shared (read-only) by every DPU it is loaded on.
-pub struct Program {}
-
-impl Program {
-    /// Decodes the IRAM image `text` whose first byte is at `text_base`.
-    pub fn decode(_text_base: u32, _text: &[u8]) -> Program {
-        todo!("engine being written")
-    }
+    /// Whether the run ended with `HALT`.
+    pub halted: bool,
+    /// Detailed statistics.
+    pub stats: RunStats,
 }
 
 /// Runs one DPU from boot until every tasklet has exited, HALT, or a fault.
-pub fn run(_program: &Program, _boot: &BootInfo, _mem: DpuMemory<'_>, _timing: &Timing) -> RunOutcome {
-    todo!("engine being written")
+pub fn run(program: &Program, boot: &BootInfo, mem: DpuMemory<'_>, timing: &Timing) -> RunOutcome {
+    exec::run(program, boot, mem, timing)
 }

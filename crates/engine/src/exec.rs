@@ -1,0 +1,1130 @@
+//! The interpreter of one DPU: tasklet scheduler (revolver), hot loop, memory access, DMA
+//! engine and environment calls. Timing conventions are in the crate documentation.
+//!
+//! Structure: [`Dpu::run_loop`] is the only hot code. It picks the tasklet to issue (the one
+//! after the last issuer is nearly always ready when 11 or more tasklets run), branches once
+//! on the pre-decoded op, and updates the tasklet's pc and next-issue cycle. Everything
+//! rare — MRAM or misaligned accesses, environment calls, the generic checked path, faults —
+//! is in `#[cold]` functions.
+
+use crate::decode::{Op, Program};
+use crate::map::{ATOMIC_BASE, ATOMIC_BITS, MAX_TASKLETS, MRAM_BASE, MRAM_SIZE, WRAM_SIZE};
+use crate::{ecall, printf, BootInfo, DpuMemory, Fault, FaultReport, RunOutcome, RunStats};
+use crate::{TaskletStats, Timing};
+use openpim_isa::{decode as isa_decode, reg, Insn};
+
+const WS: usize = WRAM_SIZE as usize;
+const MAXT: usize = MAX_TASKLETS as usize;
+/// Largest DMA transfer (bytes).
+const DMA_MAX: u32 = 2048;
+
+/// Per-tasklet state touched by every issue, kept together.
+#[derive(Clone, Copy, Default)]
+struct Hot {
+    /// Earliest cycle of the next issue (`u64::MAX`: asleep or exited).
+    ready_at: u64,
+    /// Instructions issued.
+    icount: u64,
+    /// Op index of the next instruction.
+    pc: u32,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum State {
+    Running,
+    Sleeping,
+    Exited,
+}
+
+/// How a run ended (before statistics are gathered).
+enum End {
+    AllExited,
+    Halted,
+    Fault {
+        tasklet: usize,
+        pc_index: u32,
+        fault: Fault,
+    },
+}
+
+/// What an environment call asks the loop to do next.
+enum Flow {
+    /// Continue at the next instruction; the tasklet issues again no earlier than `wait`.
+    Next { wait: u64 },
+    /// Continue at op index `npc`.
+    Jump { npc: u32 },
+    /// Stop the DPU.
+    Halt,
+}
+
+struct Dpu<'a> {
+    ops: &'a [Op],
+    base: u32,
+    stall_index: u32,
+    wram: &'a mut [u8; WS],
+    mram: &'a mut [u8],
+    timing: &'a Timing,
+    nr: usize,
+    rev: u64,
+    regs: [[u32; 32]; MAXT],
+    hot: [Hot; MAXT],
+    state: [State; MAXT],
+    stack_lo: [u32; MAXT],
+    pending_wake: [bool; MAXT],
+    sleep_since: [u64; MAXT],
+    stall_left: [u32; MAXT],
+    stall_ret: [u32; MAXT],
+    stats: [TaskletStats; MAXT],
+    dma_busy_until: u64,
+    atomic: [u64; 4],
+    perf_mode: u32,
+    perf_base_cycles: u64,
+    perf_base_instr: u64,
+    printf_used: u64,
+    printf_capacity: u32,
+    log: Vec<u8>,
+    run_stats: RunStats,
+    /// Cycle at which the run ended.
+    end_cycle: u64,
+}
+
+fn bad_boot(reason: String) -> RunOutcome {
+    RunOutcome {
+        fault: Some(FaultReport {
+            tasklet: 0,
+            pc: 0,
+            fault: Fault::BadBoot { reason },
+        }),
+        ..RunOutcome::default()
+    }
+}
+
+pub(crate) fn run(
+    program: &Program,
+    boot: &BootInfo,
+    mem: DpuMemory<'_>,
+    timing: &Timing,
+) -> RunOutcome {
+    let nr = boot.nr_tasklets as usize;
+    if nr == 0 || nr > MAXT {
+        return bad_boot(format!("nr_tasklets = {nr}, must be 1..={MAXT}"));
+    }
+    if boot.stacks.len() < nr {
+        return bad_boot(format!(
+            "{} stacks given for {nr} tasklets",
+            boot.stacks.len()
+        ));
+    }
+    let wram_len = mem.wram.len();
+    let Some(wram) = mem
+        .wram
+        .get_mut(..WS)
+        .and_then(|s| <&mut [u8; WS]>::try_from(s).ok())
+    else {
+        return bad_boot(format!("WRAM slice has {wram_len} bytes, needs {WS}"));
+    };
+    let mram_len = mem.mram.len().min(MRAM_SIZE as usize);
+    let mram = &mut mem.mram[..mram_len];
+    for &(addr, value) in &boot.init_writes {
+        if addr & 3 != 0 || addr > WRAM_SIZE - 4 {
+            return bad_boot(format!(
+                "init write at {addr:#x} is not an aligned WRAM word"
+            ));
+        }
+        wram[addr as usize..addr as usize + 4].copy_from_slice(&value.to_le_bytes());
+    }
+
+    let mut dpu = Box::new(Dpu {
+        ops: &program.ops,
+        base: program.text_base(),
+        stall_index: program.sentinel_stall(),
+        wram,
+        mram,
+        timing,
+        nr,
+        rev: u64::from(timing.revolver_cycles.max(1)),
+        regs: [[0; 32]; MAXT],
+        hot: [Hot::default(); MAXT],
+        state: [State::Exited; MAXT],
+        stack_lo: [0; MAXT],
+        pending_wake: [false; MAXT],
+        sleep_since: [0; MAXT],
+        stall_left: [0; MAXT],
+        stall_ret: [0; MAXT],
+        stats: Default::default(),
+        dma_busy_until: 0,
+        atomic: [0; 4],
+        perf_mode: ecall::PERF_CYCLES,
+        perf_base_cycles: 0,
+        perf_base_instr: 0,
+        printf_used: 0,
+        printf_capacity: boot.printf_capacity,
+        log: Vec::new(),
+        run_stats: RunStats::default(),
+        end_cycle: 0,
+    });
+
+    let end = match program.index_of(boot.entry) {
+        None => {
+            dpu.end_cycle = 0;
+            End::Fault {
+                tasklet: 0,
+                pc_index: u32::MAX,
+                fault: Fault::IramOutOfRange { addr: boot.entry },
+            }
+        }
+        Some(entry) => {
+            for t in 0..nr {
+                let (lo, hi) = boot.stacks[t];
+                dpu.regs[t][reg::SP as usize] = hi;
+                dpu.regs[t][reg::TP as usize] = t as u32;
+                dpu.regs[t][reg::A0 as usize] = t as u32;
+                dpu.stack_lo[t] = lo;
+                dpu.state[t] = State::Running;
+                dpu.hot[t] = Hot {
+                    ready_at: 0,
+                    icount: 0,
+                    pc: entry,
+                };
+            }
+            for t in nr..MAXT {
+                dpu.hot[t].ready_at = u64::MAX;
+            }
+            dpu.run_loop()
+        }
+    };
+    dpu.finish(end, program)
+}
+
+#[inline(always)]
+fn rd_u32(w: &[u8; WS], a: u32) -> u32 {
+    let a = (a as usize) & (WS - 4);
+    u32::from_le_bytes([w[a], w[a + 1], w[a + 2], w[a + 3]])
+}
+
+#[inline(always)]
+fn rd_u16(w: &[u8; WS], a: u32) -> u16 {
+    let a = (a as usize) & (WS - 2);
+    u16::from_le_bytes([w[a], w[a + 1]])
+}
+
+#[inline(always)]
+fn wr_u32(w: &mut [u8; WS], a: u32, v: u32) {
+    let a = (a as usize) & (WS - 4);
+    w[a..a + 4].copy_from_slice(&v.to_le_bytes());
+}
+
+#[inline(always)]
+fn wr_u16(w: &mut [u8; WS], a: u32, v: u16) {
+    let a = (a as usize) & (WS - 2);
+    w[a..a + 2].copy_from_slice(&v.to_le_bytes());
+}
+
+/// Where a data address lands.
+enum Space {
+    Wram(usize),
+    Mram(usize),
+}
+
+impl<'a> Dpu<'a> {
+    /// The interpreter loop. Returns how the run ended; `self.end_cycle` is set.
+    fn run_loop(&mut self) -> End {
+        let ops = self.ops;
+        let nr = self.nr;
+        let rev = self.rev;
+        let limit = self.timing.max_cycles.unwrap_or(u64::MAX);
+        let mut now: u64 = 0;
+        let mut t: usize = nr - 1;
+        macro_rules! fault {
+            ($pc:expr, $f:expr) => {{
+                self.end_cycle = now + 1;
+                return End::Fault {
+                    tasklet: t,
+                    pc_index: $pc,
+                    fault: $f,
+                };
+            }};
+        }
+        loop {
+            // Pick the tasklet: the one after the last issuer if it is ready (the common
+            // case with >= revolver_cycles tasklets), else scan / jump the clock.
+            let mut next = t + 1;
+            if next >= nr {
+                next = 0;
+            }
+            if self.hot[next].ready_at > now {
+                match self.select(now, t) {
+                    Some((n, at)) => {
+                        next = n;
+                        now = at;
+                    }
+                    None => {
+                        self.end_cycle = now;
+                        return self.no_ready_tasklet();
+                    }
+                }
+            }
+            t = next;
+            if now >= limit {
+                self.end_cycle = now;
+                return End::Fault {
+                    tasklet: t,
+                    pc_index: self.report_index(t),
+                    fault: Fault::CycleLimit { limit },
+                };
+            }
+            let pc = self.hot[t].pc;
+            debug_assert!((pc as usize) < ops.len());
+            // SAFETY: `pc` is always a valid index into `ops` (`ops.len()` = program length
+            // + 2). It is only ever set to: the entry (checked by `index_of`); a decoded
+            // branch/jal target (checked `< len` in `decode`); a `jump_index` result (checked
+            // `< len`); `pc + 1` of a program instruction (`<= len`, the `FellOff` sentinel,
+            // which faults instead of advancing); the `Stall` sentinel (`len + 1`, which only
+            // stays put or returns to a saved `pc + 1 <= len`).
+            let op = unsafe { *ops.get_unchecked(pc as usize) };
+            let mut npc = pc + 1;
+            let mut wait: u64 = 0;
+            let r = &mut self.regs[t];
+            macro_rules! x {
+                ($i:expr) => {
+                    r[($i & 31) as usize]
+                };
+            }
+            match op {
+                Op::Nop => {}
+                Op::Li { rd, imm } => x!(rd) = imm,
+                Op::Addi { rd, rs1, imm } => x!(rd) = x!(rs1).wrapping_add(imm as u32),
+                Op::AddiSp { imm } => {
+                    let sp = r[2].wrapping_add(imm as u32);
+                    if sp < self.stack_lo[t] {
+                        let stack_lo = self.stack_lo[t];
+                        fault!(pc, Fault::StackOverflow { sp, stack_lo });
+                    }
+                    r[2] = sp;
+                }
+                Op::Slti { rd, rs1, imm } => x!(rd) = ((x!(rs1) as i32) < imm) as u32,
+                Op::Sltiu { rd, rs1, imm } => x!(rd) = (x!(rs1) < imm as u32) as u32,
+                Op::Xori { rd, rs1, imm } => x!(rd) = x!(rs1) ^ imm as u32,
+                Op::Ori { rd, rs1, imm } => x!(rd) = x!(rs1) | imm as u32,
+                Op::Andi { rd, rs1, imm } => x!(rd) = x!(rs1) & imm as u32,
+                Op::Slli { rd, rs1, sh } => x!(rd) = x!(rs1) << (sh & 31),
+                Op::Srli { rd, rs1, sh } => x!(rd) = x!(rs1) >> (sh & 31),
+                Op::Srai { rd, rs1, sh } => x!(rd) = ((x!(rs1) as i32) >> (sh & 31)) as u32,
+                Op::Add { rd, rs1, rs2 } => x!(rd) = x!(rs1).wrapping_add(x!(rs2)),
+                Op::Sub { rd, rs1, rs2 } => x!(rd) = x!(rs1).wrapping_sub(x!(rs2)),
+                Op::Sll { rd, rs1, rs2 } => x!(rd) = x!(rs1) << (x!(rs2) & 31),
+                Op::Slt { rd, rs1, rs2 } => x!(rd) = ((x!(rs1) as i32) < (x!(rs2) as i32)) as u32,
+                Op::Sltu { rd, rs1, rs2 } => x!(rd) = (x!(rs1) < x!(rs2)) as u32,
+                Op::Xor { rd, rs1, rs2 } => x!(rd) = x!(rs1) ^ x!(rs2),
+                Op::Srl { rd, rs1, rs2 } => x!(rd) = x!(rs1) >> (x!(rs2) & 31),
+                Op::Sra { rd, rs1, rs2 } => x!(rd) = ((x!(rs1) as i32) >> (x!(rs2) & 31)) as u32,
+                Op::Or { rd, rs1, rs2 } => x!(rd) = x!(rs1) | x!(rs2),
+                Op::And { rd, rs1, rs2 } => x!(rd) = x!(rs1) & x!(rs2),
+                Op::Lw { rd, rs1, imm } => {
+                    let a = x!(rs1).wrapping_add(imm as u32);
+                    if a <= WRAM_SIZE - 4 && a & 3 == 0 {
+                        x!(rd) = rd_u32(self.wram, a);
+                    } else {
+                        match self.load_slow(t, a, 4, now) {
+                            Ok((v, w)) => {
+                                self.regs[t][(rd & 31) as usize] = v;
+                                wait = w;
+                            }
+                            Err(f) => fault!(pc, f),
+                        }
+                    }
+                }
+                Op::Lh { rd, rs1, imm } | Op::Lhu { rd, rs1, imm } => {
+                    let a = x!(rs1).wrapping_add(imm as u32);
+                    let signed = matches!(op, Op::Lh { .. });
+                    let v = if a <= WRAM_SIZE - 2 && a & 1 == 0 {
+                        u32::from(rd_u16(self.wram, a))
+                    } else {
+                        match self.load_slow(t, a, 2, now) {
+                            Ok((v, w)) => {
+                                wait = w;
+                                v
+                            }
+                            Err(f) => fault!(pc, f),
+                        }
+                    };
+                    self.regs[t][(rd & 31) as usize] = if signed {
+                        v as u16 as i16 as i32 as u32
+                    } else {
+                        v
+                    };
+                }
+                Op::Lb { rd, rs1, imm } | Op::Lbu { rd, rs1, imm } => {
+                    let a = x!(rs1).wrapping_add(imm as u32);
+                    let signed = matches!(op, Op::Lb { .. });
+                    let v = if a < WRAM_SIZE {
+                        u32::from(self.wram[(a as usize) & (WS - 1)])
+                    } else {
+                        match self.load_slow(t, a, 1, now) {
+                            Ok((v, w)) => {
+                                wait = w;
+                                v
+                            }
+                            Err(f) => fault!(pc, f),
+                        }
+                    };
+                    self.regs[t][(rd & 31) as usize] = if signed {
+                        v as u8 as i8 as i32 as u32
+                    } else {
+                        v
+                    };
+                }
+                Op::Sw { rs1, rs2, imm } => {
+                    let a = x!(rs1).wrapping_add(imm as u32);
+                    let v = x!(rs2);
+                    if a <= WRAM_SIZE - 4 && a & 3 == 0 {
+                        wr_u32(self.wram, a, v);
+                    } else {
+                        match self.store_slow(t, a, 4, v, now) {
+                            Ok(w) => wait = w,
+                            Err(f) => fault!(pc, f),
+                        }
+                    }
+                }
+                Op::Sh { rs1, rs2, imm } => {
+                    let a = x!(rs1).wrapping_add(imm as u32);
+                    let v = x!(rs2);
+                    if a <= WRAM_SIZE - 2 && a & 1 == 0 {
+                        wr_u16(self.wram, a, v as u16);
+                    } else {
+                        match self.store_slow(t, a, 2, v, now) {
+                            Ok(w) => wait = w,
+                            Err(f) => fault!(pc, f),
+                        }
+                    }
+                }
+                Op::Sb { rs1, rs2, imm } => {
+                    let a = x!(rs1).wrapping_add(imm as u32);
+                    let v = x!(rs2);
+                    if a < WRAM_SIZE {
+                        self.wram[(a as usize) & (WS - 1)] = v as u8;
+                    } else {
+                        match self.store_slow(t, a, 1, v, now) {
+                            Ok(w) => wait = w,
+                            Err(f) => fault!(pc, f),
+                        }
+                    }
+                }
+                Op::Beq { rs1, rs2, target } => {
+                    if x!(rs1) == x!(rs2) {
+                        npc = target
+                    }
+                }
+                Op::Bne { rs1, rs2, target } => {
+                    if x!(rs1) != x!(rs2) {
+                        npc = target
+                    }
+                }
+                Op::Blt { rs1, rs2, target } => {
+                    if (x!(rs1) as i32) < (x!(rs2) as i32) {
+                        npc = target
+                    }
+                }
+                Op::Bge { rs1, rs2, target } => {
+                    if (x!(rs1) as i32) >= (x!(rs2) as i32) {
+                        npc = target
+                    }
+                }
+                Op::Bltu { rs1, rs2, target } => {
+                    if x!(rs1) < x!(rs2) {
+                        npc = target
+                    }
+                }
+                Op::Bgeu { rs1, rs2, target } => {
+                    if x!(rs1) >= x!(rs2) {
+                        npc = target
+                    }
+                }
+                Op::Jal { rd, target } => {
+                    x!(rd) = self.base.wrapping_add(npc << 2);
+                    npc = target;
+                }
+                Op::J { target } => npc = target,
+                Op::Jalr { rd, rs1, imm } => {
+                    let dest = x!(rs1).wrapping_add(imm as u32) & !1;
+                    x!(rd) = self.base.wrapping_add(npc << 2);
+                    match self.jump_index(dest) {
+                        Ok(i) => npc = i,
+                        Err(f) => fault!(pc, f),
+                    }
+                }
+                Op::Jr { rs1, imm } => {
+                    let dest = x!(rs1).wrapping_add(imm as u32) & !1;
+                    match self.jump_index(dest) {
+                        Ok(i) => npc = i,
+                        Err(f) => fault!(pc, f),
+                    }
+                }
+                Op::Stall => {
+                    let left = &mut self.stall_left[t];
+                    *left = left.saturating_sub(1);
+                    npc = if *left == 0 { self.stall_ret[t] } else { pc };
+                }
+                Op::Ecall => match self.ecall(t, pc, now) {
+                    Ok(Flow::Next { wait: w }) => wait = w,
+                    Ok(Flow::Jump { npc: n }) => npc = n,
+                    Ok(Flow::Halt) => {
+                        let h = &mut self.hot[t];
+                        h.pc = npc;
+                        h.icount += 1;
+                        self.end_cycle = now + 1;
+                        return End::Halted;
+                    }
+                    Err(f) => fault!(pc, f),
+                },
+                Op::Generic { word } => match self.generic(t, pc, word, now) {
+                    Ok((n, w)) => {
+                        npc = n;
+                        wait = w;
+                    }
+                    Err(f) => fault!(pc, f),
+                },
+                Op::Ebreak => fault!(pc, Fault::Breakpoint),
+                Op::Illegal { word } => fault!(pc, Fault::IllegalInstruction { word }),
+                Op::FellOff => {
+                    let addr = self.base.wrapping_add(pc << 2);
+                    fault!(pc, Fault::IramOutOfRange { addr })
+                }
+            }
+            let h = &mut self.hot[t];
+            h.pc = npc;
+            h.ready_at = wait.max(now + rev);
+            h.icount += 1;
+            now += 1;
+        }
+    }
+
+    /// Round-robin choice when the tasklet after `last` cannot issue at `now`: the first
+    /// ready tasklet after `last`, or, if none, the first one at the earliest ready cycle
+    /// (the clock jumps there). `None` when no tasklet will ever be ready.
+    #[inline(never)]
+    fn select(&mut self, now: u64, last: usize) -> Option<(usize, u64)> {
+        let nr = self.nr;
+        let mut earliest = u64::MAX;
+        for h in &self.hot[..nr] {
+            earliest = earliest.min(h.ready_at);
+        }
+        if earliest == u64::MAX {
+            return None;
+        }
+        let at = earliest.max(now);
+        self.run_stats.idle_cycles += at - now;
+        let mut i = last;
+        for _ in 0..nr {
+            i += 1;
+            if i >= nr {
+                i = 0;
+            }
+            if self.hot[i].ready_at <= at {
+                return Some((i, at));
+            }
+        }
+        None
+    }
+
+    /// The op index to report for tasklet `t` stopped before its next issue: the arithmetic
+    /// call it is still paying for, or its next instruction.
+    fn report_index(&self, t: usize) -> u32 {
+        let pc = self.hot[t].pc;
+        if pc == self.stall_index {
+            self.stall_ret[t].wrapping_sub(1)
+        } else {
+            pc
+        }
+    }
+
+    /// No tasklet can ever issue again: every tasklet exited, or deadlock.
+    #[cold]
+    fn no_ready_tasklet(&mut self) -> End {
+        let mut sleeping = 0u32;
+        for t in 0..self.nr {
+            if self.state[t] == State::Sleeping {
+                sleeping |= 1 << t;
+            }
+        }
+        if sleeping == 0 {
+            End::AllExited
+        } else {
+            let t = sleeping.trailing_zeros() as usize;
+            End::Fault {
+                tasklet: t,
+                pc_index: self.hot[t].pc.wrapping_sub(1),
+                fault: Fault::Deadlock { sleeping },
+            }
+        }
+    }
+
+    /// The op index of jump target `dest` (a byte address).
+    #[inline(always)]
+    fn jump_index(&self, dest: u32) -> Result<u32, Fault> {
+        let off = dest.wrapping_sub(self.base);
+        let n = (self.ops.len() - 2) as u32;
+        if off & 3 == 0 && (off >> 2) < n {
+            Ok(off >> 2)
+        } else {
+            Err(jump_fault(dest, off))
+        }
+    }
+
+    /// Classifies a data access of `size` bytes at `addr` (natural alignment required).
+    #[cold]
+    fn locate(&self, addr: u32, size: u32) -> Result<Space, Fault> {
+        if addr < WRAM_SIZE {
+            if addr & (size - 1) != 0 {
+                return Err(Fault::Misaligned { addr, size });
+            }
+            Ok(Space::Wram(addr as usize))
+        } else if addr < MRAM_BASE {
+            Err(Fault::WramOutOfRange { addr, size })
+        } else if addr - MRAM_BASE < MRAM_SIZE {
+            if addr & (size - 1) != 0 {
+                return Err(Fault::Misaligned { addr, size });
+            }
+            let off = (addr - MRAM_BASE) as usize;
+            if off + size as usize > self.mram.len() {
+                return Err(Fault::MramOutOfRange { addr, size });
+            }
+            Ok(Space::Mram(off))
+        } else if addr < crate::map::IRAM_BASE {
+            Err(Fault::MramOutOfRange { addr, size })
+        } else {
+            Err(Fault::BadAddress { addr, size })
+        }
+    }
+
+    /// A load that is not an aligned in-range WRAM access: MRAM (charged as an 8-byte DMA
+    /// read), or a fault. Returns the zero-extended value and the tasklet's earliest next
+    /// issue.
+    #[cold]
+    #[inline(never)]
+    fn load_slow(&mut self, t: usize, addr: u32, size: u32, now: u64) -> Result<(u32, u64), Fault> {
+        let (bytes, wait): (&[u8], u64) = match self.locate(addr, size)? {
+            Space::Wram(a) => (&self.wram[a..a + size as usize], 0),
+            Space::Mram(o) => {
+                let done = self.dma(t, now, 8, true);
+                (&self.mram[o..o + size as usize], done)
+            }
+        };
+        let mut b = [0u8; 4];
+        b[..bytes.len()].copy_from_slice(bytes);
+        Ok((u32::from_le_bytes(b), wait))
+    }
+
+    /// A store that is not an aligned in-range WRAM access (see [`Dpu::load_slow`]).
+    #[cold]
+    #[inline(never)]
+    fn store_slow(
+        &mut self,
+        t: usize,
+        addr: u32,
+        size: u32,
+        v: u32,
+        now: u64,
+    ) -> Result<u64, Fault> {
+        let bytes = v.to_le_bytes();
+        let n = size as usize;
+        match self.locate(addr, size)? {
+            Space::Wram(a) => {
+                self.wram[a..a + n].copy_from_slice(&bytes[..n]);
+                Ok(0)
+            }
+            Space::Mram(o) => {
+                self.mram[o..o + n].copy_from_slice(&bytes[..n]);
+                Ok(self.dma(t, now, 8, false))
+            }
+        }
+    }
+
+    /// Books a DMA request of `n` bytes issued by tasklet `t` at cycle `now`; returns the
+    /// cycle at which it completes.
+    fn dma(&mut self, t: usize, now: u64, n: u32, read: bool) -> u64 {
+        let tm = self.timing;
+        let alpha = if read {
+            tm.dma_read_alpha
+        } else {
+            tm.dma_write_alpha
+        };
+        let beta = (u64::from(tm.dma_beta_milli) * u64::from(n)).div_ceil(1000);
+        let start = now.max(self.dma_busy_until);
+        let done = start + u64::from(alpha) + beta;
+        self.dma_busy_until = done;
+        let rs = &mut self.run_stats;
+        rs.dma_busy_cycles += done - start;
+        rs.dma_requests += 1;
+        if read {
+            rs.dma_bytes_read += u64::from(n);
+        } else {
+            rs.dma_bytes_written += u64::from(n);
+        }
+        let st = &mut self.stats[t];
+        st.dma_requests += 1;
+        st.dma_wait_cycles += done.saturating_sub(now + self.rev);
+        done
+    }
+
+    /// Writes `v` into register `rd` of tasklet `t` with the checks the fast ops do not need
+    /// (x0 discarded, stack bound on sp).
+    fn set_reg(&mut self, t: usize, rd: u8, v: u32) -> Result<(), Fault> {
+        if rd == 0 {
+            return Ok(());
+        }
+        if rd == reg::SP && v < self.stack_lo[t] {
+            return Err(Fault::StackOverflow {
+                sp: v,
+                stack_lo: self.stack_lo[t],
+            });
+        }
+        self.regs[t][(rd & 31) as usize] = v;
+        Ok(())
+    }
+
+    /// The fully checked interpretation of any instruction word (rare ops: writes to sp
+    /// other than `addi sp, sp, imm`, loads into x0, jumps to targets outside the program).
+    #[cold]
+    #[inline(never)]
+    fn generic(&mut self, t: usize, pc: u32, word: u32, now: u64) -> Result<(u32, u64), Fault> {
+        let pcb = self.base.wrapping_add(pc << 2);
+        let link = pcb.wrapping_add(4);
+        let x = |s: &Self, r: u8| s.regs[t][(r & 31) as usize];
+        let mut npc = pc + 1;
+        let mut wait = 0;
+        let insn = isa_decode(word);
+        match insn {
+            Insn::Lui(u) => self.set_reg(t, u.rd, u.imm as u32)?,
+            Insn::Auipc(u) => self.set_reg(t, u.rd, pcb.wrapping_add(u.imm as u32))?,
+            Insn::Jal(j) => {
+                self.set_reg(t, j.rd, link)?;
+                npc = self.jump_index(pcb.wrapping_add(j.imm as u32))?;
+            }
+            Insn::Jalr(i) => {
+                let dest = x(self, i.rs1).wrapping_add(i.imm as u32) & !1;
+                self.set_reg(t, i.rd, link)?;
+                npc = self.jump_index(dest)?;
+            }
+            Insn::Beq(b)
+            | Insn::Bne(b)
+            | Insn::Blt(b)
+            | Insn::Bge(b)
+            | Insn::Bltu(b)
+            | Insn::Bgeu(b) => {
+                let (a, c) = (x(self, b.rs1), x(self, b.rs2));
+                let taken = match insn {
+                    Insn::Beq(_) => a == c,
+                    Insn::Bne(_) => a != c,
+                    Insn::Blt(_) => (a as i32) < (c as i32),
+                    Insn::Bge(_) => (a as i32) >= (c as i32),
+                    Insn::Bltu(_) => a < c,
+                    _ => a >= c,
+                };
+                if taken {
+                    npc = self.jump_index(pcb.wrapping_add(b.imm as u32))?;
+                }
+            }
+            Insn::Lb(i) | Insn::Lh(i) | Insn::Lw(i) | Insn::Lbu(i) | Insn::Lhu(i) => {
+                let a = x(self, i.rs1).wrapping_add(i.imm as u32);
+                let size = match insn {
+                    Insn::Lb(_) | Insn::Lbu(_) => 1,
+                    Insn::Lh(_) | Insn::Lhu(_) => 2,
+                    _ => 4,
+                };
+                let (v, w) = self.load_slow(t, a, size, now)?;
+                wait = w;
+                let v = match insn {
+                    Insn::Lb(_) => v as u8 as i8 as i32 as u32,
+                    Insn::Lh(_) => v as u16 as i16 as i32 as u32,
+                    _ => v,
+                };
+                self.set_reg(t, i.rd, v)?;
+            }
+            Insn::Sb(s) | Insn::Sh(s) | Insn::Sw(s) => {
+                let a = x(self, s.rs1).wrapping_add(s.imm as u32);
+                let size = match insn {
+                    Insn::Sb(_) => 1,
+                    Insn::Sh(_) => 2,
+                    _ => 4,
+                };
+                wait = self.store_slow(t, a, size, x(self, s.rs2), now)?;
+            }
+            Insn::Addi(i)
+            | Insn::Slti(i)
+            | Insn::Sltiu(i)
+            | Insn::Xori(i)
+            | Insn::Ori(i)
+            | Insn::Andi(i) => {
+                let a = x(self, i.rs1);
+                let b = i.imm as u32;
+                let v = match insn {
+                    Insn::Addi(_) => a.wrapping_add(b),
+                    Insn::Slti(_) => ((a as i32) < (b as i32)) as u32,
+                    Insn::Sltiu(_) => (a < b) as u32,
+                    Insn::Xori(_) => a ^ b,
+                    Insn::Ori(_) => a | b,
+                    _ => a & b,
+                };
+                self.set_reg(t, i.rd, v)?;
+            }
+            Insn::Slli(s) | Insn::Srli(s) | Insn::Srai(s) => {
+                let a = x(self, s.rs1);
+                let sh = u32::from(s.shamt & 31);
+                let v = match insn {
+                    Insn::Slli(_) => a << sh,
+                    Insn::Srli(_) => a >> sh,
+                    _ => ((a as i32) >> sh) as u32,
+                };
+                self.set_reg(t, s.rd, v)?;
+            }
+            Insn::Add(r)
+            | Insn::Sub(r)
+            | Insn::Sll(r)
+            | Insn::Slt(r)
+            | Insn::Sltu(r)
+            | Insn::Xor(r)
+            | Insn::Srl(r)
+            | Insn::Sra(r)
+            | Insn::Or(r)
+            | Insn::And(r) => {
+                let (a, b) = (x(self, r.rs1), x(self, r.rs2));
+                let v = match insn {
+                    Insn::Add(_) => a.wrapping_add(b),
+                    Insn::Sub(_) => a.wrapping_sub(b),
+                    Insn::Sll(_) => a << (b & 31),
+                    Insn::Slt(_) => ((a as i32) < (b as i32)) as u32,
+                    Insn::Sltu(_) => (a < b) as u32,
+                    Insn::Xor(_) => a ^ b,
+                    Insn::Srl(_) => a >> (b & 31),
+                    Insn::Sra(_) => ((a as i32) >> (b & 31)) as u32,
+                    Insn::Or(_) => a | b,
+                    _ => a & b,
+                };
+                self.set_reg(t, r.rd, v)?;
+            }
+            Insn::Fence(_) | Insn::FenceI(_) => {}
+            Insn::Ecall(_) => {
+                return match self.ecall(t, pc, now)? {
+                    Flow::Next { wait } => Ok((npc, wait)),
+                    Flow::Jump { npc } => Ok((npc, 0)),
+                    // Not reachable: ecall words are never decoded as Generic.
+                    Flow::Halt => Err(Fault::IllegalInstruction { word }),
+                };
+            }
+            Insn::Ebreak(_) => return Err(Fault::Breakpoint),
+            Insn::Illegal(w) => return Err(Fault::IllegalInstruction { word: w }),
+        }
+        Ok((npc, wait))
+    }
+
+    fn total_instructions(&self) -> u64 {
+        self.hot[..self.nr].iter().map(|h| h.icount).sum()
+    }
+
+    fn perf_value(&self, now: u64) -> u64 {
+        match self.perf_mode {
+            ecall::PERF_CYCLES => now - self.perf_base_cycles,
+            ecall::PERF_INSTRUCTIONS => self.total_instructions() - self.perf_base_instr,
+            _ => 0,
+        }
+    }
+
+    fn atomic_bit(v: u32) -> Result<usize, Fault> {
+        let bit = if v >= ATOMIC_BASE { v - ATOMIC_BASE } else { v };
+        if bit < ATOMIC_BITS {
+            Ok(bit as usize)
+        } else {
+            Err(Fault::BadAtomicBit { bit: v })
+        }
+    }
+
+    /// Environment call of tasklet `t` at op index `pc`, issued at cycle `now`.
+    #[cold]
+    #[inline(never)]
+    fn ecall(&mut self, t: usize, pc: u32, now: u64) -> Result<Flow, Fault> {
+        let a = |s: &Self, i: u8| s.regs[t][usize::from(i)];
+        let nr_call = a(self, reg::A7);
+        let a0 = a(self, reg::A0);
+        let a1 = a(self, reg::A1);
+        let a2 = a(self, reg::A2);
+        let a3 = a(self, reg::A3);
+        let set = |s: &mut Self, i: u8, v: u32| s.regs[t][usize::from(i)] = v;
+        let set64 = |s: &mut Self, lo: u8, v: u64| {
+            s.regs[t][usize::from(lo)] = v as u32;
+            s.regs[t][usize::from(lo) + 1] = (v >> 32) as u32;
+        };
+        let next = Flow::Next { wait: 0 };
+        let tm = self.timing;
+        let slots = match nr_call {
+            ecall::TASKLET_EXIT => {
+                self.state[t] = State::Exited;
+                self.stats[t].exit_status = Some(a0);
+                self.stats[t].end_cycle = now + 1;
+                return Ok(Flow::Next { wait: u64::MAX });
+            }
+            ecall::HALT => return Ok(Flow::Halt),
+            ecall::DMA_MRAM_TO_WRAM | ecall::DMA_WRAM_TO_MRAM => {
+                let read = nr_call == ecall::DMA_MRAM_TO_WRAM;
+                let (mram, wram) = if read { (a0, a1) } else { (a1, a0) };
+                let n = a2;
+                if wram & 7 != 0 || mram & 7 != 0 {
+                    return Err(Fault::DmaMisaligned { wram, mram });
+                }
+                if n == 0 || n % 8 != 0 || n > DMA_MAX {
+                    return Err(Fault::DmaBadSize { size: n });
+                }
+                let moff = mram.wrapping_sub(MRAM_BASE) as usize;
+                let nn = n as usize;
+                if wram as usize + nn > WS
+                    || mram < MRAM_BASE
+                    || moff >= MRAM_SIZE as usize
+                    || moff + nn > self.mram.len()
+                {
+                    return Err(Fault::DmaOutOfRange {
+                        wram,
+                        mram,
+                        size: n,
+                    });
+                }
+                let w = wram as usize;
+                if read {
+                    self.wram[w..w + nn].copy_from_slice(&self.mram[moff..moff + nn]);
+                } else {
+                    self.mram[moff..moff + nn].copy_from_slice(&self.wram[w..w + nn]);
+                }
+                let done = self.dma(t, now, n, read);
+                return Ok(Flow::Next { wait: done });
+            }
+            ecall::ATOMIC_ACQUIRE => {
+                let b = Self::atomic_bit(a0)?;
+                let (word, mask) = (b / 64, 1u64 << (b % 64));
+                let was_clear = self.atomic[word] & mask == 0;
+                self.atomic[word] |= mask;
+                set(self, reg::A0, was_clear as u32);
+                return Ok(next);
+            }
+            ecall::ATOMIC_RELEASE => {
+                let b = Self::atomic_bit(a0)?;
+                let (word, mask) = (b / 64, 1u64 << (b % 64));
+                let was_set = self.atomic[word] & mask != 0;
+                self.atomic[word] &= !mask;
+                set(self, reg::A0, was_set as u32);
+                return Ok(next);
+            }
+            ecall::SLEEP => {
+                if self.pending_wake[t] {
+                    self.pending_wake[t] = false;
+                    return Ok(next);
+                }
+                self.state[t] = State::Sleeping;
+                self.sleep_since[t] = now;
+                return Ok(Flow::Next { wait: u64::MAX });
+            }
+            ecall::RESUME => {
+                let id = a0 as usize;
+                if id >= self.nr {
+                    return Err(Fault::BadTaskletId {
+                        id: a0,
+                        nr_tasklets: self.nr as u32,
+                    });
+                }
+                let woke = match self.state[id] {
+                    State::Sleeping => {
+                        self.state[id] = State::Running;
+                        let since = self.sleep_since[id];
+                        self.stats[id].sleep_cycles += now - since;
+                        self.hot[id].ready_at = (now + 1).max(since + self.rev);
+                        true
+                    }
+                    State::Running => {
+                        self.pending_wake[id] = true;
+                        false
+                    }
+                    State::Exited => false,
+                };
+                set(self, reg::A0, woke as u32);
+                return Ok(next);
+            }
+            ecall::PERF_CONFIG => {
+                let before = self.perf_value(now);
+                if a0 != ecall::PERF_SAME {
+                    if a0 > ecall::PERF_NOTHING {
+                        return Err(Fault::BadEcallArgument {
+                            nr: nr_call,
+                            value: a0,
+                        });
+                    }
+                    self.perf_mode = a0;
+                }
+                if a1 != 0 {
+                    self.perf_base_cycles = now;
+                    self.perf_base_instr = self.total_instructions();
+                }
+                set64(self, reg::A0, before);
+                return Ok(next);
+            }
+            ecall::PERF_GET => {
+                let v = self.perf_value(now);
+                set64(self, reg::A0, v);
+                return Ok(next);
+            }
+            ecall::PRINTF => {
+                let start = self.log.len();
+                let args = printf::format(self.wram, self.mram, a0, a1, &mut self.log)?;
+                let cost = 4 + u64::from(args);
+                if self.printf_used + cost > u64::from(self.printf_capacity) {
+                    self.log.truncate(start);
+                    return Err(Fault::PrintfOverflow {
+                        capacity: self.printf_capacity,
+                    });
+                }
+                self.printf_used += cost;
+                return Ok(next);
+            }
+            ecall::FAULT => {
+                return Err(match a0 {
+                    ecall::FAULT_HEAP_EXHAUSTED => Fault::HeapExhausted { requested: a1 },
+                    ecall::FAULT_ASSERTION => Fault::AssertionFailed { line: a1 },
+                    ecall::FAULT_SEQREAD => Fault::SeqreadMisuse { detail: a1 },
+                    ecall::FAULT_ALLOCATOR => Fault::AllocatorMisuse { detail: a1 },
+                    code => Fault::ProgramFault { code, detail: a1 },
+                })
+            }
+            ecall::STACK_LEFT => {
+                let left = self.regs[t][reg::SP as usize].wrapping_sub(self.stack_lo[t]);
+                set(self, reg::A0, left);
+                return Ok(next);
+            }
+            ecall::CYCLES => {
+                set64(self, reg::A0, now);
+                return Ok(next);
+            }
+            ecall::MUL32 => {
+                set(self, reg::A0, a0.wrapping_mul(a1));
+                tm.mul32_slots
+            }
+            ecall::DIVU32 => {
+                let (q, r) = match (a0.checked_div(a1), a0.checked_rem(a1)) {
+                    (Some(q), Some(r)) => (q, r),
+                    _ => (u32::MAX, a0),
+                };
+                set(self, reg::A0, q);
+                set(self, reg::A1, r);
+                tm.div32_slots
+            }
+            ecall::DIVS32 => {
+                let (x, y) = (a0 as i32, a1 as i32);
+                let (q, r) = if y == 0 {
+                    (-1, x)
+                } else {
+                    (x.wrapping_div(y), x.wrapping_rem(y))
+                };
+                set(self, reg::A0, q as u32);
+                set(self, reg::A1, r as u32);
+                tm.div32_slots
+            }
+            ecall::MUL64 | ecall::DIVU64 | ecall::DIVS64 => {
+                let x = u64::from(a0) | (u64::from(a1) << 32);
+                let y = u64::from(a2) | (u64::from(a3) << 32);
+                match nr_call {
+                    ecall::MUL64 => {
+                        set64(self, reg::A0, x.wrapping_mul(y));
+                        tm.mul64_slots
+                    }
+                    ecall::DIVU64 => {
+                        let (q, r) = match (x.checked_div(y), x.checked_rem(y)) {
+                            (Some(q), Some(r)) => (q, r),
+                            _ => (u64::MAX, x),
+                        };
+                        set64(self, reg::A0, q);
+                        set64(self, reg::A2, r);
+                        tm.div64_slots
+                    }
+                    _ => {
+                        let (x, y) = (x as i64, y as i64);
+                        let (q, r) = if y == 0 {
+                            (-1, x)
+                        } else {
+                            (x.wrapping_div(y), x.wrapping_rem(y))
+                        };
+                        set64(self, reg::A0, q as u64);
+                        set64(self, reg::A2, r as u64);
+                        tm.div64_slots
+                    }
+                }
+            }
+            nr => return Err(Fault::UnknownEcall { nr }),
+        };
+        if slots == 0 {
+            return Ok(next);
+        }
+        self.stall_left[t] = slots;
+        self.stall_ret[t] = pc + 1;
+        Ok(Flow::Jump {
+            npc: self.stall_index,
+        })
+    }
+
+    /// Builds the outcome from the final state.
+    fn finish(mut self: Box<Self>, end: End, program: &Program) -> RunOutcome {
+        let end_cycle = self.end_cycle;
+        let mut halted = false;
+        let fault = match end {
+            End::AllExited => None,
+            End::Halted => {
+                halted = true;
+                None
+            }
+            End::Fault {
+                tasklet,
+                pc_index,
+                fault,
+            } => Some(FaultReport {
+                tasklet: tasklet as u32,
+                pc: if pc_index == u32::MAX {
+                    match &fault {
+                        Fault::IramOutOfRange { addr } => *addr,
+                        _ => 0,
+                    }
+                } else {
+                    program.text_base().wrapping_add(pc_index.wrapping_shl(2))
+                },
+                fault,
+            }),
+        };
+        let nr = self.nr;
+        let mut tasklets = Vec::with_capacity(nr);
+        for t in 0..nr {
+            let mut s = std::mem::take(&mut self.stats[t]);
+            s.instructions = self.hot[t].icount;
+            if self.state[t] == State::Sleeping {
+                s.sleep_cycles += end_cycle.saturating_sub(self.sleep_since[t]);
+            }
+            if self.state[t] != State::Exited {
+                s.end_cycle = end_cycle;
+            }
+            tasklets.push(s);
+        }
+        let mut stats = std::mem::take(&mut self.run_stats);
+        stats.tasklets = tasklets;
+        stats.printf_bytes = self.printf_used;
+        RunOutcome {
+            cycles: end_cycle,
+            instructions: self.total_instructions(),
+            log: std::mem::take(&mut self.log),
+            fault,
+            halted,
+            stats,
+        }
+    }
+}
+
+#[cold]
+fn jump_fault(dest: u32, off: u32) -> Fault {
+    if off & 3 != 0 {
+        Fault::IramMisaligned { addr: dest }
+    } else {
+        Fault::IramOutOfRange { addr: dest }
+    }
+}

@@ -1,0 +1,337 @@
+//! Environment calls: arithmetic, atomics, sleep/resume, halt, printf, stack, exit.
+
+mod common;
+use common::*;
+use openpim_engine::Fault;
+use openpim_isa::{asm, reg::*};
+
+/// Calls `nr` with a0..a3 = args on one tasklet; returns a0..a3 after the call.
+fn call(nr: u32, args: [u32; 4]) -> [u32; 4] {
+    let mut p = P::new();
+    for (i, v) in args.iter().enumerate() {
+        p.li(A0 + i as u8, *v);
+    }
+    p.sys(nr);
+    for i in 0..4u8 {
+        p.i(asm::sw(A0 + i, ZERO, 0x40 + 4 * i32::from(i)));
+    }
+    p.exit();
+    let (out, d) = run_p(&p, 1);
+    assert_eq!(out.fault, None);
+    [d.w32(0x40), d.w32(0x44), d.w32(0x48), d.w32(0x4c)]
+}
+
+fn i(v: i32) -> u32 {
+    v as u32
+}
+
+fn split(v: u64) -> (u32, u32) {
+    (v as u32, (v >> 32) as u32)
+}
+
+#[test]
+fn mul32() {
+    assert_eq!(call(20, [6, 7, 0, 0])[0], 42);
+    assert_eq!(call(20, [0x1_0001, 0x1_0001, 0, 0])[0], 0x0002_0001);
+    assert_eq!(call(20, [i(-3), 5, 0, 0])[0], i(-15));
+}
+
+#[test]
+fn divu32() {
+    assert_eq!(call(21, [100, 7, 0, 0])[..2], [14, 2]);
+    assert_eq!(call(21, [u32::MAX, 2, 0, 0])[..2], [0x7fff_ffff, 1]);
+    assert_eq!(call(21, [123, 0, 0, 0])[..2], [u32::MAX, 123]);
+}
+
+#[test]
+fn divs32() {
+    assert_eq!(call(22, [i(-100), 7, 0, 0])[..2], [i(-14), i(-2)]);
+    assert_eq!(call(22, [100, i(-7), 0, 0])[..2], [i(-14), 2]);
+    assert_eq!(call(22, [i(-5), 0, 0, 0])[..2], [u32::MAX, i(-5)]);
+    assert_eq!(call(22, [i(i32::MIN), i(-1), 0, 0])[..2], [i(i32::MIN), 0]);
+}
+
+#[test]
+fn mul64() {
+    let (a, b) = (0x1234_5678_9abc_def0u64, 0x0fed_cba9_8765_4321u64);
+    let (al, ah) = split(a);
+    let (bl, bh) = split(b);
+    let r = call(23, [al, ah, bl, bh]);
+    assert_eq!((r[0], r[1]), split(a.wrapping_mul(b)));
+    let r = call(23, [i(-2), u32::MAX, 3, 0]);
+    assert_eq!((r[0], r[1]), split((-6i64) as u64));
+}
+
+#[test]
+fn divu64() {
+    let (a, b) = (0xffff_0000_1234_5678u64, 0x1_0000_0003u64);
+    let (al, ah) = split(a);
+    let (bl, bh) = split(b);
+    let r = call(24, [al, ah, bl, bh]);
+    assert_eq!((r[0], r[1]), split(a / b));
+    assert_eq!((r[2], r[3]), split(a % b));
+    let r = call(24, [al, ah, 0, 0]);
+    assert_eq!(r, [u32::MAX, u32::MAX, al, ah]);
+}
+
+#[test]
+fn divs64() {
+    let (a, b) = (-1_000_000_000_007i64, 13i64);
+    let (al, ah) = split(a as u64);
+    let (bl, bh) = split(b as u64);
+    let r = call(25, [al, ah, bl, bh]);
+    assert_eq!((r[0], r[1]), split((a / b) as u64));
+    assert_eq!((r[2], r[3]), split((a % b) as u64));
+    let (ml, mh) = split(i64::MIN as u64);
+    assert_eq!(call(25, [ml, mh, u32::MAX, u32::MAX]), [ml, mh, 0, 0]);
+    assert_eq!(call(25, [al, ah, 0, 0]), [u32::MAX, u32::MAX, al, ah]);
+}
+
+#[test]
+fn atomic_acquire_release() {
+    let mut p = P::new();
+    let mut k = 0x40;
+    let mut store = |p: &mut P| {
+        p.i(asm::sw(A0, ZERO, k));
+        k += 4;
+    };
+    p.li(A0, 7).sys(4);
+    store(&mut p); // 1: was clear
+    p.li(A0, 0xf000_0007).sys(4);
+    store(&mut p); // 0: same bit, already set
+    p.li(A0, 0xf000_0007).sys(5);
+    store(&mut p); // 1: was set
+    p.li(A0, 7).sys(5);
+    store(&mut p); // 0: already clear
+    p.li(A0, 255).sys(4);
+    store(&mut p); // 1
+    p.li(A0, 3).sys(4); // left set at exit
+    store(&mut p); // 1
+    p.exit();
+    let mut d = Dpu::new();
+    for _ in 0..2 {
+        let out = d.run(&p, &boot(1), &timing());
+        assert_eq!(out.fault, None);
+        // Bits are reset at every launch: bit 3 is clear again in the second run.
+        let got: Vec<u32> = (0..6).map(|j| d.w32(0x40 + 4 * j)).collect();
+        assert_eq!(got, [1, 0, 1, 0, 1, 1]);
+    }
+}
+
+#[test]
+fn mutex_with_atomics_protects_a_counter() {
+    // 16 tasklets x 20 increments under an atomic-bit lock.
+    let mut p = P::new();
+    p.i(asm::addi(S2, ZERO, 20)); // 0
+    let lock = p.here();
+    p.i(asm::addi(A0, ZERO, 9)); // acquire bit 9
+    p.sys(4);
+    p.i(asm::beq(A0, ZERO, lock - p.here())); // spin
+    p.i(asm::lw(T0, ZERO, 0x80));
+    p.i(asm::addi(T0, T0, 1));
+    p.i(asm::addi(T1, T1, 0)); // widen the critical section
+    p.i(asm::sw(T0, ZERO, 0x80));
+    p.i(asm::addi(A0, ZERO, 9));
+    p.sys(5);
+    p.i(asm::addi(S2, S2, -1));
+    p.i(asm::bne(S2, ZERO, lock - p.here()));
+    p.exit();
+    let (out, d) = run_p(&p, 16);
+    assert_eq!(out.fault, None);
+    assert_eq!(d.w32(0x80), 320);
+}
+
+#[test]
+fn sleep_and_resume() {
+    // t0 sleeps then writes 1; t1 spins 5 iterations, writes 2, then resumes t0.
+    let mut p = P::new();
+    p.i(asm::bne(TP, ZERO, 28)); // 0 -> 7
+    p.sys(6); // 1, 2: sleep
+    p.i(asm::addi(T0, ZERO, 1)); // 3
+    p.i(asm::sw(T0, ZERO, 0x40)); // 4
+    p.exit(); // 5, 6
+    p.i(asm::addi(S2, ZERO, 5)); // 7
+    p.i(asm::addi(S2, S2, -1)); // 8
+    p.i(asm::bne(S2, ZERO, -4)); // 9
+    p.i(asm::lw(T0, ZERO, 0x40)); // 10: t0 has not written yet
+    p.i(asm::sw(T0, ZERO, 0x44)); // 11
+    p.i(asm::addi(A0, ZERO, 0)); // 12
+    p.sys(7); // 13, 14: resume 0 -> a0 = 1
+    p.i(asm::sw(A0, ZERO, 0x48)); // 15
+    p.exit();
+    let (out, d) = run_p(&p, 2);
+    assert_eq!(out.fault, None);
+    assert_eq!(d.w32(0x40), 1);
+    assert_eq!(d.w32(0x44), 0);
+    assert_eq!(d.w32(0x48), 1);
+    // t1 issues at 1 + 11k: 0, 7, (8, 9) x 5, 10..=14: its RESUME ecall is its 17th issue
+    // (k = 16) at 177. t0 slept from its SLEEP (3rd issue, at 22) to 177, then issues its
+    // last 4 instructions at 178, 189, 200, 211.
+    assert_eq!(out.stats.tasklets[0].sleep_cycles, 177 - 22);
+    assert_eq!(out.stats.tasklets[0].end_cycle, 212);
+    assert_eq!(out.stats.tasklets[1].end_cycle, 1 + 11 * 19 + 1); // 20 issues
+}
+
+#[test]
+fn resume_before_sleep_is_remembered() {
+    // t1 resumes t0 at once (t0 awake: pending wake-up, a0 = 0); t0 wastes time then sleeps:
+    // the sleep returns immediately.
+    let mut p = P::new();
+    p.i(asm::bne(TP, ZERO, 28)); // 0 -> 7
+    for _ in 0..4 {
+        p.i(asm::addi(T0, T0, 1)); // 1..=4
+    }
+    p.sys(6); // 5, 6
+    p.exit(); // 7?? (t0 continues here)
+    let t1 = p.here();
+    assert_eq!(t1, 36);
+    p.i(asm::addi(A0, ZERO, 0));
+    p.sys(7);
+    p.i(asm::sw(A0, ZERO, 0x44));
+    p.exit();
+    p.0[0] = asm::bne(TP, ZERO, t1);
+    let (out, d) = run_p(&p, 2);
+    assert_eq!(out.fault, None);
+    assert_eq!(d.w32(0x44), 0);
+    assert_eq!(out.stats.tasklets[0].sleep_cycles, 0);
+    assert_eq!(out.stats.tasklets[0].instructions, 9);
+}
+
+#[test]
+fn resume_of_exited_tasklet_returns_zero() {
+    let mut p = P::new();
+    p.i(asm::bne(TP, ZERO, 12)); // 0 -> 3
+    p.exit(); // 1, 2
+    for _ in 0..3 {
+        p.i(asm::addi(T0, T0, 1));
+    }
+    p.i(asm::addi(A0, ZERO, 0));
+    p.sys(7);
+    p.i(asm::sw(A0, ZERO, 0x44));
+    p.i(asm::addi(A0, ZERO, 1));
+    p.sys(7); // resume self: awake, pending
+    p.i(asm::sw(A0, ZERO, 0x48));
+    p.sys(6); // consumes the pending wake-up
+    p.exit();
+    let mut d = Dpu::new();
+    d.set_w32(0x44, 9);
+    d.set_w32(0x48, 9);
+    let out = d.run(&p, &boot(2), &timing());
+    assert_eq!(out.fault, None);
+    assert_eq!((d.w32(0x44), d.w32(0x48)), (0, 0));
+}
+
+#[test]
+fn deadlock_when_everyone_sleeps() {
+    let mut p = P::new();
+    p.i(asm::bne(TP, ZERO, 12)); // 0 -> 3
+    p.sys(6); // 1, 2: t0 sleeps forever
+    p.exit(); // 3, 4: t1 exits
+    let (out, _) = run_p(&p, 2);
+    let f = out.fault.expect("deadlock");
+    assert_eq!(f.fault, Fault::Deadlock { sleeping: 1 });
+    assert_eq!(f.tasklet, 0);
+    assert_eq!(f.pc, BASE + 8);
+    // t0's SLEEP is its 3rd issue (at 22); t1's exit issues at 12 and 23: the run ends at 24.
+    assert_eq!(out.cycles, 24);
+    assert_eq!(out.stats.tasklets[0].sleep_cycles, 2);
+}
+
+#[test]
+fn halt_stops_all_tasklets() {
+    let mut p = P::new();
+    p.i(asm::bne(TP, ZERO, 16)); // 0 -> 4
+    p.i(asm::addi(T0, ZERO, 1)); // 1
+    p.sys(1); // 2, 3 halt
+    p.i(asm::jal(ZERO, 0)); // 4: t1 loops forever
+    let (out, _) = run_p(&p, 2);
+    assert_eq!(out.fault, None);
+    assert!(out.halted);
+    assert_eq!(out.cycles, 34);
+}
+
+#[test]
+fn exit_status_is_recorded() {
+    let mut p = P::new();
+    p.i(asm::addi(A0, TP, 40));
+    p.exit();
+    let (out, _) = run_p(&p, 3);
+    let st: Vec<_> = out.stats.tasklets.iter().map(|t| t.exit_status).collect();
+    assert_eq!(st, [Some(40), Some(41), Some(42)]);
+}
+
+#[test]
+fn stack_left() {
+    let mut p = P::new();
+    p.sys(12);
+    p.i(asm::sw(A0, ZERO, 0x40));
+    p.i(asm::addi(SP, SP, -40));
+    p.sys(12);
+    p.i(asm::sw(A0, ZERO, 0x44));
+    p.exit();
+    let (out, d) = run_p(&p, 1);
+    assert_eq!(out.fault, None);
+    assert_eq!((d.w32(0x40), d.w32(0x44)), (STACK, STACK - 40));
+}
+
+/// Runs a PRINTF of `fmt` (at 0x400) with argument slots at 0x500.
+fn printf_log(fmt: &str, slots: &[u32], calls: usize, capacity: u32) -> openpim_engine::RunOutcome {
+    let mut p = P::new();
+    for _ in 0..calls {
+        p.li(A0, 0x400).li(A1, 0x500).sys(10);
+    }
+    p.exit();
+    let mut d = Dpu::new();
+    d.put_str(0x400, fmt);
+    d.put_str(0x600, "DPU");
+    for (k, v) in slots.iter().enumerate() {
+        d.set_w32(0x500 + 4 * k as u32, *v);
+    }
+    let mut b = boot(1);
+    b.printf_capacity = capacity;
+    d.run(&p, &b, &timing())
+}
+
+#[test]
+fn printf_formats_into_the_log() {
+    let x = 2.5f64.to_bits();
+    let out = printf_log(
+        "hello %s #%d: %5.2f|%-4x|%c\n",
+        &[0x600, 7, x as u32, (x >> 32) as u32, 0xab, b'!' as u32],
+        2,
+        1 << 20,
+    );
+    assert_eq!(out.fault, None);
+    let line = "hello DPU #7:  2.50|ab  |!\n";
+    assert_eq!(String::from_utf8(out.log).unwrap(), format!("{line}{line}"));
+    // 4 + 24 bytes of arguments per call.
+    assert_eq!(out.stats.printf_bytes, 56);
+}
+
+#[test]
+fn printf_overflow_faults() {
+    // Each call costs 4 + 8 = 12 bytes; capacity 30 allows two.
+    let out = printf_log("%d %d\n", &[1, 2], 3, 30);
+    assert_eq!(String::from_utf8(out.log.clone()).unwrap(), "1 2\n1 2\n");
+    let f = out.fault.expect("overflow");
+    assert_eq!(f.fault, Fault::PrintfOverflow { capacity: 30 });
+    assert_eq!(f.pc, BASE + 4 * (6 * 2 + 5)); // the third call's ecall
+                                              // Exactly full is fine.
+    let out = printf_log("%d %d\n", &[1, 2], 2, 24);
+    assert_eq!(out.fault, None);
+}
+
+#[test]
+fn printf_log_resets_each_launch() {
+    let mut p = P::new();
+    p.li(A0, 0x400).li(A1, 0x500).sys(10).exit();
+    let mut d = Dpu::new();
+    d.put_str(0x400, "x");
+    let mut b = boot(1);
+    b.printf_capacity = 4;
+    for _ in 0..3 {
+        let out = d.run(&p, &b, &timing());
+        assert_eq!(out.fault, None);
+        assert_eq!(out.log, b"x");
+    }
+}

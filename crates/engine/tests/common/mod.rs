@@ -1,0 +1,140 @@
+//! Helpers shared by the engine's integration tests: a tiny program builder and a runner.
+#![allow(dead_code)]
+
+use openpim_engine::{map, run, BootInfo, DpuMemory, Program, RunOutcome, Timing};
+use openpim_isa::{asm, reg::*};
+
+pub const BASE: u32 = map::IRAM_BASE;
+/// Stacks: tasklet i owns [STACKS + i * STACK, STACKS + (i + 1) * STACK).
+pub const STACKS: u32 = 0x8000;
+pub const STACK: u32 = 0x400;
+pub const MRAM_TEST_SIZE: usize = 1 << 20;
+
+/// A program under construction (words at `BASE`, entry = first word).
+#[derive(Default, Clone)]
+pub struct P(pub Vec<u32>);
+
+impl P {
+    pub fn new() -> P {
+        P(Vec::new())
+    }
+    /// Appends one instruction word.
+    pub fn i(&mut self, w: u32) -> &mut P {
+        self.0.push(w);
+        self
+    }
+    pub fn all(&mut self, ws: &[u32]) -> &mut P {
+        self.0.extend_from_slice(ws);
+        self
+    }
+    /// Two-word `li`.
+    pub fn li(&mut self, rd: u8, v: u32) -> &mut P {
+        self.all(&asm::li(rd, v))
+    }
+    /// `li a7, nr; ecall` (2 words).
+    pub fn sys(&mut self, nr: u32) -> &mut P {
+        self.i(asm::addi(A7, ZERO, nr as i32)).i(asm::ecall())
+    }
+    /// TASKLET_EXIT (2 words).
+    pub fn exit(&mut self) -> &mut P {
+        self.sys(0)
+    }
+    /// Byte offset of the next word from the start.
+    pub fn here(&self) -> i32 {
+        (self.0.len() * 4) as i32
+    }
+    pub fn program(&self) -> Program {
+        let bytes: Vec<u8> = self.0.iter().flat_map(|w| w.to_le_bytes()).collect();
+        Program::decode(BASE, &bytes)
+    }
+}
+
+pub fn timing() -> Timing {
+    Timing {
+        revolver_cycles: 11,
+        dma_read_alpha: 77,
+        dma_write_alpha: 61,
+        dma_beta_milli: 500,
+        mul32_slots: 32,
+        div32_slots: 34,
+        mul64_slots: 100,
+        div64_slots: 140,
+        max_cycles: Some(50_000_000),
+    }
+}
+
+pub fn boot(nr: u32) -> BootInfo {
+    BootInfo {
+        entry: BASE,
+        nr_tasklets: nr,
+        stacks: (0..nr)
+            .map(|i| (STACKS + i * STACK, STACKS + (i + 1) * STACK))
+            .collect(),
+        printf_capacity: 1 << 20,
+        init_writes: vec![],
+    }
+}
+
+/// A DPU's memories plus the last outcome.
+pub struct Dpu {
+    pub wram: Vec<u8>,
+    pub mram: Vec<u8>,
+}
+
+impl Dpu {
+    pub fn new() -> Dpu {
+        Dpu {
+            wram: vec![0; map::WRAM_SIZE as usize],
+            mram: vec![0; MRAM_TEST_SIZE],
+        }
+    }
+    pub fn run(&mut self, p: &P, boot: &BootInfo, timing: &Timing) -> RunOutcome {
+        run(
+            &p.program(),
+            boot,
+            DpuMemory {
+                wram: &mut self.wram,
+                mram: &mut self.mram,
+            },
+            timing,
+        )
+    }
+    pub fn w32(&self, addr: u32) -> u32 {
+        let a = addr as usize;
+        u32::from_le_bytes(self.wram[a..a + 4].try_into().unwrap())
+    }
+    pub fn set_w32(&mut self, addr: u32, v: u32) {
+        let a = addr as usize;
+        self.wram[a..a + 4].copy_from_slice(&v.to_le_bytes());
+    }
+    pub fn put_str(&mut self, addr: u32, s: &str) {
+        let a = addr as usize;
+        self.wram[a..a + s.len()].copy_from_slice(s.as_bytes());
+        self.wram[a + s.len()] = 0;
+    }
+}
+
+/// Runs `p` with `nr` tasklets and the test timing on fresh memories.
+pub fn run_p(p: &P, nr: u32) -> (RunOutcome, Dpu) {
+    let mut d = Dpu::new();
+    let out = d.run(p, &boot(nr), &timing());
+    (out, d)
+}
+
+/// Runs `snippet` on one tasklet, then stores x1..x31 to WRAM words 4..128 and exits;
+/// returns the register file (x0 read back as stored, i.e. 0).
+pub fn regs_after(snippet: &[u32]) -> [u32; 32] {
+    let mut p = P::new();
+    p.all(snippet);
+    for r in 1..32u8 {
+        p.i(asm::sw(r, ZERO, 4 * i32::from(r)));
+    }
+    p.exit();
+    let (out, d) = run_p(&p, 1);
+    assert_eq!(out.fault, None, "unexpected fault");
+    let mut regs = [0u32; 32];
+    for (r, v) in regs.iter_mut().enumerate().skip(1) {
+        *v = d.w32(4 * r as u32);
+    }
+    regs
+}

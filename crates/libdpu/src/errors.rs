@@ -1,0 +1,148 @@
+//! The one place runtime errors become `dpu_error_t` codes, and the messages on stderr.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use openpim_runtime::Error;
+
+use crate::types::{err::*, DpuError};
+
+/// Why an entry point failed.
+pub enum Fail {
+    /// A runtime error.
+    Rt(Error),
+    /// A C-level misuse: code and message (cause and fix).
+    Code(DpuError, String),
+}
+
+impl From<Error> for Fail {
+    fn from(e: Error) -> Self {
+        Fail::Rt(e)
+    }
+}
+
+/// Shorthand for C-level failures.
+pub fn fail(code: DpuError, msg: impl Into<String>) -> Fail {
+    Fail::Code(code, msg.into())
+}
+
+/// Maps a runtime error to its SDK code.
+pub fn code_of(e: &Error) -> DpuError {
+    match e {
+        Error::Profile(_) => DPU_ERR_INVALID_PROFILE,
+        Error::Allocation { .. } => DPU_ERR_ALLOCATION,
+        Error::System(_) => DPU_ERR_SYSTEM,
+        Error::InvalidDpuSet(_) => DPU_ERR_INVALID_DPU_SET,
+        Error::ElfNoSuchFile { .. } => DPU_ERR_ELF_NO_SUCH_FILE,
+        Error::ElfInvalidFile { .. } | Error::IramOverflow { .. } | Error::WramOverflow { .. } => {
+            DPU_ERR_ELF_INVALID_FILE
+        }
+        Error::TooManyTasklets { .. } => DPU_ERR_TOO_MANY_TASKLETS,
+        Error::NoProgramLoaded(_) => DPU_ERR_NO_PROGRAM_LOADED,
+        Error::UnknownSymbol { .. } => DPU_ERR_UNKNOWN_SYMBOL,
+        Error::InvalidSymbolAccess { .. } => DPU_ERR_INVALID_SYMBOL_ACCESS,
+        Error::InvalidWramAccess { .. } => DPU_ERR_INVALID_WRAM_ACCESS,
+        Error::InvalidIramAccess { .. } => DPU_ERR_INVALID_IRAM_ACCESS,
+        Error::InvalidMramAccess { .. } => DPU_ERR_INVALID_MRAM_ACCESS,
+        Error::DpuFault { .. } => DPU_ERR_DPU_FAULT,
+        Error::CallbackFailed { code } => *code,
+        Error::NonblockingSyncCallback => DPU_ERR_NONBLOCKING_SYNC_CALLBACK,
+        Error::Internal(_) => DPU_ERR_INTERNAL,
+    }
+}
+
+fn report(func: &str, msg: &str) {
+    if !openpim_runtime::quiet() {
+        eprintln!("openpim: {func}: {msg}");
+    }
+}
+
+/// Runs an entry point: no panic crosses the FFI boundary, every error is reported once.
+pub fn entry(func: &'static str, f: impl FnOnce() -> Result<(), Fail>) -> DpuError {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => DPU_OK,
+        Ok(Err(Fail::Rt(e))) => {
+            let code = code_of(&e);
+            // Errors returned by user callbacks are theirs to report.
+            if !matches!(e, Error::CallbackFailed { .. }) {
+                report(func, &e.to_string());
+            }
+            code
+        }
+        Ok(Err(Fail::Code(code, msg))) => {
+            report(func, &msg);
+            code
+        }
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            report(
+                func,
+                &format!("internal error (a bug in OpenPIM, please report it): {msg}"),
+            );
+            DPU_ERR_INTERNAL
+        }
+    }
+}
+
+/// Runs an entry point that returns a value; on panic returns `default`.
+pub fn entry_value<T>(func: &'static str, default: T, f: impl FnOnce() -> T) -> T {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(v) => v,
+        Err(_) => {
+            report(func, "internal error (a bug in OpenPIM, please report it)");
+            default
+        }
+    }
+}
+
+/// The SDK's description of each code.
+pub fn describe(code: DpuError) -> &'static str {
+    match code {
+        DPU_OK => "success",
+        DPU_ERR_INTERNAL => "internal error",
+        DPU_ERR_SYSTEM => "system error",
+        DPU_ERR_DRIVER => "driver error",
+        DPU_ERR_ALLOCATION => "allocation error",
+        DPU_ERR_INVALID_DPU_SET => "invalid DPU set",
+        DPU_ERR_INVALID_THREAD_ID => "invalid thread id",
+        DPU_ERR_INVALID_NOTIFY_ID => "invalid notify id",
+        DPU_ERR_INVALID_WRAM_ACCESS => "invalid WRAM access",
+        DPU_ERR_INVALID_IRAM_ACCESS => "invalid IRAM access",
+        DPU_ERR_INVALID_MRAM_ACCESS => "invalid MRAM access",
+        DPU_ERR_INVALID_SYMBOL_ACCESS => "invalid symbol access",
+        DPU_ERR_MRAM_BUSY => "MRAM busy",
+        DPU_ERR_TRANSFER_ALREADY_SET => "transfer already set",
+        DPU_ERR_NO_PROGRAM_LOADED => "no program loaded",
+        DPU_ERR_DIFFERENT_DPU_PROGRAMS => "different DPU programs",
+        DPU_ERR_CORRUPTED_MEMORY => "corrupted memory",
+        DPU_ERR_DPU_DISABLED => "DPU disabled",
+        DPU_ERR_DPU_ALREADY_RUNNING => "DPU already running",
+        DPU_ERR_INVALID_MEMORY_TRANSFER => "invalid memory transfer",
+        DPU_ERR_INVALID_LAUNCH_POLICY => "invalid launch policy",
+        DPU_ERR_DPU_FAULT => "DPU is in fault",
+        DPU_ERR_ELF_INVALID_FILE => "invalid ELF file",
+        DPU_ERR_ELF_NO_SUCH_FILE => "no such ELF file",
+        DPU_ERR_ELF_NO_SUCH_SECTION => "no such ELF section",
+        DPU_ERR_TIMEOUT => "timeout",
+        DPU_ERR_INVALID_PROFILE => "invalid profile",
+        DPU_ERR_UNKNOWN_SYMBOL => "unknown symbol",
+        DPU_ERR_LOG_FORMAT => "invalid log format",
+        DPU_ERR_LOG_CONTEXT_MISSING => "log context missing",
+        DPU_ERR_LOG_BUFFER_TOO_SMALL => "log buffer too small",
+        DPU_ERR_VPD_INVALID_FILE => "invalid VPD file",
+        DPU_ERR_VPD_NO_REPAIR => "no repair in VPD",
+        DPU_ERR_NO_THREAD_PER_RANK => "no thread per rank",
+        DPU_ERR_INVALID_BUFFER_SIZE => "invalid buffer size",
+        DPU_ERR_NONBLOCKING_SYNC_CALLBACK => "non-blocking synchronous callback",
+        DPU_ERR_TOO_MANY_TASKLETS => "too many tasklets",
+        DPU_ERR_SG_TOO_MANY_BLOCKS => "too many scatter-gather blocks",
+        DPU_ERR_SG_LENGTH_MISMATCH => "scatter-gather length mismatch",
+        DPU_ERR_SG_NOT_ACTIVATED => "scatter-gather not activated",
+        DPU_ERR_SG_NOT_MRAM_SYMBOL => "scatter-gather transfer to a non-MRAM symbol",
+        DPU_ERR_ASYNC_JOBS => "cannot run: asynchronous jobs are pending",
+        _ => "unknown error",
+    }
+}

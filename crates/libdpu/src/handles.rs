@@ -1,0 +1,199 @@
+//! What the C pointers point to, and the registry that validates them.
+//!
+//! `struct dpu_rank_t *` points to a [`CRank`], `struct dpu_t *` to a [`CDpu`] inside its
+//! rank's boxed array; both are owned by the set `dpu_alloc` returned (an [`OwnedSet`]) and
+//! keep their addresses until `dpu_free`. Every pointer coming from C is checked against the
+//! registry before use, so a freed or forged set is an error, not a crash.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+
+use openpim_runtime::{DpuSet, Program, Rank};
+
+use crate::types::{err, DpuError, DpuSetT, DPU_SET_DPU, DPU_SET_RANKS};
+
+/// The object behind `struct dpu_rank_t *`.
+pub struct CRank {
+    pub rank: Arc<Rank>,
+    pub dpus: Box<[CDpu]>,
+}
+
+/// The object behind `struct dpu_t *`.
+pub struct CDpu {
+    pub crank: *const CRank,
+    pub index: u32,
+}
+
+/// A set returned by `dpu_alloc`: the rank pointer array C sees and the ranks it points to.
+pub struct OwnedSet {
+    pub array: Box<[*mut CRank]>,
+    pub ranks: Vec<Box<CRank>>,
+}
+
+// SAFETY: the raw pointers of an OwnedSet point into its own boxes (stable addresses); the
+// registry only moves the owner between threads, it never shares mutable access.
+unsafe impl Send for OwnedSet {}
+
+#[derive(Default)]
+struct Registry {
+    /// Owned sets by the address of their rank pointer array.
+    sets: HashMap<usize, OwnedSet>,
+    /// Live CRank addresses.
+    ranks: HashSet<usize>,
+    /// Live CDpu arrays: start address -> end address (exclusive).
+    dpus: BTreeMap<usize, usize>,
+}
+
+static REGISTRY: RwLock<Option<Registry>> = RwLock::new(None);
+
+fn with_read<T>(f: impl FnOnce(&Registry) -> T) -> T {
+    let g = REGISTRY.read().unwrap_or_else(|e| e.into_inner());
+    match g.as_ref() {
+        Some(r) => f(r),
+        None => f(&Registry::default()),
+    }
+}
+
+fn with_write<T>(f: impl FnOnce(&mut Registry) -> T) -> T {
+    let mut g = REGISTRY.write().unwrap_or_else(|e| e.into_inner());
+    f(g.get_or_insert_with(Registry::default))
+}
+
+/// Registers a freshly allocated runtime set and returns its C view.
+pub fn register(set: &DpuSet) -> DpuSetT {
+    let mut ranks: Vec<Box<CRank>> = Vec::new();
+    for rank in set.ranks() {
+        let mut crank = Box::new(CRank {
+            rank,
+            dpus: Box::new([]),
+        });
+        let p: *const CRank = &*crank;
+        crank.dpus = (0..crank.rank.nr_dpus()).map(|index| CDpu { crank: p, index }).collect();
+        ranks.push(crank);
+    }
+    let mut array: Box<[*mut CRank]> = ranks.iter_mut().map(|r| &mut **r as *mut CRank).collect();
+    let c = DpuSetT::ranks(array.len() as u32, array.as_mut_ptr());
+    with_write(|reg| {
+        for r in &ranks {
+            reg.ranks.insert(&**r as *const CRank as usize);
+            let start = r.dpus.as_ptr() as usize;
+            reg.dpus.insert(start, start + r.dpus.len() * std::mem::size_of::<CDpu>());
+        }
+        reg.sets.insert(array.as_ptr() as usize, OwnedSet { array, ranks });
+    });
+    c
+}
+
+/// Removes an owned set (by its rank array) from the registry; `None` when `ranks` is not the
+/// array of a set returned by `dpu_alloc`.
+pub fn unregister(ranks: *mut *mut CRank) -> Option<OwnedSet> {
+    with_write(|reg| {
+        let owned = reg.sets.remove(&(ranks as usize))?;
+        for r in &owned.ranks {
+            reg.ranks.remove(&(&**r as *const CRank as usize));
+            reg.dpus.remove(&(r.dpus.as_ptr() as usize));
+        }
+        Some(owned)
+    })
+}
+
+fn invalid() -> DpuError {
+    err::DPU_ERR_INVALID_DPU_SET
+}
+
+fn check_rank(reg: &Registry, p: *const CRank) -> Result<&'static CRank, DpuError> {
+    if p.is_null() || !reg.ranks.contains(&(p as usize)) {
+        return Err(invalid());
+    }
+    // SAFETY: the registry holds only addresses of live boxed CRanks (removed before they
+    // are dropped in dpu_free); the reference is used only while the C caller keeps the set
+    // alive, as the SDK's API requires of it.
+    Ok(unsafe { &*p })
+}
+
+fn check_dpu(reg: &Registry, p: *const CDpu) -> Result<&'static CDpu, DpuError> {
+    let a = p as usize;
+    let ok = !p.is_null()
+        && reg
+            .dpus
+            .range(..=a)
+            .next_back()
+            .is_some_and(|(start, end)| a < *end && (a - start) % std::mem::size_of::<CDpu>() == 0);
+    if !ok {
+        return Err(invalid());
+    }
+    // SAFETY: `p` lies on an element boundary inside a live CDpu array of the registry (see
+    // check_rank for the lifetime argument).
+    Ok(unsafe { &*p })
+}
+
+/// The rank behind a checked `struct dpu_rank_t *`.
+pub fn rank_ref(p: *const CRank) -> Result<&'static CRank, DpuError> {
+    with_read(|reg| check_rank(reg, p))
+}
+
+/// The DPU behind a checked `struct dpu_t *`.
+pub fn dpu_ref(p: *const CDpu) -> Result<&'static CDpu, DpuError> {
+    with_read(|reg| check_dpu(reg, p))
+}
+
+/// The ranks a C set names (checked), with the DPU index for a single-DPU set.
+pub fn c_ranks(set: &DpuSetT) -> Result<(Vec<&'static CRank>, Option<u32>), DpuError> {
+    with_read(|reg| match set.kind {
+        DPU_SET_RANKS => {
+            // SAFETY: kind RANKS says the `list` member is the active one.
+            let list = unsafe { set.u.list };
+            if list.nr_ranks == 0 {
+                return Ok((Vec::new(), None));
+            }
+            if list.ranks.is_null() {
+                return Err(invalid());
+            }
+            let mut out = Vec::with_capacity(list.nr_ranks as usize);
+            for i in 0..list.nr_ranks as usize {
+                // SAFETY: `ranks` points to `nr_ranks` rank pointers: either an owned set's
+                // array or a sub-array of it made by the rank iterator; each element read is
+                // then validated against the registry.
+                let p = unsafe { *list.ranks.add(i) };
+                out.push(check_rank(reg, p)?);
+            }
+            Ok((out, None))
+        }
+        DPU_SET_DPU => {
+            // SAFETY: kind DPU says the `dpu` member is the active one.
+            let d = check_dpu(reg, unsafe { set.u.dpu })?;
+            Ok((vec![check_rank(reg, d.crank)?], Some(d.index)))
+        }
+        _ => Err(invalid()),
+    })
+}
+
+/// Converts a C set into a runtime set.
+pub fn to_runtime(set: &DpuSetT) -> Result<DpuSet, DpuError> {
+    let (ranks, dpu) = c_ranks(set)?;
+    Ok(match dpu {
+        Some(i) => DpuSet::Dpu(Arc::clone(&ranks[0].rank), i),
+        None => DpuSet::from_ranks(ranks.iter().map(|r| Arc::clone(&r.rank)).collect()),
+    })
+}
+
+/// Programs handed to C as `struct dpu_program_t *` (by address; weak, so that reloading
+/// frees old programs).
+static PROGRAMS: Mutex<Vec<(usize, Weak<Program>)>> = Mutex::new(Vec::new());
+
+/// Registers a program and returns its C handle.
+pub fn program_handle(p: &Arc<Program>) -> *mut std::ffi::c_void {
+    let addr = Arc::as_ptr(p) as usize;
+    let mut progs = PROGRAMS.lock().unwrap_or_else(|e| e.into_inner());
+    progs.retain(|(_, w)| w.strong_count() > 0);
+    if !progs.iter().any(|(a, _)| *a == addr) {
+        progs.push((addr, Arc::downgrade(p)));
+    }
+    addr as *mut std::ffi::c_void
+}
+
+/// The program behind a C handle, if it is still loaded somewhere.
+pub fn program_from_handle(h: *const std::ffi::c_void) -> Option<Arc<Program>> {
+    let progs = PROGRAMS.lock().unwrap_or_else(|e| e.into_inner());
+    progs.iter().find(|(a, _)| *a == h as usize).and_then(|(_, w)| w.upgrade())
+}

@@ -1,0 +1,376 @@
+//! The SDK's profile string (`dpu_alloc(n, "backend=simulator,nrRanks=2", ...)`).
+//!
+//! Comma-separated `key=value` items. The environment variable `UPMEM_PROFILE_BASE` gives a
+//! base string; the program's own string overrides it key by key.
+
+use std::fmt;
+
+use thiserror::Error;
+
+use crate::profile::{HardwareProfile, ProfileError, DEFAULT_PROFILE};
+
+/// Environment variable holding the base profile string.
+pub const PROFILE_BASE_ENV: &str = "UPMEM_PROFILE_BASE";
+
+/// Every key the profile string accepts.
+pub const VALID_KEYS: &[&str] = &[
+    "backend",
+    "nrRanks",
+    "nrDpusPerRank",
+    "nrThreadsPerRank",
+    "dispatchOnAllRanks",
+    "disableSafeChecks",
+    "cycleAccurate",
+    "nrJobPerRank",
+    "sgXferEnable",
+    "hardware",
+    "maxCycles",
+];
+
+/// Errors of the profile string.
+#[derive(Debug, Clone, Error, PartialEq, Eq)]
+pub enum ConfigError {
+    /// An item without `=`.
+    #[error("profile item '{item}' is not of the form key=value (valid keys: {})", VALID_KEYS.join(", "))]
+    Syntax { item: String },
+    /// A key the profile string does not know.
+    #[error("unknown profile key '{key}' (valid keys: {})", VALID_KEYS.join(", "))]
+    UnknownKey { key: String },
+    /// A value that does not fit its key.
+    #[error("bad value '{value}' for profile key '{key}': expected {expected}")]
+    BadValue {
+        key: String,
+        value: String,
+        expected: &'static str,
+    },
+    /// The hardware profile named by `hardware=` could not be loaded.
+    #[error("profile key 'hardware': {0}")]
+    Hardware(String),
+    /// A topology request the hardware cannot satisfy.
+    #[error("profile key '{key}' = {value} exceeds the hardware profile's {limit}")]
+    TooLarge { key: String, value: u32, limit: u32 },
+}
+
+impl From<ProfileError> for ConfigError {
+    fn from(e: ProfileError) -> Self {
+        ConfigError::Hardware(e.to_string())
+    }
+}
+
+/// Which backend the program asked for. OpenPIM runs every one of them in this process
+/// (a remote backend is a later addition).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BackendKind {
+    /// `backend=hw`: real hardware in the SDK; emulated here.
+    Hardware,
+    /// `backend=simulator`: the SDK's functional simulator; emulated here.
+    Simulator,
+    /// `backend=openpim` (the default).
+    #[default]
+    OpenPim,
+}
+
+impl fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            BackendKind::Hardware => "hw",
+            BackendKind::Simulator => "simulator",
+            BackendKind::OpenPim => "openpim",
+        })
+    }
+}
+
+/// A parsed profile string.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SystemConfig {
+    pub backend: BackendKind,
+    /// Ranks of the emulated machine (default: the hardware profile's).
+    pub nr_ranks: Option<u32>,
+    /// DPUs per rank (default: the hardware profile's).
+    pub nr_dpus_per_rank: Option<u32>,
+    /// Accepted for compatibility (host threads per rank in the SDK).
+    pub nr_threads_per_rank: Option<u32>,
+    /// Accepted for compatibility.
+    pub dispatch_on_all_ranks: bool,
+    /// Accepted for compatibility (OpenPIM always checks).
+    pub disable_safe_checks: bool,
+    /// Accepted for compatibility (timing is always modeled).
+    pub cycle_accurate: bool,
+    /// Accepted for compatibility (queue depth per rank in the SDK; unbounded here).
+    pub nr_job_per_rank: Option<u32>,
+    /// Accepted for compatibility (scatter-gather transfers).
+    pub sg_xfer_enable: bool,
+    /// Hardware profile name or path (default `upmem-v1a`).
+    pub hardware: Option<String>,
+    /// Stop each DPU after this many cycles with a fault.
+    pub max_cycles: Option<u64>,
+}
+
+fn parse_bool(key: &str, value: &str) -> Result<bool, ConfigError> {
+    match value {
+        "true" | "1" | "yes" | "on" => Ok(true),
+        "false" | "0" | "no" | "off" => Ok(false),
+        _ => Err(ConfigError::BadValue {
+            key: key.into(),
+            value: value.into(),
+            expected: "true or false",
+        }),
+    }
+}
+
+fn parse_u32(key: &str, value: &str) -> Result<u32, ConfigError> {
+    match value.parse::<u32>() {
+        Ok(v) if v > 0 => Ok(v),
+        _ => Err(ConfigError::BadValue {
+            key: key.into(),
+            value: value.into(),
+            expected: "a positive integer",
+        }),
+    }
+}
+
+impl SystemConfig {
+    /// Parses the program's profile string on top of `UPMEM_PROFILE_BASE`.
+    pub fn from_profile_string(profile: &str) -> Result<SystemConfig, ConfigError> {
+        let base = std::env::var(PROFILE_BASE_ENV).ok();
+        SystemConfig::parse_with_base(base.as_deref(), profile)
+    }
+
+    /// Parses `base` then `profile` (later keys override earlier ones).
+    ///
+    /// ```
+    /// use openpim_machine::SystemConfig;
+    /// let c = SystemConfig::parse_with_base(Some("nrRanks=4,backend=hw"), "nrRanks=2").unwrap();
+    /// assert_eq!(c.nr_ranks, Some(2));
+    /// ```
+    pub fn parse_with_base(base: Option<&str>, profile: &str) -> Result<SystemConfig, ConfigError> {
+        let mut config = SystemConfig::default();
+        if let Some(base) = base {
+            config.apply(base)?;
+        }
+        config.apply(profile)?;
+        Ok(config)
+    }
+
+    /// Applies the items of one profile string.
+    pub fn apply(&mut self, profile: &str) -> Result<(), ConfigError> {
+        for item in profile.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let (key, value) = item
+                .split_once('=')
+                .map(|(k, v)| (k.trim(), v.trim()))
+                .ok_or_else(|| ConfigError::Syntax { item: item.into() })?;
+            match key {
+                "backend" => {
+                    self.backend = match value {
+                        "hw" => BackendKind::Hardware,
+                        "simulator" => BackendKind::Simulator,
+                        "openpim" => BackendKind::OpenPim,
+                        _ => {
+                            return Err(ConfigError::BadValue {
+                                key: key.into(),
+                                value: value.into(),
+                                expected: "hw, simulator or openpim",
+                            })
+                        }
+                    }
+                }
+                "nrRanks" => self.nr_ranks = Some(parse_u32(key, value)?),
+                "nrDpusPerRank" => self.nr_dpus_per_rank = Some(parse_u32(key, value)?),
+                "nrThreadsPerRank" => self.nr_threads_per_rank = Some(parse_u32(key, value)?),
+                "nrJobPerRank" => self.nr_job_per_rank = Some(parse_u32(key, value)?),
+                "dispatchOnAllRanks" => self.dispatch_on_all_ranks = parse_bool(key, value)?,
+                "disableSafeChecks" => self.disable_safe_checks = parse_bool(key, value)?,
+                "cycleAccurate" => self.cycle_accurate = parse_bool(key, value)?,
+                "sgXferEnable" => self.sg_xfer_enable = parse_bool(key, value)?,
+                "hardware" => {
+                    if value.is_empty() {
+                        return Err(ConfigError::BadValue {
+                            key: key.into(),
+                            value: value.into(),
+                            expected: "a hardware profile name or a path to a .toml file",
+                        });
+                    }
+                    self.hardware = Some(value.to_string());
+                }
+                "maxCycles" => {
+                    self.max_cycles = Some(value.parse::<u64>().ok().filter(|v| *v > 0).ok_or_else(|| {
+                        ConfigError::BadValue {
+                            key: key.into(),
+                            value: value.into(),
+                            expected: "a positive number of cycles",
+                        }
+                    })?)
+                }
+                _ => return Err(ConfigError::UnknownKey { key: key.into() }),
+            }
+        }
+        Ok(())
+    }
+
+    /// Loads the hardware profile and checks the requested topology against it.
+    pub fn resolve(&self) -> Result<MachineConfig, ConfigError> {
+        let hardware = HardwareProfile::load(self.hardware.as_deref().unwrap_or(DEFAULT_PROFILE))?;
+        let nr_ranks = self.nr_ranks.unwrap_or(hardware.topology.ranks);
+        let dpus_per_rank = self.nr_dpus_per_rank.unwrap_or(hardware.topology.dpus_per_rank);
+        if dpus_per_rank > hardware.topology.dpus_per_rank {
+            return Err(ConfigError::TooLarge {
+                key: "nrDpusPerRank".into(),
+                value: dpus_per_rank,
+                limit: hardware.topology.dpus_per_rank,
+            });
+        }
+        Ok(MachineConfig {
+            hardware,
+            nr_ranks,
+            dpus_per_rank,
+            config: self.clone(),
+        })
+    }
+}
+
+/// A profile string resolved against its hardware profile: what the machine looks like.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MachineConfig {
+    pub hardware: HardwareProfile,
+    /// Ranks of the machine.
+    pub nr_ranks: u32,
+    /// DPUs of each rank.
+    pub dpus_per_rank: u32,
+    /// The profile string it came from.
+    pub config: SystemConfig,
+}
+
+impl MachineConfig {
+    /// Parses a profile string (with `UPMEM_PROFILE_BASE`) and loads its hardware profile.
+    pub fn from_profile_string(profile: &str) -> Result<MachineConfig, ConfigError> {
+        SystemConfig::from_profile_string(profile)?.resolve()
+    }
+
+    /// DPUs of the whole machine.
+    pub fn total_dpus(&self) -> u64 {
+        u64::from(self.nr_ranks) * u64::from(self.dpus_per_rank)
+    }
+
+    /// A human-readable description (for `openpim info` and `dpu_get_profile_description`).
+    pub fn describe(&self) -> String {
+        let hw = &self.hardware;
+        let c = &self.config;
+        let mut s = String::new();
+        use std::fmt::Write;
+        let _ = writeln!(s, "hardware profile: {} ({})", hw.name, hw.description);
+        let _ = writeln!(s, "backend: {}", c.backend);
+        let _ = writeln!(
+            s,
+            "topology: {} ranks x {} DPUs = {} DPUs ({} chips per rank)",
+            self.nr_ranks,
+            self.dpus_per_rank,
+            self.total_dpus(),
+            hw.topology.chips_per_rank
+        );
+        let _ = writeln!(
+            s,
+            "DPU: {} MHz, {} tasklets, revolver {} cycles",
+            hw.dpu.frequency_mhz, hw.dpu.tasklets, hw.dpu.revolver_cycles
+        );
+        let _ = writeln!(
+            s,
+            "memory per DPU: WRAM {} KiB, IRAM {} KiB, MRAM {} MiB, {} atomic bits",
+            hw.memory.wram_bytes / 1024,
+            hw.memory.iram_bytes / 1024,
+            hw.memory.mram_bytes / (1024 * 1024),
+            hw.memory.atomic_bits
+        );
+        let _ = writeln!(
+            s,
+            "DMA: read {} + {}.{:03} cycles/byte, write {} + {}.{:03} cycles/byte",
+            hw.dma.read_alpha_cycles,
+            hw.dma.beta_millicycles_per_byte / 1000,
+            hw.dma.beta_millicycles_per_byte % 1000,
+            hw.dma.write_alpha_cycles,
+            hw.dma.beta_millicycles_per_byte / 1000,
+            hw.dma.beta_millicycles_per_byte % 1000
+        );
+        let _ = writeln!(
+            s,
+            "arithmetic (issue slots): mul32 {}, div32 {}, mul64 {}, div64 {}",
+            hw.cost.mul32, hw.cost.div32, hw.cost.mul64, hw.cost.div64
+        );
+        match c.max_cycles {
+            Some(m) => {
+                let _ = writeln!(s, "cycle limit per launch: {m}");
+            }
+            None => {
+                let _ = writeln!(s, "cycle limit per launch: none");
+            }
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_profile_is_default() {
+        let c = SystemConfig::parse_with_base(None, "").unwrap();
+        assert_eq!(c, SystemConfig::default());
+        let m = c.resolve().unwrap();
+        assert_eq!(m.nr_ranks, 40);
+        assert_eq!(m.dpus_per_rank, 64);
+        assert_eq!(m.total_dpus(), 2560);
+        assert_eq!(m.hardware.name, "upmem-v1a");
+    }
+
+    #[test]
+    fn all_keys_parse() {
+        let c = SystemConfig::parse_with_base(
+            None,
+            " backend=simulator, nrRanks=2,nrDpusPerRank=8,nrThreadsPerRank=4,dispatchOnAllRanks=true,\
+             disableSafeChecks=false,cycleAccurate=1,nrJobPerRank=16,hardware=upmem-v1b,maxCycles=1000,",
+        )
+        .unwrap();
+        assert_eq!(c.backend, BackendKind::Simulator);
+        assert_eq!(c.nr_ranks, Some(2));
+        assert_eq!(c.nr_dpus_per_rank, Some(8));
+        assert_eq!(c.nr_threads_per_rank, Some(4));
+        assert!(c.dispatch_on_all_ranks && !c.disable_safe_checks && c.cycle_accurate);
+        assert_eq!(c.nr_job_per_rank, Some(16));
+        assert_eq!(c.max_cycles, Some(1000));
+        let m = c.resolve().unwrap();
+        assert_eq!(m.hardware.dpu.frequency_mhz, 400);
+        assert_eq!(m.total_dpus(), 16);
+        assert!(m.describe().contains("2 ranks x 8 DPUs"));
+        for b in ["hw", "simulator", "openpim"] {
+            assert!(SystemConfig::parse_with_base(None, &format!("backend={b}")).is_ok());
+        }
+    }
+
+    #[test]
+    fn base_then_override() {
+        let c = SystemConfig::parse_with_base(Some("nrRanks=4,backend=hw"), "nrRanks=2").unwrap();
+        assert_eq!(c.nr_ranks, Some(2));
+        assert_eq!(c.backend, BackendKind::Hardware);
+        // A bad base is an error too.
+        assert!(SystemConfig::parse_with_base(Some("bogus=1"), "").is_err());
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        let e = SystemConfig::parse_with_base(None, "nrRank=2").unwrap_err();
+        assert_eq!(e, ConfigError::UnknownKey { key: "nrRank".into() });
+        let msg = e.to_string();
+        assert!(msg.contains("nrRank'") && msg.contains("nrRanks") && msg.contains("maxCycles"), "{msg}");
+        let e = SystemConfig::parse_with_base(None, "nrRanks=zero").unwrap_err();
+        assert!(e.to_string().contains("nrRanks"), "{e}");
+        assert!(matches!(SystemConfig::parse_with_base(None, "nrRanks=0"), Err(ConfigError::BadValue { .. })));
+        assert!(matches!(SystemConfig::parse_with_base(None, "backend=fpga"), Err(ConfigError::BadValue { .. })));
+        assert!(matches!(SystemConfig::parse_with_base(None, "cycleAccurate=maybe"), Err(ConfigError::BadValue { .. })));
+        assert!(matches!(SystemConfig::parse_with_base(None, "justakey"), Err(ConfigError::Syntax { .. })));
+        assert!(matches!(SystemConfig::parse_with_base(None, "maxCycles=-1"), Err(ConfigError::BadValue { .. })));
+        let e = SystemConfig::parse_with_base(None, "hardware=nosuch").unwrap().resolve().unwrap_err();
+        assert!(matches!(e, ConfigError::Hardware(_)));
+        let e = SystemConfig::parse_with_base(None, "nrDpusPerRank=65").unwrap().resolve().unwrap_err();
+        assert!(matches!(e, ConfigError::TooLarge { .. }));
+    }
+}

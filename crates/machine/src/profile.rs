@@ -1,0 +1,282 @@
+//! Hardware profiles: the numbers that describe an emulated PIM server, read from TOML files.
+//!
+//! The built-in profiles live in the repository's `profiles/` folder and are compiled in, so
+//! they work from any installed binary; a profile can also be any file path (`hardware=PATH`).
+//! Every constant of a built-in profile carries a comment giving its source.
+
+use std::path::Path;
+
+use openpim_engine::{map, Timing};
+use serde::Deserialize;
+use thiserror::Error;
+
+/// Name of the profile used when none is asked for.
+pub const DEFAULT_PROFILE: &str = "upmem-v1a";
+
+/// Built-in profiles: `(name, TOML text)`.
+const BUILTIN: &[(&str, &str)] = &[
+    ("upmem-v1a", include_str!("../../../profiles/upmem-v1a.toml")),
+    ("upmem-v1b", include_str!("../../../profiles/upmem-v1b.toml")),
+];
+
+/// Errors of loading a hardware profile.
+#[derive(Debug, Error)]
+pub enum ProfileError {
+    /// Neither a built-in profile nor an existing file.
+    #[error("unknown hardware profile '{name}': built-in profiles are {builtins}; or give the path of a .toml profile file")]
+    Unknown { name: String, builtins: String },
+    /// The file could not be read.
+    #[error("cannot read hardware profile file '{path}': {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not a valid profile.
+    #[error("hardware profile '{name}' is not valid: {message}")]
+    Invalid { name: String, message: String },
+}
+
+/// The DPU core.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DpuSpec {
+    /// DPU clock in MHz.
+    pub frequency_mhz: u32,
+    /// Hardware threads per DPU.
+    pub tasklets: u32,
+    /// Minimum cycles between two issues of one tasklet.
+    pub revolver_cycles: u32,
+}
+
+/// Memory sizes of one DPU, in bytes.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemorySpec {
+    pub wram_bytes: u32,
+    pub iram_bytes: u32,
+    pub mram_bytes: u32,
+    pub atomic_bits: u32,
+}
+
+/// The MRAM<->WRAM DMA engine: alpha + beta * n cycles.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DmaSpec {
+    pub read_alpha_cycles: u32,
+    pub write_alpha_cycles: u32,
+    /// Thousandths of a cycle per byte.
+    pub beta_millicycles_per_byte: u32,
+}
+
+/// Issue slots charged for the software arithmetic routines.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CostSpec {
+    pub mul32: u32,
+    pub div32: u32,
+    pub mul64: u32,
+    pub div64: u32,
+}
+
+/// How DPUs are grouped.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopologySpec {
+    /// Ranks in the server.
+    pub ranks: u32,
+    /// DPUs per rank.
+    pub dpus_per_rank: u32,
+    /// Chips per rank (DPUs of a chip share a chip's byte lane of the 64-bit bus).
+    pub chips_per_rank: u32,
+}
+
+/// A hardware profile. New sections (bus bandwidths, links, ...) are added as `Option`
+/// fields so that older profile files stay valid.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HardwareProfile {
+    /// Short name (`upmem-v1a`).
+    pub name: String,
+    /// One-line description.
+    pub description: String,
+    pub dpu: DpuSpec,
+    pub memory: MemorySpec,
+    pub dma: DmaSpec,
+    pub cost: CostSpec,
+    pub topology: TopologySpec,
+}
+
+impl HardwareProfile {
+    /// Loads a profile by built-in name, or from a file when `name_or_path` names one
+    /// (contains a path separator, ends in `.toml`, or exists).
+    ///
+    /// ```
+    /// let p = openpim_machine::HardwareProfile::load("upmem-v1a").unwrap();
+    /// assert_eq!(p.dpu.frequency_mhz, 350);
+    /// ```
+    pub fn load(name_or_path: &str) -> Result<HardwareProfile, ProfileError> {
+        if let Some((_, text)) = BUILTIN.iter().find(|(n, _)| *n == name_or_path) {
+            return HardwareProfile::parse(name_or_path, text);
+        }
+        let path = Path::new(name_or_path);
+        let looks_like_path =
+            name_or_path.contains(std::path::MAIN_SEPARATOR) || name_or_path.ends_with(".toml");
+        if looks_like_path || path.exists() {
+            let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Io {
+                path: name_or_path.to_string(),
+                source,
+            })?;
+            return HardwareProfile::parse(name_or_path, &text);
+        }
+        Err(ProfileError::Unknown {
+            name: name_or_path.to_string(),
+            builtins: builtin_names().join(", "),
+        })
+    }
+
+    /// The default profile (`upmem-v1a`).
+    pub fn default_profile() -> HardwareProfile {
+        // The built-in profiles are checked by this crate's tests, so this cannot fail.
+        HardwareProfile::load(DEFAULT_PROFILE).expect("built-in default profile is valid")
+    }
+
+    /// Parses and validates a profile's TOML text; `origin` names it in errors.
+    pub fn parse(origin: &str, text: &str) -> Result<HardwareProfile, ProfileError> {
+        let profile: HardwareProfile = toml::from_str(text).map_err(|e| ProfileError::Invalid {
+            name: origin.to_string(),
+            message: e.to_string(),
+        })?;
+        profile.validate().map_err(|message| ProfileError::Invalid {
+            name: origin.to_string(),
+            message,
+        })?;
+        Ok(profile)
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        let fixed = |what: &str, got: u32, engine: u32| {
+            if got == engine {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{what} = {got}, but this engine emulates exactly {engine} (other sizes are not supported yet)"
+                ))
+            }
+        };
+        fixed("memory.wram_bytes", self.memory.wram_bytes, map::WRAM_SIZE)?;
+        fixed("memory.iram_bytes", self.memory.iram_bytes, map::IRAM_SIZE)?;
+        fixed("memory.mram_bytes", self.memory.mram_bytes, map::MRAM_SIZE)?;
+        fixed("memory.atomic_bits", self.memory.atomic_bits, map::ATOMIC_BITS)?;
+        if self.dpu.tasklets == 0 || self.dpu.tasklets > map::MAX_TASKLETS {
+            return Err(format!("dpu.tasklets must be 1..={}", map::MAX_TASKLETS));
+        }
+        if self.dpu.frequency_mhz == 0 {
+            return Err("dpu.frequency_mhz must be > 0".into());
+        }
+        if self.dpu.revolver_cycles == 0 {
+            return Err("dpu.revolver_cycles must be > 0".into());
+        }
+        if self.topology.ranks == 0 || self.topology.dpus_per_rank == 0 {
+            return Err("topology.ranks and topology.dpus_per_rank must be > 0".into());
+        }
+        if self.topology.chips_per_rank == 0
+            || self.topology.dpus_per_rank % self.topology.chips_per_rank != 0
+        {
+            return Err("topology.chips_per_rank must divide topology.dpus_per_rank".into());
+        }
+        Ok(())
+    }
+
+    /// DPUs in the whole server.
+    pub fn total_dpus(&self) -> u64 {
+        u64::from(self.topology.ranks) * u64::from(self.topology.dpus_per_rank)
+    }
+
+    /// The engine's timing parameters for this profile.
+    pub fn timing(&self, max_cycles: Option<u64>) -> Timing {
+        Timing {
+            revolver_cycles: self.dpu.revolver_cycles,
+            dma_read_alpha: self.dma.read_alpha_cycles,
+            dma_write_alpha: self.dma.write_alpha_cycles,
+            dma_beta_milli: self.dma.beta_millicycles_per_byte,
+            mul32_slots: self.cost.mul32,
+            div32_slots: self.cost.div32,
+            mul64_slots: self.cost.mul64,
+            div64_slots: self.cost.div64,
+            max_cycles,
+        }
+    }
+
+    /// Seconds of DPU time for `cycles` cycles.
+    pub fn cycles_to_seconds(&self, cycles: u64) -> f64 {
+        cycles as f64 / (f64::from(self.dpu.frequency_mhz) * 1e6)
+    }
+}
+
+/// Names of the built-in profiles.
+pub fn builtin_names() -> Vec<&'static str> {
+    BUILTIN.iter().map(|(n, _)| *n).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_load_and_validate() {
+        for name in builtin_names() {
+            let p = HardwareProfile::load(name).unwrap();
+            assert_eq!(p.name, name);
+            assert_eq!(p.topology.ranks, 40);
+            assert_eq!(p.topology.dpus_per_rank, 64);
+            assert_eq!(p.total_dpus(), 2560);
+            assert_eq!(p.dpu.tasklets, 24);
+            assert_eq!(p.dpu.revolver_cycles, 11);
+            assert_eq!(p.dma.read_alpha_cycles, 77);
+            assert_eq!(p.dma.write_alpha_cycles, 61);
+            assert_eq!(p.dma.beta_millicycles_per_byte, 500);
+        }
+        assert_eq!(HardwareProfile::load("upmem-v1a").unwrap().dpu.frequency_mhz, 350);
+        assert_eq!(HardwareProfile::load("upmem-v1b").unwrap().dpu.frequency_mhz, 400);
+        assert_eq!(HardwareProfile::default_profile().name, DEFAULT_PROFILE);
+    }
+
+    #[test]
+    fn user_file_profile() {
+        let dir = std::env::temp_dir().join(format!("openpim-prof-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("mine.toml");
+        let text = include_str!("../../../profiles/upmem-v1a.toml")
+            .replace("frequency_mhz = 350", "frequency_mhz = 500")
+            .replace("ranks = 40", "ranks = 2");
+        std::fs::write(&path, text).unwrap();
+        let p = HardwareProfile::load(path.to_str().unwrap()).unwrap();
+        assert_eq!(p.dpu.frequency_mhz, 500);
+        assert_eq!(p.topology.ranks, 2);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn unknown_and_invalid_profiles() {
+        let e = HardwareProfile::load("nosuch").unwrap_err();
+        assert!(e.to_string().contains("upmem-v1a"), "{e}");
+        let e = HardwareProfile::load("/nonexistent/x.toml").unwrap_err();
+        assert!(matches!(e, ProfileError::Io { .. }));
+        let bad = include_str!("../../../profiles/upmem-v1a.toml").replace("wram_bytes = 65536", "wram_bytes = 1");
+        let e = HardwareProfile::parse("bad", &bad).unwrap_err();
+        assert!(e.to_string().contains("memory.wram_bytes"), "{e}");
+        let typo = include_str!("../../../profiles/upmem-v1a.toml").replace("mul64", "mul46");
+        assert!(HardwareProfile::parse("typo", &typo).is_err());
+    }
+
+    #[test]
+    fn timing_from_profile() {
+        let p = HardwareProfile::default_profile();
+        let t = p.timing(Some(10));
+        assert_eq!(t.revolver_cycles, 11);
+        assert_eq!(t.mul32_slots, p.cost.mul32);
+        assert_eq!(t.max_cycles, Some(10));
+        assert!((p.cycles_to_seconds(350_000_000) - 1.0).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,648 @@
+//! Ranks: the unit of allocation and of asynchronous execution.
+//!
+//! A rank owns the memories of its DPUs (behind one mutex, held while it executes an
+//! operation), light host-side bookkeeping (loaded programs, prepared transfer buffers; a
+//! second mutex, never held long), and a FIFO of asynchronous operations run in order by a
+//! per-rank worker thread spawned on first use. Operations are values ([`RankOp`]): the local
+//! backend executes them here; a remote backend would ship them elsewhere.
+
+use std::cell::RefCell;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use openpim_engine::Timing;
+use openpim_machine::{Bytes, DpuMemories, MachineConfig};
+use rayon::prelude::*;
+
+use crate::error::{Error, FaultInfo, Result};
+use crate::program::Program;
+use crate::stats::{self, DpuRunStats, LaunchRecord};
+use crate::xfer::Place;
+
+/// A host memory address handed over by the C API (prepared transfer buffers, async
+/// transfer sources). The caller of the unsafe API that stores it guarantees it is valid
+/// for the transfer's length until the transfer has run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostPtr(pub *mut u8);
+
+// SAFETY: a HostPtr is only dereferenced by the transfer it was given for, under the
+// contract of the unsafe function that accepted it (valid, and not used concurrently by the
+// caller, until the transfer completes), exactly as the SDK requires of its callers.
+unsafe impl Send for HostPtr {}
+// SAFETY: see Send; the pointer value itself is plain data.
+unsafe impl Sync for HostPtr {}
+
+/// One DPU's part of a transfer.
+#[derive(Debug, Clone, Copy)]
+pub struct XferItem {
+    /// DPU index in the rank.
+    pub dpu: u32,
+    pub place: Place,
+    pub buf: HostPtr,
+}
+
+/// A user callback as an operation.
+pub type CallbackJob = Box<dyn FnOnce() -> Result<()> + Send>;
+
+/// An operation on one rank (the boundary a remote backend or a virtual timeline plugs in).
+pub enum RankOp {
+    /// Load `program` on the DPUs (indices in the rank). Always synchronous.
+    Load { program: Arc<Program>, dpus: Vec<u32> },
+    /// Host -> DPU: copy `len` bytes from each item's buffer.
+    Write { len: usize, items: Vec<XferItem> },
+    /// DPU -> host: copy `len` bytes into each item's buffer.
+    Read { len: usize, items: Vec<XferItem> },
+    /// Run the DPUs with their programs.
+    Launch { dpus: Vec<(u32, Arc<Program>)> },
+    /// Call user code (no rank lock held).
+    Callback(CallbackJob),
+}
+
+impl RankOp {
+    fn name(&self) -> &'static str {
+        match self {
+            RankOp::Load { .. } => "load",
+            RankOp::Write { .. } => "transfer to DPUs",
+            RankOp::Read { .. } => "transfer from DPUs",
+            RankOp::Launch { .. } => "launch",
+            RankOp::Callback(_) => "callback",
+        }
+    }
+}
+
+/// One DPU's state.
+pub(crate) struct DpuState {
+    pub mem: DpuMemories,
+    /// printf output of the last launch.
+    pub log: Vec<u8>,
+    /// Statistics of the last launch.
+    pub stats: Option<DpuRunStats>,
+    /// Fault of the last launch.
+    pub fault: Option<FaultInfo>,
+}
+
+/// Heavy state: memories. Locked while an operation executes.
+pub(crate) struct RankState {
+    pub dpus: Vec<DpuState>,
+}
+
+/// Light host-side bookkeeping. Never held while waiting for anything.
+pub(crate) struct RankMeta {
+    pub programs: Vec<Option<Arc<Program>>>,
+    pub prepared: Vec<Option<HostPtr>>,
+}
+
+#[derive(Default)]
+struct QueueState {
+    /// Queued or running operations.
+    pending: usize,
+    /// Running NONBLOCKING callbacks.
+    detached: usize,
+    /// First error of an asynchronous operation, reported by the next sync.
+    error: Option<Error>,
+}
+
+#[derive(Default)]
+struct Queue {
+    state: Mutex<QueueState>,
+    changed: Condvar,
+}
+
+impl Queue {
+    fn lock(&self) -> MutexGuard<'_, QueueState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn finish(&self, result: Result<()>, detached: bool) {
+        let mut q = self.lock();
+        if detached {
+            q.detached -= 1;
+        } else {
+            q.pending -= 1;
+        }
+        if let Err(e) = result {
+            q.error.get_or_insert(e);
+        }
+        self.changed.notify_all();
+    }
+}
+
+thread_local! {
+    /// Ranks whose queue the current thread is executing a callback for: a synchronous call
+    /// made from inside that callback must not wait for the callback itself.
+    static INSIDE_CALLBACK: RefCell<Vec<u32>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` marked as being inside a callback of `ranks`.
+pub(crate) fn as_callback_of<T>(ranks: &[u32], f: impl FnOnce() -> T) -> T {
+    let before = INSIDE_CALLBACK.with(|c| {
+        let mut c = c.borrow_mut();
+        let n = c.len();
+        c.extend_from_slice(ranks);
+        n
+    });
+    let r = f();
+    INSIDE_CALLBACK.with(|c| c.borrow_mut().truncate(before));
+    r
+}
+
+fn inside_callback_of(id: u32) -> bool {
+    INSIDE_CALLBACK.with(|c| c.borrow().contains(&id))
+}
+
+/// Returns the rank slot to the machine's pool when dropped.
+pub(crate) struct SlotGuard(pub u32);
+
+impl Drop for SlotGuard {
+    fn drop(&mut self) {
+        crate::system::release_slot(self.0);
+    }
+}
+
+/// A rank of DPUs.
+pub struct Rank {
+    id: u32,
+    nr_dpus: u32,
+    machine: Arc<MachineConfig>,
+    timing: Timing,
+    state: Mutex<RankState>,
+    meta: Mutex<RankMeta>,
+    queue: Arc<Queue>,
+    sender: Mutex<Option<mpsc::Sender<(Arc<Rank>, RankOp)>>>,
+    faulted: AtomicBool,
+    _slot: SlotGuard,
+}
+
+impl std::fmt::Debug for Rank {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Rank({}, {} DPUs)", self.id, self.nr_dpus)
+    }
+}
+
+/// True when `OPENPIM_QUIET` asks for no messages on stderr.
+pub fn quiet() -> bool {
+    std::env::var_os("OPENPIM_QUIET").is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// The thread pool DPUs are simulated on (`OPENPIM_THREADS` threads, default: all cores).
+pub(crate) fn pool() -> &'static rayon::ThreadPool {
+    static POOL: std::sync::OnceLock<rayon::ThreadPool> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| {
+        let threads = std::env::var("OPENPIM_THREADS")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .filter(|n| *n > 0)
+            .unwrap_or(0);
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("openpim-dpu-{i}"))
+            .build()
+            .unwrap_or_else(|_| {
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(1)
+                    .build()
+                    .expect("a one-thread pool can always be built")
+            })
+    })
+}
+
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".to_string()
+    }
+}
+
+/// Transfers at least this big (bytes, all DPUs together) are spread over the pool.
+const PARALLEL_XFER_BYTES: usize = 1 << 20;
+
+impl Rank {
+    pub(crate) fn new(slot: SlotGuard, nr_dpus: u32, machine: Arc<MachineConfig>) -> Result<Rank> {
+        let mut dpus = Vec::with_capacity(nr_dpus as usize);
+        for _ in 0..nr_dpus {
+            let mem = DpuMemories::new().map_err(|e| Error::System(format!("cannot reserve DPU memory: {e}")))?;
+            dpus.push(DpuState {
+                mem,
+                log: Vec::new(),
+                stats: None,
+                fault: None,
+            });
+        }
+        let timing = machine.hardware.timing(machine.config.max_cycles);
+        Ok(Rank {
+            id: slot.0,
+            nr_dpus,
+            machine,
+            timing,
+            state: Mutex::new(RankState { dpus }),
+            meta: Mutex::new(RankMeta {
+                programs: vec![None; nr_dpus as usize],
+                prepared: vec![None; nr_dpus as usize],
+            }),
+            queue: Arc::default(),
+            sender: Mutex::new(None),
+            faulted: AtomicBool::new(false),
+            _slot: slot,
+        })
+    }
+
+    /// The rank's slot in the machine (0-based).
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// DPUs in this rank.
+    pub fn nr_dpus(&self) -> u32 {
+        self.nr_dpus
+    }
+
+    /// The machine this rank belongs to.
+    pub fn machine(&self) -> &Arc<MachineConfig> {
+        &self.machine
+    }
+
+    /// True when the last launch on this rank faulted.
+    pub fn faulted(&self) -> bool {
+        self.faulted.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn lock_state(&self) -> MutexGuard<'_, RankState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn lock_meta(&self) -> MutexGuard<'_, RankMeta> {
+        self.meta.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits until no queued operation is left (not counting NONBLOCKING callbacks).
+    pub(crate) fn wait_idle(&self) {
+        if inside_callback_of(self.id) {
+            return;
+        }
+        let mut q = self.queue.lock();
+        while q.pending > 0 {
+            q = self.queue.changed.wait(q).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Waits for every queued operation and callback; returns (and clears) the first error
+    /// of an asynchronous operation.
+    pub(crate) fn sync(&self) -> Result<()> {
+        if inside_callback_of(self.id) {
+            return Ok(());
+        }
+        let mut q = self.queue.lock();
+        while q.pending > 0 || q.detached > 0 {
+            q = self.queue.changed.wait(q).unwrap_or_else(|e| e.into_inner());
+        }
+        match q.error.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// True when nothing is queued or running.
+    pub(crate) fn is_idle(&self) -> bool {
+        let q = self.queue.lock();
+        q.pending == 0 && q.detached == 0
+    }
+
+    /// Queues an operation for the rank's worker thread.
+    pub(crate) fn enqueue(self: &Arc<Self>, op: RankOp) -> Result<()> {
+        let mut sender = self.sender.lock().unwrap_or_else(|e| e.into_inner());
+        if sender.is_none() {
+            let (tx, rx) = mpsc::channel::<(Arc<Rank>, RankOp)>();
+            let queue = Arc::clone(&self.queue);
+            std::thread::Builder::new()
+                .name(format!("openpim-rank-{}", self.id))
+                .spawn(move || worker(rx, queue))
+                .map_err(|e| Error::System(format!("cannot start the rank's worker thread: {e}")))?;
+            *sender = Some(tx);
+        }
+        self.queue.lock().pending += 1;
+        let tx = sender.as_ref().expect("sender was just set");
+        if tx.send((Arc::clone(self), op)).is_err() {
+            self.queue.finish(Ok(()), false);
+            return Err(Error::Internal("the rank's worker thread is gone".into()));
+        }
+        Ok(())
+    }
+
+    /// Starts a NONBLOCKING callback on its own thread; `sync` waits for it.
+    pub(crate) fn spawn_detached(self: &Arc<Self>, job: CallbackJob, ranks: Vec<u32>) -> Result<()> {
+        self.queue.lock().detached += 1;
+        let queue = Arc::clone(&self.queue);
+        let spawned = std::thread::Builder::new()
+            .name(format!("openpim-callback-{}", self.id))
+            .spawn(move || {
+                let r = catch_unwind(AssertUnwindSafe(|| as_callback_of(&ranks, job)))
+                    .unwrap_or_else(|p| Err(Error::Internal(format!("callback panicked: {}", panic_message(&*p)))));
+                queue.finish(r, true);
+            });
+        if let Err(e) = spawned {
+            self.queue.finish(Ok(()), true);
+            return Err(Error::System(format!("cannot start a callback thread: {e}")));
+        }
+        Ok(())
+    }
+
+    /// Executes an operation, locking the rank's state unless it is a callback.
+    pub(crate) fn execute(&self, op: RankOp) -> Result<()> {
+        match op {
+            RankOp::Callback(job) => as_callback_of(&[self.id], job),
+            op => {
+                let mut state = self.lock_state();
+                self.execute_locked(&mut state, op)
+            }
+        }
+    }
+
+    /// Executes a non-callback operation on already locked state.
+    pub(crate) fn execute_locked(&self, state: &mut RankState, op: RankOp) -> Result<()> {
+        let name = op.name();
+        catch_unwind(AssertUnwindSafe(|| match op {
+            RankOp::Load { program, dpus } => self.exec_load(state, program, &dpus),
+            RankOp::Write { len, items } => self.exec_write(state, len, &items),
+            RankOp::Read { len, items } => self.exec_read(state, len, &items),
+            RankOp::Launch { dpus } => self.exec_launch(state, dpus),
+            RankOp::Callback(job) => job(),
+        }))
+        .unwrap_or_else(|p| {
+            Err(Error::Internal(format!(
+                "{name} on rank {} panicked: {}",
+                self.id,
+                panic_message(&*p)
+            )))
+        })
+    }
+
+    fn exec_load(&self, state: &mut RankState, program: Arc<Program>, dpus: &[u32]) -> Result<()> {
+        let mut selected = vec![false; self.nr_dpus as usize];
+        for d in dpus {
+            selected[*d as usize] = true;
+        }
+        let prog = &program;
+        pool().install(|| {
+            state
+                .dpus
+                .par_iter_mut()
+                .enumerate()
+                .filter(|(i, _)| selected[*i])
+                .try_for_each(|(_, dpu)| -> Result<()> {
+                    dpu.mem.clear_wram();
+                    dpu.mem
+                        .write(openpim_machine::WramAddr(0), prog.wram_image())
+                        .map_err(|e| Error::Internal(e.to_string()))?;
+                    for (off, bytes) in prog.mram_segments() {
+                        dpu.mem
+                            .write(openpim_machine::MramAddr(*off), bytes)
+                            .map_err(|e| Error::Internal(e.to_string()))?;
+                    }
+                    dpu.log.clear();
+                    dpu.fault = None;
+                    dpu.stats = None;
+                    Ok(())
+                })
+        })?;
+        let mut meta = self.lock_meta();
+        for d in dpus {
+            meta.programs[*d as usize] = Some(Arc::clone(&program));
+        }
+        Ok(())
+    }
+
+    fn exec_write(&self, state: &mut RankState, len: usize, items: &[XferItem]) -> Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        let write_one = |dpu: &mut DpuState, item: &XferItem| -> Result<()> {
+            // SAFETY: the unsafe API that accepted `item.buf` requires it to be valid for
+            // reads of `len` bytes until this transfer has run; we only read.
+            let src = unsafe { std::slice::from_raw_parts(item.buf.0.cast_const(), len) };
+            let r = match item.place {
+                Place::Wram(a) => dpu.mem.write(a, src),
+                Place::Mram(a) => dpu.mem.write(a, src),
+                Place::Iram(_) => unreachable!("IRAM writes are handled by the caller"),
+            };
+            r.map_err(|e| Error::Internal(e.to_string()))
+        };
+        // IRAM writes replace the DPU's program with a patched copy.
+        if items.iter().any(|i| matches!(i.place, Place::Iram(_))) {
+            let mut meta = self.lock_meta();
+            let mut patched: Vec<(*const Program, Arc<Program>)> = Vec::new();
+            for item in items {
+                let Place::Iram(a) = item.place else {
+                    write_one(&mut state.dpus[item.dpu as usize], item)?;
+                    continue;
+                };
+                let old = meta.programs[item.dpu as usize]
+                    .clone()
+                    .ok_or_else(|| Error::NoProgramLoaded(format!("DPU {} of rank {}", item.dpu, self.id)))?;
+                let key = Arc::as_ptr(&old);
+                let new = match patched.iter().find(|(k, _)| *k == key) {
+                    Some((_, p)) => Arc::clone(p),
+                    None => {
+                        // SAFETY: as in write_one.
+                        let src = unsafe { std::slice::from_raw_parts(item.buf.0.cast_const(), len) };
+                        let p = old.with_patched_text(a.0, src)?;
+                        patched.push((key, Arc::clone(&p)));
+                        p
+                    }
+                };
+                meta.programs[item.dpu as usize] = Some(new);
+            }
+            return Ok(());
+        }
+        let mut by_dpu: Vec<Option<&XferItem>> = vec![None; self.nr_dpus as usize];
+        for item in items {
+            by_dpu[item.dpu as usize] = Some(item);
+        }
+        if len.saturating_mul(items.len()) >= PARALLEL_XFER_BYTES && items.len() > 1 {
+            pool().install(|| {
+                state
+                    .dpus
+                    .par_iter_mut()
+                    .zip(by_dpu.par_iter())
+                    .filter_map(|(d, i)| i.map(|i| (d, i)))
+                    .try_for_each(|(d, i)| write_one(d, i))
+            })
+        } else {
+            for item in items {
+                write_one(&mut state.dpus[item.dpu as usize], item)?;
+            }
+            Ok(())
+        }
+    }
+
+    fn exec_read(&self, state: &mut RankState, len: usize, items: &[XferItem]) -> Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        let meta_programs: Option<Vec<Option<Arc<Program>>>> = if items.iter().any(|i| matches!(i.place, Place::Iram(_))) {
+            Some(self.lock_meta().programs.clone())
+        } else {
+            None
+        };
+        let read_one = |dpu: &DpuState, item: &XferItem| -> Result<()> {
+            // SAFETY: the unsafe API that accepted `item.buf` requires it to be valid for
+            // writes of `len` bytes until this transfer has run; destinations of items run in
+            // parallel do not overlap (checked below).
+            let dst = unsafe { std::slice::from_raw_parts_mut(item.buf.0, len) };
+            match item.place {
+                Place::Wram(a) => dpu.mem.read(a, dst).map_err(|e| Error::Internal(e.to_string())),
+                Place::Mram(a) => dpu.mem.read(a, dst).map_err(|e| Error::Internal(e.to_string())),
+                Place::Iram(a) => {
+                    let programs = meta_programs.as_ref().expect("computed for IRAM reads");
+                    let prog = programs[item.dpu as usize]
+                        .as_ref()
+                        .ok_or_else(|| Error::NoProgramLoaded(format!("DPU {} of rank {}", item.dpu, self.id)))?;
+                    dst.fill(0);
+                    let base = prog.text_base() - openpim_machine::map::IRAM_BASE;
+                    let text = prog.text();
+                    for (k, byte) in dst.iter_mut().enumerate() {
+                        let off = a.0 as usize + k;
+                        if off >= base as usize {
+                            if let Some(b) = text.get(off - base as usize) {
+                                *byte = *b;
+                            }
+                        }
+                    }
+                    Ok(())
+                }
+            }
+        };
+        let disjoint = {
+            let mut starts: Vec<usize> = items.iter().map(|i| i.buf.0 as usize).collect();
+            starts.sort_unstable();
+            starts.windows(2).all(|w| w[1] - w[0] >= len)
+        };
+        if disjoint && len.saturating_mul(items.len()) >= PARALLEL_XFER_BYTES && items.len() > 1 {
+            let dpus = &state.dpus;
+            pool().install(|| items.par_iter().try_for_each(|i| read_one(&dpus[i.dpu as usize], i)))
+        } else {
+            for item in items {
+                read_one(&state.dpus[item.dpu as usize], item)?;
+            }
+            Ok(())
+        }
+    }
+
+    fn exec_launch(&self, state: &mut RankState, dpus: Vec<(u32, Arc<Program>)>) -> Result<()> {
+        let mut by_dpu: Vec<Option<&Arc<Program>>> = vec![None; self.nr_dpus as usize];
+        for (d, p) in &dpus {
+            by_dpu[*d as usize] = Some(p);
+        }
+        let timing = &self.timing;
+        let rank_id = self.id;
+        let panics: Vec<String> = pool().install(|| {
+            state
+                .dpus
+                .par_iter_mut()
+                .zip(by_dpu.par_iter())
+                .enumerate()
+                .filter_map(|(i, (d, p))| p.map(|p| (i as u32, d, p)))
+                .filter_map(|(i, dpu, prog)| run_one(rank_id, i, dpu, prog, timing))
+                .collect()
+        });
+        // Statistics and faults.
+        let mut record = LaunchRecord {
+            rank: self.id,
+            dpus: dpus.len() as u32,
+            ..LaunchRecord::default()
+        };
+        let mut faults: Vec<&FaultInfo> = Vec::new();
+        for (d, _) in &dpus {
+            let dpu = &state.dpus[*d as usize];
+            if let Some(s) = dpu.stats {
+                record.max_cycles = record.max_cycles.max(s.cycles);
+                record.total_cycles += s.cycles;
+                record.total_instructions += s.instructions;
+            }
+            if let Some(f) = &dpu.fault {
+                faults.push(f);
+            }
+        }
+        record.faults = faults.len() as u32;
+        record.modeled_seconds = self.machine.hardware.cycles_to_seconds(record.max_cycles);
+        stats::record_launch(record);
+        self.faulted.store(!faults.is_empty(), Ordering::Release);
+        if let Some(p) = panics.first() {
+            return Err(Error::Internal(format!("the DPU engine panicked on rank {}: {p}", self.id)));
+        }
+        if faults.is_empty() {
+            return Ok(());
+        }
+        if !quiet() {
+            const SHOWN: usize = 8;
+            for f in faults.iter().take(SHOWN) {
+                eprintln!("openpim: {f}");
+            }
+            if faults.len() > SHOWN {
+                eprintln!("openpim: ... and {} more faulted DPUs on rank {}", faults.len() - SHOWN, self.id);
+            }
+        }
+        Err(Error::DpuFault {
+            first: Box::new(faults[0].clone()),
+            count: faults.len(),
+        })
+    }
+
+    /// Clones the log of one DPU's last launch.
+    pub(crate) fn log_of(&self, dpu: u32) -> Vec<u8> {
+        self.lock_state().dpus[dpu as usize].log.clone()
+    }
+}
+
+/// Runs one DPU; returns a panic message if the engine panicked.
+fn run_one(rank: u32, index: u32, dpu: &mut DpuState, prog: &Arc<Program>, timing: &Timing) -> Option<String> {
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        openpim_engine::run(prog.decoded(), prog.boot_info(), dpu.mem.engine_view(), timing)
+    }));
+    match outcome {
+        Ok(out) => {
+            dpu.stats = Some(DpuRunStats {
+                cycles: out.cycles,
+                instructions: out.instructions,
+            });
+            dpu.log = out.log;
+            dpu.fault = out.fault.map(|f| FaultInfo {
+                rank,
+                dpu: index,
+                tasklet: f.tasklet,
+                pc: f.pc,
+                function: prog.function_at(f.pc),
+                message: f.fault.to_string(),
+            });
+            None
+        }
+        Err(p) => {
+            let msg = panic_message(&*p);
+            dpu.stats = None;
+            dpu.log.clear();
+            dpu.fault = Some(FaultInfo {
+                rank,
+                dpu: index,
+                tasklet: 0,
+                pc: 0,
+                function: None,
+                message: format!("internal error of the DPU engine: {msg}"),
+            });
+            Some(msg)
+        }
+    }
+}
+
+fn worker(rx: mpsc::Receiver<(Arc<Rank>, RankOp)>, queue: Arc<Queue>) {
+    while let Ok((rank, op)) = rx.recv() {
+        let r = catch_unwind(AssertUnwindSafe(|| rank.execute(op)))
+            .unwrap_or_else(|p| Err(Error::Internal(format!("asynchronous job panicked: {}", panic_message(&*p)))));
+        // Drop the rank before reporting, so that a sync+free sees it released.
+        drop(rank);
+        queue.finish(r, false);
+    }
+}

@@ -1,0 +1,202 @@
+//! The process-wide pool of rank slots and allocation.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+
+use openpim_machine::MachineConfig;
+
+use crate::error::{Error, Result};
+use crate::rank::{Rank, SlotGuard};
+use crate::set::DpuSet;
+
+/// Rank slots currently allocated by this process.
+static USED: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
+
+pub(crate) fn release_slot(id: u32) {
+    USED.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+}
+
+/// Number of rank slots currently allocated in this process.
+pub fn ranks_in_use() -> usize {
+    USED.lock().unwrap_or_else(|e| e.into_inner()).len()
+}
+
+/// Takes `count` free slots among `0..nr_ranks` (all free ones when `None`).
+fn take_slots(nr_ranks: u32, count: Option<u32>, what: &str) -> Result<Vec<SlotGuard>> {
+    let mut used = USED.lock().unwrap_or_else(|e| e.into_inner());
+    let free: Vec<u32> = (0..nr_ranks).filter(|i| !used.contains(i)).collect();
+    let want = count.unwrap_or(free.len() as u32) as usize;
+    if want == 0 || free.len() < want {
+        let reason = if free.is_empty() {
+            format!("all {nr_ranks} ranks of the machine are already allocated by this process; dpu_free a set first")
+        } else {
+            format!(
+                "only {} of the machine's {nr_ranks} ranks are free (the others are allocated by this process); dpu_free a set first or ask for fewer",
+                free.len()
+            )
+        };
+        return Err(Error::Allocation {
+            requested: what.to_string(),
+            reason,
+        });
+    }
+    Ok(free[..want]
+        .iter()
+        .map(|id| {
+            used.insert(*id);
+            SlotGuard(*id)
+        })
+        .collect())
+}
+
+fn build(machine: Arc<MachineConfig>, slots: Vec<SlotGuard>, dpus: Vec<u32>) -> Result<DpuSet> {
+    let mut ranks = Vec::with_capacity(slots.len());
+    for (slot, n) in slots.into_iter().zip(dpus) {
+        ranks.push(Arc::new(Rank::new(slot, n, Arc::clone(&machine))?));
+    }
+    Ok(DpuSet::from_ranks(ranks))
+}
+
+/// Allocates `nr_dpus` DPUs (`None` = every DPU of the machine) on `ceil(n / dpus_per_rank)`
+/// ranks, as `dpu_alloc`.
+pub fn alloc(nr_dpus: Option<u32>, profile: &str) -> Result<DpuSet> {
+    let machine = Arc::new(MachineConfig::from_profile_string(profile)?);
+    let per_rank = machine.dpus_per_rank;
+    match nr_dpus {
+        None => {
+            let slots = take_slots(machine.nr_ranks, None, "all DPUs")?;
+            let dpus = vec![per_rank; slots.len()];
+            build(machine, slots, dpus)
+        }
+        Some(0) => Err(Error::Allocation {
+            requested: "0 DPUs".into(),
+            reason: "ask for at least one DPU (or DPU_ALLOCATE_ALL)".into(),
+        }),
+        Some(n) => {
+            let what = format!("{n} DPUs");
+            if u64::from(n) > machine.total_dpus() {
+                return Err(Error::Allocation {
+                    requested: what,
+                    reason: format!(
+                        "the machine has {} DPUs ({} ranks x {} DPUs); ask for fewer, or change nrRanks/hardware in the profile",
+                        machine.total_dpus(),
+                        machine.nr_ranks,
+                        per_rank
+                    ),
+                });
+            }
+            let nr_ranks = n.div_ceil(per_rank);
+            let slots = take_slots(machine.nr_ranks, Some(nr_ranks), &what)?;
+            let dpus = (0..nr_ranks).map(|r| per_rank.min(n - r * per_rank)).collect();
+            build(machine, slots, dpus)
+        }
+    }
+}
+
+/// Allocates `nr_ranks` whole ranks (`None` = every rank), as `dpu_alloc_ranks`.
+pub fn alloc_ranks(nr_ranks: Option<u32>, profile: &str) -> Result<DpuSet> {
+    let machine = Arc::new(MachineConfig::from_profile_string(profile)?);
+    if let Some(n) = nr_ranks {
+        if n == 0 {
+            return Err(Error::Allocation {
+                requested: "0 ranks".into(),
+                reason: "ask for at least one rank (or DPU_ALLOCATE_ALL)".into(),
+            });
+        }
+        if n > machine.nr_ranks {
+            return Err(Error::Allocation {
+                requested: format!("{n} ranks"),
+                reason: format!(
+                    "the machine has {} ranks; ask for fewer, or change nrRanks in the profile",
+                    machine.nr_ranks
+                ),
+            });
+        }
+    }
+    let what = nr_ranks.map_or("all ranks".to_string(), |n| format!("{n} ranks"));
+    let slots = take_slots(machine.nr_ranks, nr_ranks, &what)?;
+    let dpus = vec![machine.dpus_per_rank; slots.len()];
+    build(machine, slots, dpus)
+}
+
+/// A description of the machine a profile string selects (for `openpim info`).
+pub fn machine_description(profile: &str) -> Result<String> {
+    let machine = MachineConfig::from_profile_string(profile)?;
+    let mut s = machine.describe();
+    s.push_str(&format!("ranks allocated by this process: {}\n", ranks_in_use()));
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::alloc_lock;
+
+    #[test]
+    fn alloc_takes_ceil_ranks_and_exact_dpus() {
+        let _g = alloc_lock();
+        let set = alloc(Some(100), "nrRanks=4").unwrap();
+        assert_eq!(set.nr_ranks(), 2);
+        assert_eq!(set.nr_dpus(), 100);
+        let ranks = set.ranks();
+        assert_eq!(ranks[0].nr_dpus(), 64);
+        assert_eq!(ranks[1].nr_dpus(), 36);
+        assert_eq!(set.dpus().len(), 100);
+        assert_eq!(ranks_in_use(), 2);
+        drop(ranks);
+        drop(set);
+        assert_eq!(ranks_in_use(), 0);
+    }
+
+    #[test]
+    fn alloc_all_and_exhaustion() {
+        let _g = alloc_lock();
+        let all = alloc(None, "nrRanks=3,nrDpusPerRank=8").unwrap();
+        assert_eq!(all.nr_dpus(), 24);
+        assert_eq!(all.nr_ranks(), 3);
+        let e = alloc(Some(1), "nrRanks=3").unwrap_err();
+        assert!(matches!(e, Error::Allocation { .. }), "{e}");
+        assert!(e.to_string().contains("already allocated"), "{e}");
+        drop(all);
+        let one = alloc(Some(1), "nrRanks=3").unwrap();
+        assert_eq!(one.nr_dpus(), 1);
+    }
+
+    #[test]
+    fn alloc_too_many_names_machine_size() {
+        let _g = alloc_lock();
+        let e = alloc(Some(3000), "").unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("2560 DPUs"), "{msg}");
+        assert!(matches!(alloc(Some(0), ""), Err(Error::Allocation { .. })));
+        assert!(matches!(alloc_ranks(Some(41), ""), Err(Error::Allocation { .. })));
+        assert!(matches!(alloc(Some(1), "nrRank=1"), Err(Error::Profile(_))));
+        let two = alloc(Some(65), "nrRanks=2").unwrap();
+        let e = alloc_ranks(Some(1), "nrRanks=2").unwrap_err();
+        assert!(e.to_string().contains("free"), "{e}");
+        drop(two);
+        let r = alloc_ranks(Some(2), "nrRanks=2").unwrap();
+        assert_eq!(r.nr_dpus(), 128);
+    }
+
+    #[test]
+    fn full_server_fits_in_memory() {
+        let _g = alloc_lock();
+        let Some(bytes) = crate::testutil::build_fixture(&crate::testutil::Fixture::default()) else { return };
+        let before = openpim_machine::resident_bytes().unwrap_or(0);
+        let set = alloc(None, "").unwrap();
+        assert_eq!(set.nr_dpus(), 2560);
+        set.load_bytes(&bytes).unwrap();
+        let after = openpim_machine::resident_bytes().unwrap_or(0);
+        let grown = after.saturating_sub(before);
+        assert!(grown < 2 << 30, "full server costs {grown} bytes of RSS");
+        drop(set);
+        assert_eq!(ranks_in_use(), 0);
+    }
+
+    #[test]
+    fn description() {
+        let d = machine_description("hardware=upmem-v1b").unwrap();
+        assert!(d.contains("400 MHz") && d.contains("2560 DPUs"), "{d}");
+    }
+}

@@ -1,0 +1,33 @@
+/* OpenPIM DPU runtime: virtual mutexes. */
+#include <stdint.h>
+#include <vmutex.h>
+#include <openpim_ecall.h>
+
+static inline uint32_t hw_bit(vmutex_t *v, uint32_t id)
+{
+    return (uint32_t)(uintptr_t)&v->bits[id % v->nr_hw_mutexes];
+}
+
+void vmutex_lock(vmutex_t *vmutex, uint32_t id)
+{
+    uint32_t bit = hw_bit(vmutex, id);
+    uint8_t mask = (uint8_t)(1u << (id & 7u));
+    for (;;) {
+        __dpu_lock(bit);
+        uint8_t v = vmutex->locks[id >> 3];
+        if (!(v & mask)) {
+            vmutex->locks[id >> 3] = (uint8_t)(v | mask);
+            __dpu_unlock(bit);
+            return;
+        }
+        __dpu_unlock(bit);
+    }
+}
+
+void vmutex_unlock(vmutex_t *vmutex, uint32_t id)
+{
+    uint32_t bit = hw_bit(vmutex, id);
+    __dpu_lock(bit);
+    vmutex->locks[id >> 3] &= (uint8_t) ~(1u << (id & 7u));
+    __dpu_unlock(bit);
+}

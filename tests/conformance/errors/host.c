@@ -1,0 +1,317 @@
+/* Every error case the SDK reports, each checked for its exact dpu_error_t.
+ * One line per case; exits non-zero if any case fails. */
+#define _DEFAULT_SOURCE
+#include <dpu.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int passed, failed;
+
+static const char *err_name(dpu_error_t e)
+{
+    static const char *names[] = { "DPU_OK", "DPU_ERR_INTERNAL", "DPU_ERR_SYSTEM", "DPU_ERR_DRIVER",
+        "DPU_ERR_ALLOCATION", "DPU_ERR_INVALID_DPU_SET", "DPU_ERR_INVALID_THREAD_ID",
+        "DPU_ERR_INVALID_NOTIFY_ID", "DPU_ERR_INVALID_WRAM_ACCESS", "DPU_ERR_INVALID_IRAM_ACCESS",
+        "DPU_ERR_INVALID_MRAM_ACCESS", "DPU_ERR_INVALID_SYMBOL_ACCESS", "DPU_ERR_MRAM_BUSY",
+        "DPU_ERR_TRANSFER_ALREADY_SET", "DPU_ERR_NO_PROGRAM_LOADED", "DPU_ERR_DIFFERENT_DPU_PROGRAMS",
+        "DPU_ERR_CORRUPTED_MEMORY", "DPU_ERR_DPU_DISABLED", "DPU_ERR_DPU_ALREADY_RUNNING",
+        "DPU_ERR_INVALID_MEMORY_TRANSFER", "DPU_ERR_INVALID_LAUNCH_POLICY", "DPU_ERR_DPU_FAULT",
+        "DPU_ERR_ELF_INVALID_FILE", "DPU_ERR_ELF_NO_SUCH_FILE", "DPU_ERR_ELF_NO_SUCH_SECTION",
+        "DPU_ERR_TIMEOUT", "DPU_ERR_INVALID_PROFILE", "DPU_ERR_UNKNOWN_SYMBOL", "DPU_ERR_LOG_FORMAT",
+        "DPU_ERR_LOG_CONTEXT_MISSING", "DPU_ERR_LOG_BUFFER_TOO_SMALL", "DPU_ERR_VPD_INVALID_FILE",
+        "DPU_ERR_VPD_NO_REPAIR", "DPU_ERR_NO_THREAD_PER_RANK", "DPU_ERR_INVALID_BUFFER_SIZE",
+        "DPU_ERR_NONBLOCKING_SYNC_CALLBACK", "DPU_ERR_TOO_MANY_TASKLETS", "DPU_ERR_SG_TOO_MANY_BLOCKS",
+        "DPU_ERR_SG_LENGTH_MISMATCH", "DPU_ERR_SG_NOT_ACTIVATED", "DPU_ERR_SG_NOT_MRAM_SYMBOL" };
+    if ((unsigned)e < sizeof(names) / sizeof(names[0]))
+        return names[e];
+    return e == DPU_ERR_ASYNC_JOBS ? "DPU_ERR_ASYNC_JOBS" : "(unknown code)";
+}
+
+static void verdict(const char *name, int ok, const char *detail)
+{
+    printf("  %s %s%s%s\n", ok ? "PASS" : "FAIL", name, detail[0] ? ": " : "", detail);
+    if (ok)
+        passed++;
+    else
+        failed++;
+}
+
+static void expect(const char *name, dpu_error_t expected, dpu_error_t got)
+{
+    char detail[256];
+    if (got == expected)
+        snprintf(detail, sizeof(detail), "%s", err_name(expected));
+    else
+        snprintf(detail, sizeof(detail), "expected %s (%u), got %s (%u)", err_name(expected), (unsigned)expected,
+            err_name(got), (unsigned)got);
+    verdict(name, got == expected, detail);
+}
+
+/* ---------------------------------------------------------------- faults */
+
+/* Runs faults.c in `mode` on DPU `bad_dpu` of a set of nr_dpus (others mode 0). */
+static void fault_case(const char *name, const char *binary, uint32_t mode, uint32_t nr_dpus, uint32_t bad_dpu)
+{
+    struct dpu_set_t set, dpu;
+    uint32_t i, zero = 0;
+    char detail[300];
+    dpu_error_t st = dpu_alloc(nr_dpus, NULL, &set);
+    if (st != DPU_OK) {
+        snprintf(detail, sizeof(detail), "dpu_alloc failed: %s", err_name(st));
+        verdict(name, 0, detail);
+        return;
+    }
+    st = dpu_load(set, binary, NULL);
+    if (st == DPU_OK) {
+        DPU_FOREACH(set, dpu, i) {
+            uint32_t m = (mode != 0 && i == bad_dpu) ? mode : 0;
+            if (st == DPU_OK)
+                st = dpu_copy_to(dpu, "mode", 0, &m, 4);
+        }
+    }
+    if (st == DPU_OK && strstr(binary, "faults"))
+        st = dpu_copy_to(set, "param", 0, &zero, 4);
+    if (st != DPU_OK) {
+        snprintf(detail, sizeof(detail), "setup failed: %s", err_name(st));
+        verdict(name, 0, detail);
+        dpu_free(set);
+        return;
+    }
+    dpu_error_t launch = dpu_launch(set, DPU_SYNCHRONOUS);
+    dpu_error_t expected = mode ? DPU_ERR_DPU_FAULT : DPU_OK;
+    bool done = false, fault = false;
+    dpu_error_t sst = dpu_status(set, &done, &fault);
+    int ok = launch == expected;
+    if (ok && sst != DPU_OK) {
+        ok = 0;
+        snprintf(detail, sizeof(detail), "launch gave %s but dpu_status failed: %s", err_name(launch), err_name(sst));
+    } else if (ok && fault != (mode != 0)) {
+        ok = 0;
+        snprintf(detail, sizeof(detail), "launch gave %s but dpu_status reports fault=%d", err_name(launch), fault);
+    } else if (ok && mode != 0 && strstr(binary, "faults")) {
+        /* the faulting tasklet must not have gone past the faulting operation */
+        uint32_t reached = 2;
+        DPU_FOREACH(set, dpu, i) {
+            if (i == bad_dpu) {
+                dpu_error_t rst = dpu_copy_from(dpu, "reached", 0, &reached, 4);
+                if (rst != DPU_OK) {
+                    ok = 0;
+                    snprintf(detail, sizeof(detail), "reading WRAM after the fault failed: %s", err_name(rst));
+                } else if (reached != 0) {
+                    ok = 0;
+                    snprintf(detail, sizeof(detail), "the DPU went on after the faulting operation");
+                }
+            }
+        }
+        if (ok)
+            snprintf(detail, sizeof(detail), "%s", err_name(launch));
+    } else if (ok) {
+        snprintf(detail, sizeof(detail), "%s", err_name(launch));
+    } else {
+        snprintf(detail, sizeof(detail), "expected %s, got %s (%u)", err_name(expected), err_name(launch),
+            (unsigned)launch);
+    }
+    verdict(name, ok, detail);
+    dpu_free(set);
+}
+
+/* ------------------------------------------------------------ load errors */
+
+static dpu_error_t load_on_one_dpu(const char *path)
+{
+    struct dpu_set_t set;
+    dpu_error_t st = dpu_alloc(1, NULL, &set);
+    if (st != DPU_OK)
+        return st;
+    st = dpu_load(set, path, NULL);
+    dpu_free(set);
+    return st;
+}
+
+static void load_case(const char *name, const char *path, dpu_error_t expected)
+{
+    char marker[256], detail[512];
+    snprintf(marker, sizeof(marker), "%s.rejected", path);
+    FILE *f = fopen(marker, "r");
+    if (f) {
+        char msg[300] = "";
+        size_t n = fread(msg, 1, sizeof(msg) - 1, f);
+        msg[n] = 0;
+        for (char *p = msg; *p; p++)
+            if (*p == '\n')
+                *p = ' ';
+        fclose(f);
+        snprintf(detail, sizeof(detail), "expected dpu_load to return %s, but dpu-upmem-dpurte-clang refused to build it: %.200s",
+            err_name(expected), msg);
+        verdict(name, 0, detail);
+        return;
+    }
+    expect(name, expected, load_on_one_dpu(path));
+}
+
+/* ------------------------------------------------------------ host errors */
+
+static void symbol_cases(void)
+{
+    struct dpu_set_t set, dpu;
+    struct dpu_program_t *program = NULL;
+    struct dpu_symbol_t sym;
+    uint64_t buf[8] = { 0 };
+    DPU_ASSERT(dpu_alloc(2, NULL, &set));
+    DPU_ASSERT(dpu_load(set, "./bin/dpu_symbols", &program));
+    DPU_FOREACH(set, dpu) {
+        break; /* the first DPU */
+    }
+
+    expect("unknown symbol (dpu_copy_to)", DPU_ERR_UNKNOWN_SYMBOL, dpu_copy_to(set, "no_such_symbol", 0, buf, 8));
+    expect("unknown symbol (dpu_copy_from)", DPU_ERR_UNKNOWN_SYMBOL, dpu_copy_from(dpu, "no_such_symbol", 0, buf, 8));
+    expect("unknown symbol (dpu_get_symbol)", DPU_ERR_UNKNOWN_SYMBOL, dpu_get_symbol(program, "no_such_symbol", &sym));
+    expect("unknown symbol (dpu_broadcast_to)", DPU_ERR_UNKNOWN_SYMBOL,
+        dpu_broadcast_to(set, "no_such_symbol", 0, buf, 8, DPU_XFER_DEFAULT));
+    DPU_ASSERT(dpu_prepare_xfer(dpu, buf));
+    expect("unknown symbol (dpu_push_xfer)", DPU_ERR_UNKNOWN_SYMBOL,
+        dpu_push_xfer(set, DPU_XFER_TO_DPU, "no_such_symbol", 0, 8, DPU_XFER_DEFAULT));
+    /* SDK-COMPAT: plain WRAM globals without __host are not reachable by name */
+    expect("WRAM global without __host", DPU_ERR_UNKNOWN_SYMBOL, dpu_copy_to(set, "hidden", 0, buf, 4));
+
+    expect("past the end of a WRAM symbol (offset)", DPU_ERR_INVALID_SYMBOL_ACCESS, dpu_copy_to(set, "small", 4, buf, 8));
+    expect("past the end of a WRAM symbol (length)", DPU_ERR_INVALID_SYMBOL_ACCESS, dpu_copy_from(dpu, "words", 0, buf, 20));
+    expect("past the end of an MRAM symbol", DPU_ERR_INVALID_SYMBOL_ACCESS, dpu_copy_to(dpu, "mwords", 30, buf, 8));
+    DPU_ASSERT(dpu_prepare_xfer(dpu, buf));
+    expect("past the end of a symbol (dpu_push_xfer)", DPU_ERR_INVALID_SYMBOL_ACCESS,
+        dpu_push_xfer(set, DPU_XFER_FROM_DPU, "mwords", 0, 40, DPU_XFER_DEFAULT));
+    expect("past the end of a symbol (dpu_broadcast_to)", DPU_ERR_INVALID_SYMBOL_ACCESS,
+        dpu_broadcast_to(set, "words", 8, buf, 16, DPU_XFER_DEFAULT));
+
+    /* SDK-COMPAT: WRAM transfers need a 4-byte aligned address and length; the SDK
+     * checks this after the symbol bounds and reports DPU_ERR_INVALID_WRAM_ACCESS. */
+    expect("misaligned WRAM offset", DPU_ERR_INVALID_WRAM_ACCESS, dpu_copy_to(set, "words", 2, buf, 4));
+    expect("WRAM length not a multiple of 4", DPU_ERR_INVALID_WRAM_ACCESS, dpu_copy_from(dpu, "words", 0, buf, 6));
+    /* MRAM accepts any alignment through the API */
+    expect("unaligned MRAM access is allowed", DPU_OK, dpu_copy_to(dpu, "mwords", 3, buf, 5));
+
+    expect("dpu_log_read on a multi-DPU set", DPU_ERR_INVALID_DPU_SET, dpu_log_read(set, stdout));
+    DPU_ASSERT(dpu_free(set));
+}
+
+static void alloc_cases(void)
+{
+    struct dpu_set_t set;
+    dpu_error_t st = dpu_alloc(100000, NULL, &set);
+    if (st == DPU_OK)
+        dpu_free(set);
+    expect("too many DPUs (dpu_alloc(100000))", DPU_ERR_ALLOCATION, st);
+    st = dpu_alloc_ranks(1000, NULL, &set);
+    if (st == DPU_OK)
+        dpu_free(set);
+    expect("too many ranks (dpu_alloc_ranks(1000))", DPU_ERR_ALLOCATION, st);
+    st = dpu_alloc(1, "noSuchKey=1", &set);
+    if (st == DPU_OK)
+        dpu_free(set);
+    expect("invalid profile key", DPU_ERR_INVALID_PROFILE, st);
+
+    DPU_ASSERT(dpu_alloc(1, NULL, &set));
+    expect("launch without a program", DPU_ERR_NO_PROGRAM_LOADED, dpu_launch(set, DPU_SYNCHRONOUS));
+    uint32_t v = 1;
+    expect("copy without a program", DPU_ERR_NO_PROGRAM_LOADED, dpu_copy_to(set, "anything", 0, &v, 4));
+    DPU_ASSERT(dpu_free(set));
+}
+
+static void error_string_case(void)
+{
+    int ok = 1;
+    for (unsigned e = 0; e <= DPU_ERR_SG_NOT_MRAM_SYMBOL; e++) {
+        char *s = dpu_error_to_string((dpu_error_t)e);
+        if (s == NULL || s[0] == 0)
+            ok = 0;
+        free(s); /* malloc'd, per the SDK */
+    }
+    verdict("dpu_error_to_string gives a malloc'd text for every code", ok, "");
+}
+
+/* DPU_ASSERT prints "file:line(func): DPU Error (message)" on stderr and exits with 1.
+ * Checked in a fresh process (this program re-executed with --assert-child). */
+static int assert_child(void)
+{
+    struct dpu_set_t s;
+    DPU_ASSERT(dpu_alloc(1, "noSuchKey=1", &s));
+    return 0;
+}
+
+static void assert_macro_case(void)
+{
+    int fds[2];
+    char out[512] = "", detail[700];
+    if (pipe(fds) != 0) {
+        verdict("DPU_ASSERT message and exit status", 0, "pipe failed");
+        return;
+    }
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], 2);
+        close(fds[0]);
+        close(fds[1]);
+        execl("/proc/self/exe", "host", "--assert-child", (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    size_t len = 0;
+    ssize_t n;
+    while (len < sizeof(out) - 1 && (n = read(fds[0], out + len, sizeof(out) - 1 - len)) > 0)
+        len += (size_t)n;
+    out[len] = 0;
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    /* libdpu may log its own explanation first: look for the macro's line anywhere */
+    const char *line = strncmp(out, "host.c:", 7) == 0 ? out : strstr(out, "\nhost.c:");
+    if (line && line[0] == '\n')
+        line++;
+    int ok = WIFEXITED(status) && WEXITSTATUS(status) == 1 && line != NULL &&
+        strstr(line, "(assert_child): DPU Error (") != NULL && strchr(line, '\n') != NULL;
+    snprintf(detail, sizeof(detail), "exit %d, stderr \"%.*s\"", WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+        (int)(len ? len - 1 : 0), out);
+    verdict("DPU_ASSERT message and exit status", ok, detail);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "--assert-child") == 0)
+        return assert_child();
+    printf("DPU faults (dpu_launch -> DPU_ERR_DPU_FAULT):\n");
+    fault_case("no fault (control run)", "./bin/dpu_faults", 0, 1, 0);
+    fault_case("WRAM access out of range", "./bin/dpu_faults", 1, 1, 0);
+    fault_case("MRAM access out of range", "./bin/dpu_faults", 2, 1, 0);
+    fault_case("misaligned DMA", "./bin/dpu_faults", 3, 1, 0);
+    fault_case("DMA size not a multiple of 8", "./bin/dpu_faults", 4, 1, 0);
+    fault_case("DMA size larger than 2048", "./bin/dpu_faults", 5, 1, 0);
+    fault_case("stack overflow (deep recursion)", "./bin/dpu_faults", 6, 1, 0);
+    fault_case("mem_alloc heap exhausted", "./bin/dpu_faults", 7, 1, 0);
+    fault_case("one faulting DPU among 4", "./bin/dpu_faults", 1, 4, 2);
+    fault_case("printf within a small STDOUT_BUFFER_INIT", "./bin/dpu_printf_small", 0, 1, 0);
+    fault_case("printf buffer overflow", "./bin/dpu_printf_small", 1, 1, 0);
+
+    printf("Loading:\n");
+    load_case("not a DPU program (text file)", "./Makefile", DPU_ERR_ELF_INVALID_FILE);
+    load_case("not a DPU program (host ELF)", "./bin/host", DPU_ERR_ELF_INVALID_FILE);
+    load_case("missing file", "./bin/no_such_program", DPU_ERR_ELF_NO_SUCH_FILE);
+    /* As the SDK's loader: segments outside IRAM / WRAM are reported as invalid accesses. */
+    load_case("program larger than IRAM", "./bin/dpu_big_iram", DPU_ERR_INVALID_IRAM_ACCESS);
+    load_case("program larger than WRAM", "./bin/dpu_big_wram", DPU_ERR_INVALID_WRAM_ACCESS);
+    load_case("NR_TASKLETS=25", "./bin/dpu_tasklets25", DPU_ERR_TOO_MANY_TASKLETS);
+
+    printf("Host-side errors:\n");
+    symbol_cases();
+    alloc_cases();
+    error_string_case();
+    assert_macro_case();
+
+    printf("errors: %d cases passed, %d failed\n", passed, failed);
+    printf("%s errors\n", failed ? "FAIL" : "OK");
+    return failed ? 1 : 0;
+}
