@@ -16,209 +16,57 @@ use openpim_isa::{decode as isa_decode, reg, Insn};
 
 /// One pre-decoded operation (8 bytes). Register fields are 0..=31.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[rustfmt::skip]
 pub(crate) enum Op {
     Nop,
-    Li {
-        rd: u8,
-        imm: u32,
-    },
-    Addi {
-        rd: u8,
-        rs1: u8,
-        imm: i32,
-    },
-    AddiSp {
-        imm: i32,
-    },
-    Slti {
-        rd: u8,
-        rs1: u8,
-        imm: i32,
-    },
-    Sltiu {
-        rd: u8,
-        rs1: u8,
-        imm: i32,
-    },
-    Xori {
-        rd: u8,
-        rs1: u8,
-        imm: i32,
-    },
-    Ori {
-        rd: u8,
-        rs1: u8,
-        imm: i32,
-    },
-    Andi {
-        rd: u8,
-        rs1: u8,
-        imm: i32,
-    },
-    Slli {
-        rd: u8,
-        rs1: u8,
-        sh: u8,
-    },
-    Srli {
-        rd: u8,
-        rs1: u8,
-        sh: u8,
-    },
-    Srai {
-        rd: u8,
-        rs1: u8,
-        sh: u8,
-    },
-    Add {
-        rd: u8,
-        rs1: u8,
-        rs2: u8,
-    },
-    Sub {
-        rd: u8,
-        rs1: u8,
-        rs2: u8,
-    },
-    Sll {
-        rd: u8,
-        rs1: u8,
-        rs2: u8,
-    },
-    Slt {
-        rd: u8,
-        rs1: u8,
-        rs2: u8,
-    },
-    Sltu {
-        rd: u8,
-        rs1: u8,
-        rs2: u8,
-    },
-    Xor {
-        rd: u8,
-        rs1: u8,
-        rs2: u8,
-    },
-    Srl {
-        rd: u8,
-        rs1: u8,
-        rs2: u8,
-    },
-    Sra {
-        rd: u8,
-        rs1: u8,
-        rs2: u8,
-    },
-    Or {
-        rd: u8,
-        rs1: u8,
-        rs2: u8,
-    },
-    And {
-        rd: u8,
-        rs1: u8,
-        rs2: u8,
-    },
-    Lb {
-        rd: u8,
-        rs1: u8,
-        imm: i32,
-    },
-    Lh {
-        rd: u8,
-        rs1: u8,
-        imm: i32,
-    },
-    Lw {
-        rd: u8,
-        rs1: u8,
-        imm: i32,
-    },
-    Lbu {
-        rd: u8,
-        rs1: u8,
-        imm: i32,
-    },
-    Lhu {
-        rd: u8,
-        rs1: u8,
-        imm: i32,
-    },
-    Sb {
-        rs1: u8,
-        rs2: u8,
-        imm: i32,
-    },
-    Sh {
-        rs1: u8,
-        rs2: u8,
-        imm: i32,
-    },
-    Sw {
-        rs1: u8,
-        rs2: u8,
-        imm: i32,
-    },
-    Beq {
-        rs1: u8,
-        rs2: u8,
-        target: u32,
-    },
-    Bne {
-        rs1: u8,
-        rs2: u8,
-        target: u32,
-    },
-    Blt {
-        rs1: u8,
-        rs2: u8,
-        target: u32,
-    },
-    Bge {
-        rs1: u8,
-        rs2: u8,
-        target: u32,
-    },
-    Bltu {
-        rs1: u8,
-        rs2: u8,
-        target: u32,
-    },
-    Bgeu {
-        rs1: u8,
-        rs2: u8,
-        target: u32,
-    },
+    Li { rd: u8, imm: u32 },
+    Addi { rd: u8, rs1: u8, imm: i32 },
+    AddiSp { imm: i32 },
+    Slti { rd: u8, rs1: u8, imm: i32 },
+    Sltiu { rd: u8, rs1: u8, imm: i32 },
+    Xori { rd: u8, rs1: u8, imm: i32 },
+    Ori { rd: u8, rs1: u8, imm: i32 },
+    Andi { rd: u8, rs1: u8, imm: i32 },
+    Slli { rd: u8, rs1: u8, sh: u8 },
+    Srli { rd: u8, rs1: u8, sh: u8 },
+    Srai { rd: u8, rs1: u8, sh: u8 },
+    Add { rd: u8, rs1: u8, rs2: u8 },
+    Sub { rd: u8, rs1: u8, rs2: u8 },
+    Sll { rd: u8, rs1: u8, rs2: u8 },
+    Slt { rd: u8, rs1: u8, rs2: u8 },
+    Sltu { rd: u8, rs1: u8, rs2: u8 },
+    Xor { rd: u8, rs1: u8, rs2: u8 },
+    Srl { rd: u8, rs1: u8, rs2: u8 },
+    Sra { rd: u8, rs1: u8, rs2: u8 },
+    Or { rd: u8, rs1: u8, rs2: u8 },
+    And { rd: u8, rs1: u8, rs2: u8 },
+    Lb { rd: u8, rs1: u8, imm: i32 },
+    Lh { rd: u8, rs1: u8, imm: i32 },
+    Lw { rd: u8, rs1: u8, imm: i32 },
+    Lbu { rd: u8, rs1: u8, imm: i32 },
+    Lhu { rd: u8, rs1: u8, imm: i32 },
+    Sb { rs1: u8, rs2: u8, imm: i32 },
+    Sh { rs1: u8, rs2: u8, imm: i32 },
+    Sw { rs1: u8, rs2: u8, imm: i32 },
+    Beq { rs1: u8, rs2: u8, target: u32 },
+    Bne { rs1: u8, rs2: u8, target: u32 },
+    Blt { rs1: u8, rs2: u8, target: u32 },
+    Bge { rs1: u8, rs2: u8, target: u32 },
+    Bltu { rs1: u8, rs2: u8, target: u32 },
+    Bgeu { rs1: u8, rs2: u8, target: u32 },
     /// `jal rd, target` with rd != 0 (link = address of the next instruction).
-    Jal {
-        rd: u8,
-        target: u32,
-    },
+    Jal { rd: u8, target: u32 },
     /// `jal x0, target`.
-    J {
-        target: u32,
-    },
+    J { target: u32 },
     /// `jalr rd, imm(rs1)` with rd != 0.
-    Jalr {
-        rd: u8,
-        rs1: u8,
-        imm: i32,
-    },
+    Jalr { rd: u8, rs1: u8, imm: i32 },
     /// `jalr x0, imm(rs1)`.
-    Jr {
-        rs1: u8,
-        imm: i32,
-    },
+    Jr { rs1: u8, imm: i32 },
     Ecall,
     Ebreak,
-    Illegal {
-        word: u32,
-    },
+    Illegal { word: u32 },
     /// Executed by the generic, fully checked path from the raw word.
-    Generic {
-        word: u32,
-    },
+    Generic { word: u32 },
     /// Sentinel after the last instruction.
     FellOff,
     /// Sentinel: one issue slot of an arithmetic call.

@@ -33,6 +33,13 @@ pub struct OwnedSet {
 // SAFETY: the raw pointers of an OwnedSet point into its own boxes (stable addresses); the
 // registry only moves the owner between threads, it never shares mutable access.
 unsafe impl Send for OwnedSet {}
+// SAFETY: shared access to an OwnedSet only reads its pointers (never writes through them).
+unsafe impl Sync for OwnedSet {}
+// SAFETY: a CDpu's `crank` points to the CRank that owns it (immutable once built); it is
+// only read, from any thread, while the owning set is alive.
+unsafe impl Send for CDpu {}
+// SAFETY: see Send; CDpu is immutable after construction.
+unsafe impl Sync for CDpu {}
 
 #[derive(Default)]
 struct Registry {

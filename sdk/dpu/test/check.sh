@@ -167,6 +167,43 @@ allok=1
 for p in "${pids[@]}"; do wait "$p" || allok=0; done
 if ((allok)) && [[ -f $out/par1 && -f $out/par2 && -f $out/par3 ]]; then ok "3 parallel builds with a fresh runtime"; else ko "3 parallel builds with a fresh runtime" "$(cat "$out"/par*.log)"; fi
 
+echo "== functional runs on the reference interpreter (mini_dpu.py; not the engine)"
+run_dpu() { python3 "$here/mini_dpu.py" "$@"; }
+f=$out/fn_arith
+if "$clang" -O2 "$progs/arith.c" -o "$f" 2>/dev/null; then
+    eq "arith results and printf" "$(run_dpu "$f" | head -1)" \
+        "i=-21 u=1333333333 l=-1272750402189 ul=350628 f=-0.375000 d=-7.853982e+10 x=0000beef s=str c=z"
+else ko "arith builds"; fi
+for n in 1 5 16 24; do
+    f=$out/fn_sync$n
+    if "$clang" -O2 -DNR_TASKLETS=$n "$progs/sync_stress.c" -o "$f" 2>/dev/null; then
+        for seed in "" 7 11; do
+            r=$(run_dpu "$f" ${seed:+--seed $seed} | tr '\n' ' ')
+            if [[ $r == "sync ok "*" done "* ]]; then ok "sync_stress NR_TASKLETS=$n seed=${seed:-rr}"; else ko "sync_stress NR_TASKLETS=$n seed=${seed:-rr}" "$r"; fi
+        done
+    else ko "sync_stress NR_TASKLETS=$n builds"; fi
+done
+for cs in 32 256 1024; do
+    f=$out/fn_seq$cs
+    if "$clang" -O2 -DSEQREAD_CACHE_SIZE=$cs "$progs/seqread_test.c" -o "$f" 2>/dev/null; then
+        r=$(run_dpu "$f" | tr '\n' ' ')
+        if [[ $r == "seqread ok "*" done "* ]]; then ok "seqread/unaligned SEQREAD_CACHE_SIZE=$cs"; else ko "seqread/unaligned SEQREAD_CACHE_SIZE=$cs" "$r"; fi
+    else ko "seqread_test builds"; fi
+done
+expect_fail "SEQREAD_CACHE_SIZE=48 rejected" "power of two" "$clang" -DSEQREAD_CACHE_SIZE=48 "$progs/seqread_test.c" -o "$out/x"
+f=$out/fn_all
+if "$clang" -O2 -DNR_TASKLETS=16 "$progs/all_headers.c" -o "$f" 2>/dev/null; then
+    r=$(run_dpu "$f" | head -1)
+    if [[ $r == "counter=16 checksum=0 n=153 cycles="*" done" ]]; then ok "all_headers runs"; else ko "all_headers runs" "$r"; fi
+fi
+for w in "1:program fault code 1 detail 1024" "2:program fault code 2 detail 16" "3:bad DMA"; do
+    f=$out/fn_fault${w%%:*}
+    if "$clang" -O2 -DWHICH=${w%%:*} "$progs/faults.c" -o "$f" 2>/dev/null; then
+        r=$(run_dpu "$f" | tail -1)
+        if [[ $r == *"${w#*:}"* ]]; then ok "fault ${w#*:}"; else ko "fault ${w#*:}" "$r"; fi
+    fi
+done
+
 echo "== dpu-pkg-config"
 eq "--cflags --libs dpu" "$("$pkg" --cflags --libs dpu)" \
     "-I$root/sdk/include -L$root/target/release -Wl,-rpath,$root/target/release -ldpu"

@@ -2,7 +2,8 @@
 """A tiny, slow reference interpreter of the DPU binary interface (docs/internals/dpu-abi.md),
 used only to test the DPU runtime functionally while the real engine (crates/engine) is being
 written. RV32I + the environment calls; tasklets interleave one instruction at a time
-(round robin), which is the harshest schedule for the runtime's synchronisation code.
+(round robin, or a random interleaving with --seed), which exercises the runtime's
+synchronisation code at every instruction boundary.
 No timing model: cycles = instructions issued.
 
     mini_dpu.py ELF [--host NAME=HEXBYTES]... [--dump NAME:LEN]... [--max-steps N]
@@ -182,7 +183,9 @@ class Dpu:
         self.log.append("".join(out))
 
     # ------------------------------------------------------------------ run
-    def run(self, max_steps):
+    def run(self, max_steps, seed=None):
+        import random
+        rng = random.Random(seed) if seed is not None else None
         n = self.nr
         regs = [[0] * 32 for _ in range(n)]
         pc = [self.elf.e_entry] * n
@@ -202,7 +205,12 @@ class Dpu:
                 return "done", steps
             if all(s != "run" for s in state):
                 raise Fault("Deadlock")
-            for t in range(n):
+            if rng is None:
+                order = range(n)
+            else:  # random interleaving: a random runnable tasklet runs 1..8 instructions
+                t0 = rng.choice([t for t in range(n) if state[t] == "run"])
+                order = [t0] * rng.randint(1, 8)
+            for t in order:
                 if state[t] != "run":
                     continue
                 steps += 1
@@ -381,6 +389,7 @@ def main():
     ap.add_argument("--host", action="append", default=[], help="NAME=HEX bytes written before the run")
     ap.add_argument("--dump", action="append", default=[], help="NAME:LEN printed after the run")
     ap.add_argument("--max-steps", type=int, default=20_000_000)
+    ap.add_argument("--seed", type=int, default=None, help="random interleaving instead of round robin")
     o = ap.parse_args()
     elf = Elf(o.elf)
     try:
@@ -400,7 +409,7 @@ def main():
             dpu.wram[a:a + len(data)] = data
     status = 0
     try:
-        how, steps = dpu.run(o.max_steps)
+        how, steps = dpu.run(o.max_steps, o.seed)
         result = f"{how} ({steps} instructions)"
     except Fault as f:
         result = f"fault: {f}"
