@@ -75,7 +75,9 @@ pub fn register(set: &DpuSet) -> DpuSetT {
             dpus: Box::new([]),
         });
         let p: *const CRank = &*crank;
-        crank.dpus = (0..crank.rank.nr_dpus()).map(|index| CDpu { crank: p, index }).collect();
+        crank.dpus = (0..crank.rank.nr_dpus())
+            .map(|index| CDpu { crank: p, index })
+            .collect();
         ranks.push(crank);
     }
     let mut array: Box<[*mut CRank]> = ranks.iter_mut().map(|r| &mut **r as *mut CRank).collect();
@@ -84,9 +86,11 @@ pub fn register(set: &DpuSet) -> DpuSetT {
         for r in &ranks {
             reg.ranks.insert(&**r as *const CRank as usize);
             let start = r.dpus.as_ptr() as usize;
-            reg.dpus.insert(start, start + r.dpus.len() * std::mem::size_of::<CDpu>());
+            reg.dpus
+                .insert(start, start + r.dpus.len() * std::mem::size_of::<CDpu>());
         }
-        reg.sets.insert(array.as_ptr() as usize, OwnedSet { array, ranks });
+        reg.sets
+            .insert(array.as_ptr() as usize, OwnedSet { array, ranks });
     });
     c
 }
@@ -125,7 +129,9 @@ fn check_dpu(reg: &Registry, p: *const CDpu) -> Result<&'static CDpu, DpuError> 
             .dpus
             .range(..=a)
             .next_back()
-            .is_some_and(|(start, end)| a < *end && (a - start) % std::mem::size_of::<CDpu>() == 0);
+            .is_some_and(|(start, end)| {
+                a < *end && (a - start).is_multiple_of(std::mem::size_of::<CDpu>())
+            });
     if !ok {
         return Err(invalid());
     }
@@ -202,5 +208,8 @@ pub fn program_handle(p: &Arc<Program>) -> *mut std::ffi::c_void {
 /// The program behind a C handle, if it is still loaded somewhere.
 pub fn program_from_handle(h: *const std::ffi::c_void) -> Option<Arc<Program>> {
     let progs = PROGRAMS.lock().unwrap_or_else(|e| e.into_inner());
-    progs.iter().find(|(a, _)| *a == h as usize).and_then(|(_, w)| w.upgrade())
+    progs
+        .iter()
+        .find(|(a, _)| *a == h as usize)
+        .and_then(|(_, w)| w.upgrade())
 }

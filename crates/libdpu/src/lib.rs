@@ -16,12 +16,15 @@ use std::ffi::{c_char, c_void, CStr, CString};
 use std::sync::Arc;
 
 use openpim_runtime::{
-    Callback, CallbackFlags, CallbackScope, DpuSet, LaunchPolicy, Program, Symbol, SymbolRef, XferDirection,
-    XferFlags,
+    Callback, CallbackFlags, CallbackScope, DpuSet, LaunchPolicy, Program, Symbol, SymbolRef,
+    XferDirection, XferFlags,
 };
 
 use errors::{entry, entry_value, fail, Fail};
-use handles::{c_ranks, dpu_ref, program_from_handle, program_handle, rank_ref, register, to_runtime, CDpu, CRank};
+use handles::{
+    c_ranks, dpu_ref, program_from_handle, program_handle, rank_ref, register, to_runtime, CDpu,
+    CRank,
+};
 use types::{err::*, *};
 
 type R = Result<(), Fail>;
@@ -47,7 +50,10 @@ unsafe fn c_str<'a>(p: *const c_char, code: DpuError, what: &str) -> Result<&'a 
 
 fn out_ptr<T>(p: *mut T, what: &str) -> Result<(), Fail> {
     if p.is_null() {
-        Err(fail(DPU_ERR_INTERNAL, format!("the output pointer {what} is NULL; pass the address of a variable")))
+        Err(fail(
+            DPU_ERR_INTERNAL,
+            format!("the output pointer {what} is NULL; pass the address of a variable"),
+        ))
     } else {
         Ok(())
     }
@@ -106,13 +112,21 @@ unsafe fn alloc_common(
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn dpu_alloc(nr_dpus: u32, profile: *const c_char, dpu_set: *mut DpuSetT) -> DpuError {
+pub unsafe extern "C" fn dpu_alloc(
+    nr_dpus: u32,
+    profile: *const c_char,
+    dpu_set: *mut DpuSetT,
+) -> DpuError {
     // SAFETY: forwarded caller contract.
     unsafe { alloc_common("dpu_alloc", nr_dpus, profile, dpu_set, false) }
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn dpu_alloc_ranks(nr_ranks: u32, profile: *const c_char, dpu_set: *mut DpuSetT) -> DpuError {
+pub unsafe extern "C" fn dpu_alloc_ranks(
+    nr_ranks: u32,
+    profile: *const c_char,
+    dpu_set: *mut DpuSetT,
+) -> DpuError {
     // SAFETY: forwarded caller contract.
     unsafe { alloc_common("dpu_alloc_ranks", nr_ranks, profile, dpu_set, true) }
 }
@@ -173,7 +187,11 @@ fn give_program(p: &Arc<Program>, out: *mut *mut c_void) {
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn dpu_load(dpu_set: DpuSetT, binary_path: *const c_char, program: *mut *mut c_void) -> DpuError {
+pub unsafe extern "C" fn dpu_load(
+    dpu_set: DpuSetT,
+    binary_path: *const c_char,
+    program: *mut *mut c_void,
+) -> DpuError {
     entry("dpu_load", || {
         let set = set_of(&dpu_set)?;
         // SAFETY: C string from the caller.
@@ -213,7 +231,10 @@ pub unsafe extern "C" fn dpu_load_from_incbin(
     entry("dpu_load_from_incbin", || {
         let set = set_of(&dpu_set)?;
         if incbin.is_null() {
-            return Err(fail(DPU_ERR_ELF_INVALID_FILE, "the incbin descriptor is NULL"));
+            return Err(fail(
+                DPU_ERR_ELF_INVALID_FILE,
+                "the incbin descriptor is NULL",
+            ));
         }
         // SAFETY: non-null pointer to a dpu_incbin_t made by DPU_INCBIN.
         let inc = unsafe { &*incbin };
@@ -226,7 +247,11 @@ pub unsafe extern "C" fn dpu_load_from_incbin(
             None
         } else {
             // SAFETY: DPU_INCBIN stores a NUL-terminated path.
-            Some(unsafe { CStr::from_ptr(inc.path) }.to_string_lossy().into_owned())
+            Some(
+                unsafe { CStr::from_ptr(inc.path) }
+                    .to_string_lossy()
+                    .into_owned(),
+            )
         };
         let p = Arc::new(Program::parse(origin, bytes)?);
         set.load(Arc::clone(&p))?;
@@ -293,7 +318,11 @@ pub extern "C" fn dpu_sync(dpu_set: DpuSetT) -> DpuError {
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn dpu_status(dpu_set: DpuSetT, done: *mut bool, fault: *mut bool) -> DpuError {
+pub unsafe extern "C" fn dpu_status(
+    dpu_set: DpuSetT,
+    done: *mut bool,
+    fault: *mut bool,
+) -> DpuError {
     entry("dpu_status", || {
         out_ptr(done, "done")?;
         out_ptr(fault, "fault")?;
@@ -309,7 +338,14 @@ pub unsafe extern "C" fn dpu_status(dpu_set: DpuSetT, done: *mut bool, fault: *m
 
 // ----- transfers --------------------------------------------------------------------------
 
-unsafe fn copy_to_common(func: &'static str, dpu_set: DpuSetT, sym: SymbolRef<'_>, off: u32, src: *const c_void, len: usize) -> R {
+unsafe fn copy_to_common(
+    func: &'static str,
+    dpu_set: DpuSetT,
+    sym: SymbolRef<'_>,
+    off: u32,
+    src: *const c_void,
+    len: usize,
+) -> R {
     let set = set_of(&dpu_set)?;
     if src.is_null() && len > 0 {
         return Err(null_buffer(len));
@@ -320,7 +356,13 @@ unsafe fn copy_to_common(func: &'static str, dpu_set: DpuSetT, sym: SymbolRef<'_
     Ok(())
 }
 
-unsafe fn copy_from_common(dpu_set: DpuSetT, sym: SymbolRef<'_>, off: u32, dst: *mut c_void, len: usize) -> R {
+unsafe fn copy_from_common(
+    dpu_set: DpuSetT,
+    sym: SymbolRef<'_>,
+    off: u32,
+    dst: *mut c_void,
+    len: usize,
+) -> R {
     let set = set_of(&dpu_set)?;
     if dst.is_null() && len > 0 {
         return Err(null_buffer(len));
@@ -347,7 +389,16 @@ pub unsafe extern "C" fn dpu_copy_to(
         // SAFETY: C string from the caller.
         let name = unsafe { c_str(symbol_name, DPU_ERR_UNKNOWN_SYMBOL, "the symbol name") }?;
         // SAFETY: forwarded caller contract.
-        unsafe { copy_to_common("dpu_copy_to", dpu_set, SymbolRef::Name(name), symbol_offset, src, length) }
+        unsafe {
+            copy_to_common(
+                "dpu_copy_to",
+                dpu_set,
+                SymbolRef::Name(name),
+                symbol_offset,
+                src,
+                length,
+            )
+        }
     })
 }
 
@@ -378,7 +429,16 @@ pub unsafe extern "C" fn dpu_copy_to_symbol(
     entry("dpu_copy_to_symbol", || {
         let sym = SymbolRef::Symbol(symbol_of(symbol));
         // SAFETY: forwarded caller contract.
-        unsafe { copy_to_common("dpu_copy_to_symbol", dpu_set, sym, symbol_offset, src, length) }
+        unsafe {
+            copy_to_common(
+                "dpu_copy_to_symbol",
+                dpu_set,
+                sym,
+                symbol_offset,
+                src,
+                length,
+            )
+        }
     })
 }
 
@@ -392,7 +452,15 @@ pub unsafe extern "C" fn dpu_copy_from_symbol(
 ) -> DpuError {
     entry("dpu_copy_from_symbol", || {
         // SAFETY: forwarded caller contract.
-        unsafe { copy_from_common(dpu_set, SymbolRef::Symbol(symbol_of(symbol)), symbol_offset, dst, length) }
+        unsafe {
+            copy_from_common(
+                dpu_set,
+                SymbolRef::Symbol(symbol_of(symbol)),
+                symbol_offset,
+                dst,
+                length,
+            )
+        }
     })
 }
 
@@ -406,7 +474,14 @@ pub unsafe extern "C" fn dpu_prepare_xfer(dpu_set: DpuSetT, buffer: *mut c_void)
     })
 }
 
-unsafe fn push_common(dpu_set: DpuSetT, xfer: u32, sym: SymbolRef<'_>, off: u32, len: usize, flags: u32) -> R {
+unsafe fn push_common(
+    dpu_set: DpuSetT,
+    xfer: u32,
+    sym: SymbolRef<'_>,
+    off: u32,
+    len: usize,
+    flags: u32,
+) -> R {
     let set = set_of(&dpu_set)?;
     let dir = match xfer {
         0 => XferDirection::ToDpu,
@@ -436,7 +511,16 @@ pub unsafe extern "C" fn dpu_push_xfer(
         // SAFETY: C string from the caller.
         let name = unsafe { c_str(symbol_name, DPU_ERR_UNKNOWN_SYMBOL, "the symbol name") }?;
         // SAFETY: forwarded caller contract.
-        unsafe { push_common(dpu_set, xfer, SymbolRef::Name(name), symbol_offset, length, flags) }
+        unsafe {
+            push_common(
+                dpu_set,
+                xfer,
+                SymbolRef::Name(name),
+                symbol_offset,
+                length,
+                flags,
+            )
+        }
     })
 }
 
@@ -451,11 +535,27 @@ pub unsafe extern "C" fn dpu_push_xfer_symbol(
 ) -> DpuError {
     entry("dpu_push_xfer_symbol", || {
         // SAFETY: forwarded caller contract.
-        unsafe { push_common(dpu_set, xfer, SymbolRef::Symbol(symbol_of(symbol)), symbol_offset, length, flags) }
+        unsafe {
+            push_common(
+                dpu_set,
+                xfer,
+                SymbolRef::Symbol(symbol_of(symbol)),
+                symbol_offset,
+                length,
+                flags,
+            )
+        }
     })
 }
 
-unsafe fn broadcast_common(dpu_set: DpuSetT, sym: SymbolRef<'_>, off: u32, src: *const c_void, len: usize, flags: u32) -> R {
+unsafe fn broadcast_common(
+    dpu_set: DpuSetT,
+    sym: SymbolRef<'_>,
+    off: u32,
+    src: *const c_void,
+    len: usize,
+    flags: u32,
+) -> R {
     let set = set_of(&dpu_set)?;
     if src.is_null() && len > 0 {
         return Err(null_buffer(len));
@@ -479,7 +579,16 @@ pub unsafe extern "C" fn dpu_broadcast_to(
         // SAFETY: C string from the caller.
         let name = unsafe { c_str(symbol_name, DPU_ERR_UNKNOWN_SYMBOL, "the symbol name") }?;
         // SAFETY: forwarded caller contract.
-        unsafe { broadcast_common(dpu_set, SymbolRef::Name(name), symbol_offset, src, length, flags) }
+        unsafe {
+            broadcast_common(
+                dpu_set,
+                SymbolRef::Name(name),
+                symbol_offset,
+                src,
+                length,
+                flags,
+            )
+        }
     })
 }
 
@@ -494,7 +603,16 @@ pub unsafe extern "C" fn dpu_broadcast_to_symbol(
 ) -> DpuError {
     entry("dpu_broadcast_to_symbol", || {
         // SAFETY: forwarded caller contract.
-        unsafe { broadcast_common(dpu_set, SymbolRef::Symbol(symbol_of(symbol)), symbol_offset, src, length, flags) }
+        unsafe {
+            broadcast_common(
+                dpu_set,
+                SymbolRef::Symbol(symbol_of(symbol)),
+                symbol_offset,
+                src,
+                length,
+                flags,
+            )
+        }
     })
 }
 
@@ -515,14 +633,16 @@ unsafe fn sg_common(
     }
     // SAFETY: non-null pointer to the caller's get_block_t.
     let gb = unsafe { &*get_block };
-    let f = gb.f.ok_or_else(|| fail(DPU_ERR_INTERNAL, "get_block_info->f is NULL"))?;
+    let f =
+        gb.f.ok_or_else(|| fail(DPU_ERR_INTERNAL, "get_block_info->f is NULL"))?;
     let address = match sym {
         SymbolRef::Symbol(s) => s.address,
-        SymbolRef::Name(n) => set
-            .program()
-            .ok_or_else(|| openpim_runtime::Error::NoProgramLoaded("the set".into()))?
-            .symbol(n)?
-            .address,
+        SymbolRef::Name(n) => {
+            set.program()
+                .ok_or_else(|| openpim_runtime::Error::NoProgramLoaded("the set".into()))?
+                .symbol(n)?
+                .address
+        }
     };
     if address & 0x8000_0000 != 0 || address & 0x0800_0000 == 0 {
         return Err(fail(
@@ -593,7 +713,17 @@ pub unsafe extern "C" fn dpu_push_sg_xfer(
         // SAFETY: C string from the caller.
         let name = unsafe { c_str(symbol_name, DPU_ERR_UNKNOWN_SYMBOL, "the symbol name") }?;
         // SAFETY: forwarded caller contract.
-        unsafe { sg_common(dpu_set, xfer, SymbolRef::Name(name), symbol_offset, length, get_block_info, flags) }
+        unsafe {
+            sg_common(
+                dpu_set,
+                xfer,
+                SymbolRef::Name(name),
+                symbol_offset,
+                length,
+                get_block_info,
+                flags,
+            )
+        }
     })
 }
 
@@ -610,7 +740,17 @@ pub unsafe extern "C" fn dpu_push_sg_xfer_symbol(
     entry("dpu_push_sg_xfer_symbol", || {
         let sym = SymbolRef::Symbol(symbol_of(symbol));
         // SAFETY: forwarded caller contract.
-        unsafe { sg_common(dpu_set, xfer, sym, symbol_offset, length, get_block_info, flags) }
+        unsafe {
+            sg_common(
+                dpu_set,
+                xfer,
+                sym,
+                symbol_offset,
+                length,
+                get_block_info,
+                flags,
+            )
+        }
     })
 }
 
@@ -645,7 +785,12 @@ impl CallbackEnv {
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn dpu_callback(dpu_set: DpuSetT, callback: CallbackFn, args: *mut c_void, flags: u32) -> DpuError {
+pub unsafe extern "C" fn dpu_callback(
+    dpu_set: DpuSetT,
+    callback: CallbackFn,
+    args: *mut c_void,
+    flags: u32,
+) -> DpuError {
     entry("dpu_callback", || {
         let set = set_of(&dpu_set)?;
         let cb = callback.ok_or_else(|| fail(DPU_ERR_INTERNAL, "the callback function is NULL"))?;
@@ -680,7 +825,10 @@ unsafe fn write_log(set: &DpuSet, stream: *mut libc::FILE) -> R {
         // SAFETY: `stream` is the caller's open FILE*; we write `log.len()` bytes of `log`.
         let n = unsafe { libc::fwrite(log.as_ptr().cast(), 1, log.len(), stream) };
         if n != log.len() {
-            return Err(fail(DPU_ERR_SYSTEM, "writing the DPU log to the stream failed"));
+            return Err(fail(
+                DPU_ERR_SYSTEM,
+                "writing the DPU log to the stream failed",
+            ));
         }
     }
     Ok(())
@@ -768,10 +916,16 @@ pub extern "C" fn dpu_from_set(dpu_set: DpuSetT) -> *mut CDpu {
 
 #[no_mangle]
 pub extern "C" fn dpu_rank_from_set(dpu_set: DpuSetT) -> *mut CRank {
-    entry_value("dpu_rank_from_set", std::ptr::null_mut(), || match c_ranks(&dpu_set) {
-        Ok((ranks, dpu)) if ranks.len() == 1 || dpu.is_some() => (ranks[0] as *const CRank).cast_mut(),
-        _ => std::ptr::null_mut(),
-    })
+    entry_value(
+        "dpu_rank_from_set",
+        std::ptr::null_mut(),
+        || match c_ranks(&dpu_set) {
+            Ok((ranks, dpu)) if ranks.len() == 1 || dpu.is_some() => {
+                (ranks[0] as *const CRank).cast_mut()
+            }
+            _ => std::ptr::null_mut(),
+        },
+    )
 }
 
 // ----- iterators --------------------------------------------------------------------------
@@ -881,7 +1035,10 @@ pub unsafe extern "C" fn dpu_set_dpu_iterator_from(set: *mut DpuSetT) -> DpuIter
     entry_value("dpu_set_dpu_iterator_from", empty, || {
         // SAFETY: forwarded caller contract.
         let ri = unsafe { dpu_set_rank_iterator_from(set) };
-        let mut it = DpuIterator { rank_iterator: ri, ..empty };
+        let mut it = DpuIterator {
+            rank_iterator: ri,
+            ..empty
+        };
         if ri.set.kind == DPU_SET_DPU {
             // SAFETY: kind DPU: `dpu` is active.
             let ok = dpu_ref(unsafe { ri.set.u.dpu }).is_ok();

@@ -156,7 +156,8 @@ pub struct SgBlockInfo {
 }
 
 /// `get_block_func_t`.
-pub type GetBlockFn = Option<unsafe extern "C" fn(*mut SgBlockInfo, u32, u32, *mut std::ffi::c_void) -> bool>;
+pub type GetBlockFn =
+    Option<unsafe extern "C" fn(*mut SgBlockInfo, u32, u32, *mut std::ffi::c_void) -> bool>;
 
 /// `get_block_t`.
 #[repr(C)]

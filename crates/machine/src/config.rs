@@ -193,13 +193,17 @@ impl SystemConfig {
                     self.hardware = Some(value.to_string());
                 }
                 "maxCycles" => {
-                    self.max_cycles = Some(value.parse::<u64>().ok().filter(|v| *v > 0).ok_or_else(|| {
-                        ConfigError::BadValue {
-                            key: key.into(),
-                            value: value.into(),
-                            expected: "a positive number of cycles",
-                        }
-                    })?)
+                    self.max_cycles = Some(
+                        value
+                            .parse::<u64>()
+                            .ok()
+                            .filter(|v| *v > 0)
+                            .ok_or_else(|| ConfigError::BadValue {
+                                key: key.into(),
+                                value: value.into(),
+                                expected: "a positive number of cycles",
+                            })?,
+                    )
                 }
                 _ => return Err(ConfigError::UnknownKey { key: key.into() }),
             }
@@ -211,7 +215,9 @@ impl SystemConfig {
     pub fn resolve(&self) -> Result<MachineConfig, ConfigError> {
         let hardware = HardwareProfile::load(self.hardware.as_deref().unwrap_or(DEFAULT_PROFILE))?;
         let nr_ranks = self.nr_ranks.unwrap_or(hardware.topology.ranks);
-        let dpus_per_rank = self.nr_dpus_per_rank.unwrap_or(hardware.topology.dpus_per_rank);
+        let dpus_per_rank = self
+            .nr_dpus_per_rank
+            .unwrap_or(hardware.topology.dpus_per_rank);
         if dpus_per_rank > hardware.topology.dpus_per_rank {
             return Err(ConfigError::TooLarge {
                 key: "nrDpusPerRank".into(),
@@ -358,19 +364,48 @@ mod tests {
     #[test]
     fn errors_name_the_key() {
         let e = SystemConfig::parse_with_base(None, "nrRank=2").unwrap_err();
-        assert_eq!(e, ConfigError::UnknownKey { key: "nrRank".into() });
+        assert_eq!(
+            e,
+            ConfigError::UnknownKey {
+                key: "nrRank".into()
+            }
+        );
         let msg = e.to_string();
-        assert!(msg.contains("nrRank'") && msg.contains("nrRanks") && msg.contains("maxCycles"), "{msg}");
+        assert!(
+            msg.contains("nrRank'") && msg.contains("nrRanks") && msg.contains("maxCycles"),
+            "{msg}"
+        );
         let e = SystemConfig::parse_with_base(None, "nrRanks=zero").unwrap_err();
         assert!(e.to_string().contains("nrRanks"), "{e}");
-        assert!(matches!(SystemConfig::parse_with_base(None, "nrRanks=0"), Err(ConfigError::BadValue { .. })));
-        assert!(matches!(SystemConfig::parse_with_base(None, "backend=fpga"), Err(ConfigError::BadValue { .. })));
-        assert!(matches!(SystemConfig::parse_with_base(None, "cycleAccurate=maybe"), Err(ConfigError::BadValue { .. })));
-        assert!(matches!(SystemConfig::parse_with_base(None, "justakey"), Err(ConfigError::Syntax { .. })));
-        assert!(matches!(SystemConfig::parse_with_base(None, "maxCycles=-1"), Err(ConfigError::BadValue { .. })));
-        let e = SystemConfig::parse_with_base(None, "hardware=nosuch").unwrap().resolve().unwrap_err();
+        assert!(matches!(
+            SystemConfig::parse_with_base(None, "nrRanks=0"),
+            Err(ConfigError::BadValue { .. })
+        ));
+        assert!(matches!(
+            SystemConfig::parse_with_base(None, "backend=fpga"),
+            Err(ConfigError::BadValue { .. })
+        ));
+        assert!(matches!(
+            SystemConfig::parse_with_base(None, "cycleAccurate=maybe"),
+            Err(ConfigError::BadValue { .. })
+        ));
+        assert!(matches!(
+            SystemConfig::parse_with_base(None, "justakey"),
+            Err(ConfigError::Syntax { .. })
+        ));
+        assert!(matches!(
+            SystemConfig::parse_with_base(None, "maxCycles=-1"),
+            Err(ConfigError::BadValue { .. })
+        ));
+        let e = SystemConfig::parse_with_base(None, "hardware=nosuch")
+            .unwrap()
+            .resolve()
+            .unwrap_err();
         assert!(matches!(e, ConfigError::Hardware(_)));
-        let e = SystemConfig::parse_with_base(None, "nrDpusPerRank=65").unwrap().resolve().unwrap_err();
+        let e = SystemConfig::parse_with_base(None, "nrDpusPerRank=65")
+            .unwrap()
+            .resolve()
+            .unwrap_err();
         assert!(matches!(e, ConfigError::TooLarge { .. }));
     }
 }

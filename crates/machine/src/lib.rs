@@ -11,13 +11,16 @@ mod config;
 mod memory;
 mod profile;
 
-pub use config::{BackendKind, ConfigError, MachineConfig, SystemConfig, PROFILE_BASE_ENV, VALID_KEYS};
+pub use config::{
+    BackendKind, ConfigError, MachineConfig, SystemConfig, PROFILE_BASE_ENV, VALID_KEYS,
+};
 pub use memory::{
-    resident_bytes, Bytes, DpuAddress, DpuMemories, IramAddr, LazyRegion, MramAddr, OutOfRange, WramAddr,
+    resident_bytes, Bytes, DpuAddress, DpuMemories, IramAddr, LazyRegion, MramAddr, OutOfRange,
+    WramAddr,
 };
 pub use profile::{
-    builtin_names, CostSpec, DmaSpec, DpuSpec, HardwareProfile, MemorySpec, ProfileError, TopologySpec,
-    DEFAULT_PROFILE,
+    builtin_names, CostSpec, DmaSpec, DpuSpec, HardwareProfile, MemorySpec, ProfileError,
+    TopologySpec, DEFAULT_PROFILE,
 };
 
 /// Re-exported memory map of the emulated DPU.

@@ -109,7 +109,8 @@ impl LazyRegion {
         if ptr == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
-        let ptr = NonNull::new(ptr.cast::<u8>()).ok_or_else(|| io::Error::other("mmap returned null"))?;
+        let ptr =
+            NonNull::new(ptr.cast::<u8>()).ok_or_else(|| io::Error::other("mmap returned null"))?;
         Ok(LazyRegion { ptr, len })
     }
 
@@ -165,7 +166,12 @@ impl std::fmt::Debug for LazyRegion {
     }
 }
 
-fn range(space: &'static str, size: usize, offset: u32, len: usize) -> Result<std::ops::Range<usize>, OutOfRange> {
+fn range(
+    space: &'static str,
+    size: usize,
+    offset: u32,
+    len: usize,
+) -> Result<std::ops::Range<usize>, OutOfRange> {
     let start = offset as usize;
     match start.checked_add(len) {
         Some(end) if end <= size => Ok(start..end),
@@ -266,9 +272,18 @@ mod tests {
     #[test]
     fn classify_addresses() {
         assert_eq!(DpuAddress::classify(0), DpuAddress::Wram(WramAddr(0)));
-        assert_eq!(DpuAddress::classify(0xfffc), DpuAddress::Wram(WramAddr(0xfffc)));
-        assert_eq!(DpuAddress::classify(0x0800_0000), DpuAddress::Mram(MramAddr(0)));
-        assert_eq!(DpuAddress::classify(0x8000_0008), DpuAddress::Iram(IramAddr(8)));
+        assert_eq!(
+            DpuAddress::classify(0xfffc),
+            DpuAddress::Wram(WramAddr(0xfffc))
+        );
+        assert_eq!(
+            DpuAddress::classify(0x0800_0000),
+            DpuAddress::Mram(MramAddr(0))
+        );
+        assert_eq!(
+            DpuAddress::classify(0x8000_0008),
+            DpuAddress::Iram(IramAddr(8))
+        );
     }
 
     #[test]
@@ -304,7 +319,10 @@ mod tests {
         let before = resident_bytes().unwrap();
         let mems: Vec<DpuMemories> = (0..256).map(|_| DpuMemories::new().unwrap()).collect();
         let after = resident_bytes().unwrap();
-        assert!(after.saturating_sub(before) < 64 << 20, "{before} -> {after}");
+        assert!(
+            after.saturating_sub(before) < 64 << 20,
+            "{before} -> {after}"
+        );
         drop(mems);
     }
 }

@@ -15,8 +15,14 @@ pub const DEFAULT_PROFILE: &str = "upmem-v1a";
 
 /// Built-in profiles: `(name, TOML text)`.
 const BUILTIN: &[(&str, &str)] = &[
-    ("upmem-v1a", include_str!("../../../profiles/upmem-v1a.toml")),
-    ("upmem-v1b", include_str!("../../../profiles/upmem-v1b.toml")),
+    (
+        "upmem-v1a",
+        include_str!("../../../profiles/upmem-v1a.toml"),
+    ),
+    (
+        "upmem-v1b",
+        include_str!("../../../profiles/upmem-v1b.toml"),
+    ),
 ];
 
 /// Errors of loading a hardware profile.
@@ -147,10 +153,12 @@ impl HardwareProfile {
             name: origin.to_string(),
             message: e.to_string(),
         })?;
-        profile.validate().map_err(|message| ProfileError::Invalid {
-            name: origin.to_string(),
-            message,
-        })?;
+        profile
+            .validate()
+            .map_err(|message| ProfileError::Invalid {
+                name: origin.to_string(),
+                message,
+            })?;
         Ok(profile)
     }
 
@@ -167,7 +175,11 @@ impl HardwareProfile {
         fixed("memory.wram_bytes", self.memory.wram_bytes, map::WRAM_SIZE)?;
         fixed("memory.iram_bytes", self.memory.iram_bytes, map::IRAM_SIZE)?;
         fixed("memory.mram_bytes", self.memory.mram_bytes, map::MRAM_SIZE)?;
-        fixed("memory.atomic_bits", self.memory.atomic_bits, map::ATOMIC_BITS)?;
+        fixed(
+            "memory.atomic_bits",
+            self.memory.atomic_bits,
+            map::ATOMIC_BITS,
+        )?;
         if self.dpu.tasklets == 0 || self.dpu.tasklets > map::MAX_TASKLETS {
             return Err(format!("dpu.tasklets must be 1..={}", map::MAX_TASKLETS));
         }
@@ -181,7 +193,7 @@ impl HardwareProfile {
             return Err("topology.ranks and topology.dpus_per_rank must be > 0".into());
         }
         if self.topology.chips_per_rank == 0
-            || self.topology.dpus_per_rank % self.topology.chips_per_rank != 0
+            || !self.topology.dpus_per_rank.is_multiple_of(self.topology.chips_per_rank)
         {
             return Err("topology.chips_per_rank must divide topology.dpus_per_rank".into());
         }
@@ -237,8 +249,20 @@ mod tests {
             assert_eq!(p.dma.write_alpha_cycles, 61);
             assert_eq!(p.dma.beta_millicycles_per_byte, 500);
         }
-        assert_eq!(HardwareProfile::load("upmem-v1a").unwrap().dpu.frequency_mhz, 350);
-        assert_eq!(HardwareProfile::load("upmem-v1b").unwrap().dpu.frequency_mhz, 400);
+        assert_eq!(
+            HardwareProfile::load("upmem-v1a")
+                .unwrap()
+                .dpu
+                .frequency_mhz,
+            350
+        );
+        assert_eq!(
+            HardwareProfile::load("upmem-v1b")
+                .unwrap()
+                .dpu
+                .frequency_mhz,
+            400
+        );
         assert_eq!(HardwareProfile::default_profile().name, DEFAULT_PROFILE);
     }
 
@@ -263,7 +287,8 @@ mod tests {
         assert!(e.to_string().contains("upmem-v1a"), "{e}");
         let e = HardwareProfile::load("/nonexistent/x.toml").unwrap_err();
         assert!(matches!(e, ProfileError::Io { .. }));
-        let bad = include_str!("../../../profiles/upmem-v1a.toml").replace("wram_bytes = 65536", "wram_bytes = 1");
+        let bad = include_str!("../../../profiles/upmem-v1a.toml")
+            .replace("wram_bytes = 65536", "wram_bytes = 1");
         let e = HardwareProfile::parse("bad", &bad).unwrap_err();
         assert!(e.to_string().contains("memory.wram_bytes"), "{e}");
         let typo = include_str!("../../../profiles/upmem-v1a.toml").replace("mul64", "mul46");

@@ -57,16 +57,31 @@ pub enum Error {
     },
     /// The program is not a valid DPU program.
     #[error("invalid DPU program{}: {reason}", origin_suffix(.origin))]
-    ElfInvalidFile { origin: Option<String>, reason: String },
+    ElfInvalidFile {
+        origin: Option<String>,
+        reason: String,
+    },
     /// The program's code does not fit in IRAM.
     #[error("DPU program{} does not fit in IRAM: its code needs {needed} bytes, IRAM holds {capacity} ({} bytes too many); reduce code size (-Os, fewer or smaller functions, less inlining/unrolling)", origin_suffix(.origin), .needed - .capacity)]
-    IramOverflow { origin: Option<String>, needed: u64, capacity: u64 },
+    IramOverflow {
+        origin: Option<String>,
+        needed: u64,
+        capacity: u64,
+    },
     /// The program's data, stacks and heap start do not fit in WRAM.
     #[error("DPU program{} does not fit in WRAM: its data and stacks need {needed} bytes, WRAM holds {capacity} ({} bytes too many); reduce NR_TASKLETS, STACK_SIZE_DEFAULT or the size of WRAM variables (move big arrays to MRAM with __mram)", origin_suffix(.origin), .needed - .capacity)]
-    WramOverflow { origin: Option<String>, needed: u64, capacity: u64 },
+    WramOverflow {
+        origin: Option<String>,
+        needed: u64,
+        capacity: u64,
+    },
     /// The program was built for more tasklets than a DPU has.
     #[error("DPU program{} was built with NR_TASKLETS={nr}, but a DPU has at most {max} tasklets; build it with -DNR_TASKLETS=<1..{max}>", origin_suffix(.origin))]
-    TooManyTasklets { origin: Option<String>, nr: u32, max: u32 },
+    TooManyTasklets {
+        origin: Option<String>,
+        nr: u32,
+        max: u32,
+    },
     /// A launch or symbol access on DPUs without a program.
     #[error("no DPU program is loaded on {0}; call dpu_load first")]
     NoProgramLoaded(String),
@@ -75,16 +90,33 @@ pub enum Error {
     UnknownSymbol { name: String },
     /// Offset + length goes past the end of the symbol.
     #[error("access of {len} bytes at offset {offset} of symbol {symbol} goes past its end ({size} bytes)")]
-    InvalidSymbolAccess { symbol: String, offset: u32, len: u64, size: u32 },
+    InvalidSymbolAccess {
+        symbol: String,
+        offset: u32,
+        len: u64,
+        size: u32,
+    },
     /// A WRAM access breaking the alignment or range rules.
     #[error("invalid WRAM access at {address:#x} of {len} bytes: {reason}")]
-    InvalidWramAccess { address: u64, len: u64, reason: String },
+    InvalidWramAccess {
+        address: u64,
+        len: u64,
+        reason: String,
+    },
     /// An IRAM access breaking the alignment or range rules.
     #[error("invalid IRAM access at {address:#x} of {len} bytes: {reason}")]
-    InvalidIramAccess { address: u64, len: u64, reason: String },
+    InvalidIramAccess {
+        address: u64,
+        len: u64,
+        reason: String,
+    },
     /// An MRAM access outside MRAM.
     #[error("invalid MRAM access at {address:#x} of {len} bytes: {reason}")]
-    InvalidMramAccess { address: u64, len: u64, reason: String },
+    InvalidMramAccess {
+        address: u64,
+        len: u64,
+        reason: String,
+    },
     /// One or more DPUs stopped on a fault.
     #[error("{first}{}", more_suffix(*.count))]
     DpuFault { first: Box<FaultInfo>, count: usize },
@@ -92,7 +124,9 @@ pub enum Error {
     #[error("a dpu_callback callback returned error code {code}")]
     CallbackFailed { code: u32 },
     /// NONBLOCKING without ASYNC.
-    #[error("DPU_CALLBACK_NONBLOCKING needs DPU_CALLBACK_ASYNC (a synchronous callback always blocks)")]
+    #[error(
+        "DPU_CALLBACK_NONBLOCKING needs DPU_CALLBACK_ASYNC (a synchronous callback always blocks)"
+    )]
     NonblockingSyncCallback,
     /// A bug or an unexpected state inside OpenPIM.
     #[error("internal error: {0}")]
@@ -100,7 +134,10 @@ pub enum Error {
 }
 
 fn origin_suffix(origin: &Option<String>) -> String {
-    origin.as_ref().map(|o| format!(" '{o}'")).unwrap_or_default()
+    origin
+        .as_ref()
+        .map(|o| format!(" '{o}'"))
+        .unwrap_or_default()
 }
 
 fn more_suffix(count: usize) -> String {
@@ -134,12 +171,20 @@ impl Error {
                 origin: origin.clone(),
                 reason: reason.clone(),
             },
-            Error::IramOverflow { origin, needed, capacity } => Error::IramOverflow {
+            Error::IramOverflow {
+                origin,
+                needed,
+                capacity,
+            } => Error::IramOverflow {
                 origin: origin.clone(),
                 needed: *needed,
                 capacity: *capacity,
             },
-            Error::WramOverflow { origin, needed, capacity } => Error::WramOverflow {
+            Error::WramOverflow {
+                origin,
+                needed,
+                capacity,
+            } => Error::WramOverflow {
                 origin: origin.clone(),
                 needed: *needed,
                 capacity: *capacity,
@@ -151,23 +196,40 @@ impl Error {
             },
             Error::NoProgramLoaded(s) => Error::NoProgramLoaded(s.clone()),
             Error::UnknownSymbol { name } => Error::UnknownSymbol { name: name.clone() },
-            Error::InvalidSymbolAccess { symbol, offset, len, size } => Error::InvalidSymbolAccess {
+            Error::InvalidSymbolAccess {
+                symbol,
+                offset,
+                len,
+                size,
+            } => Error::InvalidSymbolAccess {
                 symbol: symbol.clone(),
                 offset: *offset,
                 len: *len,
                 size: *size,
             },
-            Error::InvalidWramAccess { address, len, reason } => Error::InvalidWramAccess {
+            Error::InvalidWramAccess {
+                address,
+                len,
+                reason,
+            } => Error::InvalidWramAccess {
                 address: *address,
                 len: *len,
                 reason: reason.clone(),
             },
-            Error::InvalidIramAccess { address, len, reason } => Error::InvalidIramAccess {
+            Error::InvalidIramAccess {
+                address,
+                len,
+                reason,
+            } => Error::InvalidIramAccess {
                 address: *address,
                 len: *len,
                 reason: reason.clone(),
             },
-            Error::InvalidMramAccess { address, len, reason } => Error::InvalidMramAccess {
+            Error::InvalidMramAccess {
+                address,
+                len,
+                reason,
+            } => Error::InvalidMramAccess {
                 address: *address,
                 len: *len,
                 reason: reason.clone(),

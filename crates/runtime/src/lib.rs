@@ -27,7 +27,8 @@ pub use error::{Error, FaultInfo, Result};
 pub use program::{Program, Symbol, MRAM_HEAP_SYMBOL};
 pub use rank::{quiet, HostPtr, Rank, RankOp, XferItem};
 pub use set::{
-    get_symbol, Callback, CallbackFlags, CallbackScope, DpuSet, LaunchPolicy, XferDirection, XferFlags,
+    get_symbol, Callback, CallbackFlags, CallbackScope, DpuSet, LaunchPolicy, XferDirection,
+    XferFlags,
 };
 pub use stats::{launch_history, launch_totals, DpuRunStats, LaunchRecord, LaunchTotals};
 pub use system::{alloc, alloc_ranks, machine_description, ranks_in_use};

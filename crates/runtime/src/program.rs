@@ -64,7 +64,9 @@ enum Region {
 }
 
 fn region_of(addr: u64, len: u64) -> Option<Region> {
-    let within = |base: u32, size: u32| addr >= u64::from(base) && addr + len <= u64::from(base) + u64::from(size);
+    let within = |base: u32, size: u32| {
+        addr >= u64::from(base) && addr + len <= u64::from(base) + u64::from(size)
+    };
     if within(map::WRAM_BASE, map::WRAM_SIZE) {
         Some(Region::Wram)
     } else if within(map::MRAM_BASE, map::MRAM_SIZE) {
@@ -101,7 +103,9 @@ impl Program {
             reason,
         };
         if data.len() < 20 || &data[..4] != b"\x7fELF" {
-            return Err(invalid("not an ELF file; build DPU programs with dpu-upmem-dpurte-clang".into()));
+            return Err(invalid(
+                "not an ELF file; build DPU programs with dpu-upmem-dpurte-clang".into(),
+            ));
         }
         if data[4] != 1 {
             return Err(invalid(
@@ -109,9 +113,12 @@ impl Program {
             ));
         }
         if data[5] != 1 {
-            return Err(invalid("a big-endian ELF file; DPU programs are little-endian RV32".into()));
+            return Err(invalid(
+                "a big-endian ELF file; DPU programs are little-endian RV32".into(),
+            ));
         }
-        let elf = ElfFile32::<object::LittleEndian>::parse(data).map_err(|e| invalid(format!("malformed ELF: {e}")))?;
+        let elf = ElfFile32::<object::LittleEndian>::parse(data)
+            .map_err(|e| invalid(format!("malformed ELF: {e}")))?;
         let endian = elf.endian();
         let machine = elf.elf_header().e_machine(endian);
         if machine != EM_RISCV {
@@ -150,7 +157,8 @@ impl Program {
                 Some(Region::Mram) => {
                     // Only initialised bytes are written; the rest (.mram.noinit) is left alone.
                     if !bytes.is_empty() {
-                        mram_segments.push(((addr - u64::from(map::MRAM_BASE)) as u32, bytes.to_vec()));
+                        mram_segments
+                            .push(((addr - u64::from(map::MRAM_BASE)) as u32, bytes.to_vec()));
                     }
                 }
                 Some(Region::Iram) => {
@@ -192,24 +200,29 @@ impl Program {
             let address = sym.address() as u32;
             let size = sym.size() as u32;
             // Linker-script labels are NOTYPE with size 0, which `is_definition` rejects.
-            let defined = matches!(sym.section(), SymbolSection::Section(_) | SymbolSection::Absolute);
+            let defined = matches!(
+                sym.section(),
+                SymbolSection::Section(_) | SymbolSection::Absolute
+            );
             if defined {
                 all.entry(name.to_string()).or_insert((address, size));
             }
             let section_name = match sym.section() {
-                SymbolSection::Section(idx) => elf.section_by_index(idx).ok().and_then(|s| s.name().ok()),
+                SymbolSection::Section(idx) => {
+                    elf.section_by_index(idx).ok().and_then(|s| s.name().ok())
+                }
                 _ => None,
             };
             let reachable = match section_name {
                 Some(".dpu_host") => true,
                 Some(s) if s == ".mram" || s == ".mram.noinit" || s.starts_with(".mram.") => true,
-                Some(_) => address >= map::IRAM_BASE && address < map::ATOMIC_BASE,
+                Some(_) => (map::IRAM_BASE..map::ATOMIC_BASE).contains(&address),
                 None => false,
             };
             if reachable && defined {
                 symbols.insert(name.to_string(), Symbol { address, size });
             }
-            if st_type == STT_FUNC && address >= map::IRAM_BASE && address < map::ATOMIC_BASE {
+            if st_type == STT_FUNC && (map::IRAM_BASE..map::ATOMIC_BASE).contains(&address) {
                 functions.push((address, size, name.to_string()));
             }
         }
@@ -232,9 +245,15 @@ impl Program {
             });
         }
         if text_segments.is_empty() {
-            return Err(invalid("no code in IRAM (no loadable segment at 0x80000000)".into()));
+            return Err(invalid(
+                "no code in IRAM (no loadable segment at 0x80000000)".into(),
+            ));
         }
-        let text_base = text_segments.iter().map(|(a, _)| *a).min().unwrap_or(map::IRAM_BASE);
+        let text_base = text_segments
+            .iter()
+            .map(|(a, _)| *a)
+            .min()
+            .unwrap_or(map::IRAM_BASE);
         let text_end = iram_end as u32;
         let mut text = vec![0u8; (text_end - text_base) as usize];
         for (addr, seg) in &text_segments {
@@ -242,7 +261,9 @@ impl Program {
             text[off..off + seg.len()].copy_from_slice(seg);
         }
         if entry < text_base || entry >= text_end {
-            return Err(invalid(format!("entry point {entry:#x} is not in the program's code")));
+            return Err(invalid(format!(
+                "entry point {entry:#x} is not in the program's code"
+            )));
         }
 
         // WRAM size check (image, then the linker's end marker and heap start).
@@ -275,8 +296,11 @@ impl Program {
         };
 
         // Tasklets.
-        let (nr_addr, _) = *all.get("__sys_nr_tasklets").ok_or_else(|| missing("__sys_nr_tasklets"))?;
-        let nr_tasklets = read_word(nr_addr).ok_or_else(|| invalid("__sys_nr_tasklets is not in WRAM data".into()))?;
+        let (nr_addr, _) = *all
+            .get("__sys_nr_tasklets")
+            .ok_or_else(|| missing("__sys_nr_tasklets"))?;
+        let nr_tasklets = read_word(nr_addr)
+            .ok_or_else(|| invalid("__sys_nr_tasklets is not in WRAM data".into()))?;
         if nr_tasklets > map::MAX_TASKLETS {
             return Err(Error::TooManyTasklets {
                 origin,
@@ -289,7 +313,9 @@ impl Program {
         }
 
         // Stacks.
-        let (table, _) = *all.get("__sys_stack_table").ok_or_else(|| missing("__sys_stack_table"))?;
+        let (table, _) = *all
+            .get("__sys_stack_table")
+            .ok_or_else(|| missing("__sys_stack_table"))?;
         let mut stacks = Vec::with_capacity(nr_tasklets as usize);
         for i in 0..nr_tasklets {
             let lo = read_word(table + 8 * i);
@@ -303,7 +329,11 @@ impl Program {
                         capacity: u64::from(map::WRAM_SIZE),
                     })
                 }
-                _ => return Err(invalid(format!("stack of tasklet {i} in __sys_stack_table is invalid"))),
+                _ => {
+                    return Err(invalid(format!(
+                        "stack of tasklet {i} in __sys_stack_table is invalid"
+                    )))
+                }
             }
         }
 
@@ -313,7 +343,9 @@ impl Program {
             .map(|(v, _)| *v)
             .unwrap_or(DEFAULT_STDOUT_BUFFER);
         let mut init_writes = Vec::new();
-        if let (Some((ptr, _)), Some((start, _))) = (all.get("__sys_heap_pointer"), all.get("__sys_heap_start")) {
+        if let (Some((ptr, _)), Some((start, _))) =
+            (all.get("__sys_heap_pointer"), all.get("__sys_heap_start"))
+        {
             init_writes.push((*ptr, *start));
         }
 
@@ -370,7 +402,9 @@ impl Program {
         self.symbols
             .get(name)
             .copied()
-            .ok_or_else(|| Error::UnknownSymbol { name: name.to_string() })
+            .ok_or_else(|| Error::UnknownSymbol {
+                name: name.to_string(),
+            })
     }
 
     /// All host-reachable symbols.
@@ -469,12 +503,17 @@ mod tests {
         assert!(matches!(e, Error::ElfNoSuchFile { .. }));
         // The host's own executable: a 64-bit ELF (or at least not RISC-V).
         let me = std::fs::read("/proc/self/exe").unwrap();
-        assert!(matches!(Program::from_bytes(&me), Err(Error::ElfInvalidFile { .. })));
+        assert!(matches!(
+            Program::from_bytes(&me),
+            Err(Error::ElfInvalidFile { .. })
+        ));
     }
 
     #[test]
     fn loads_fixture() {
-        let Some(bytes) = build_fixture(&Fixture::default()) else { return };
+        let Some(bytes) = build_fixture(&Fixture::default()) else {
+            return;
+        };
         let p = Program::from_bytes(&bytes).unwrap();
         assert_eq!(p.nr_tasklets(), 2);
         let boot = p.boot_info();
@@ -486,13 +525,28 @@ mod tests {
         assert_eq!(input.size, 64);
         assert!(input.address < 0x1_0000);
         assert_eq!(p.symbol("result").unwrap().size, 8);
-        assert_eq!(p.symbol("mbuf").unwrap(), Symbol { address: 0x0800_0000, size: 1024 });
+        assert_eq!(
+            p.symbol("mbuf").unwrap(),
+            Symbol {
+                address: 0x0800_0000,
+                size: 1024
+            }
+        );
         assert_eq!(p.symbol("mscratch").unwrap().size, 4096);
         let heap = p.symbol(MRAM_HEAP_SYMBOL).unwrap();
-        assert_eq!(u64::from(heap.address) + u64::from(heap.size), 0x0800_0000u64 + u64::from(map::MRAM_SIZE));
+        assert_eq!(
+            u64::from(heap.address) + u64::from(heap.size),
+            0x0800_0000u64 + u64::from(map::MRAM_SIZE)
+        );
         assert!(p.symbol("_start").is_ok(), "IRAM symbols are reachable");
-        assert!(matches!(p.symbol("plain_wram"), Err(Error::UnknownSymbol { .. })));
-        assert!(matches!(p.symbol("nosuch"), Err(Error::UnknownSymbol { .. })));
+        assert!(matches!(
+            p.symbol("plain_wram"),
+            Err(Error::UnknownSymbol { .. })
+        ));
+        assert!(matches!(
+            p.symbol("nosuch"),
+            Err(Error::UnknownSymbol { .. })
+        ));
         assert_eq!(p.function_at(0x8000_0000).as_deref(), Some("_start"));
         // .mram data is loaded, .mram.noinit is not.
         assert_eq!(p.mram_segments().len(), 1);
@@ -502,35 +556,75 @@ mod tests {
 
     #[test]
     fn too_many_tasklets() {
-        let f = Fixture { nr_tasklets: 25, ..Fixture::default() };
-        let Some(bytes) = build_fixture(&f) else { return };
+        let f = Fixture {
+            nr_tasklets: 25,
+            ..Fixture::default()
+        };
+        let Some(bytes) = build_fixture(&f) else {
+            return;
+        };
         let e = Program::from_bytes(&bytes).unwrap_err();
-        assert!(matches!(e, Error::TooManyTasklets { nr: 25, max: 24, .. }), "{e}");
+        assert!(
+            matches!(
+                e,
+                Error::TooManyTasklets {
+                    nr: 25,
+                    max: 24,
+                    ..
+                }
+            ),
+            "{e}"
+        );
         assert!(e.to_string().contains("NR_TASKLETS"));
     }
 
     #[test]
     fn wram_overflow_names_bytes() {
         // 20000 words = 80000 bytes of .bss: more than the 65536 bytes of WRAM.
-        let f = Fixture { big_wram_words: Some(20000), ..Fixture::default() };
-        let Some(bytes) = build_fixture(&f) else { return };
+        let f = Fixture {
+            big_wram_words: Some(20000),
+            ..Fixture::default()
+        };
+        let Some(bytes) = build_fixture(&f) else {
+            return;
+        };
         let e = Program::from_bytes(&bytes).unwrap_err();
-        let Error::WramOverflow { needed, capacity, .. } = e else { panic!("{e}") };
+        let Error::WramOverflow {
+            needed, capacity, ..
+        } = e
+        else {
+            panic!("{e}")
+        };
         assert_eq!(capacity, 65536);
         assert!(needed > 80000, "{needed}");
         assert!(e_msg(needed, capacity).contains("bytes too many"));
     }
 
     fn e_msg(needed: u64, capacity: u64) -> String {
-        Error::WramOverflow { origin: None, needed, capacity }.to_string()
+        Error::WramOverflow {
+            origin: None,
+            needed,
+            capacity,
+        }
+        .to_string()
     }
 
     #[test]
     fn iram_overflow_names_bytes() {
-        let f = Fixture { big_text_words: Some(8000), ..Fixture::default() };
-        let Some(bytes) = build_fixture(&f) else { return };
+        let f = Fixture {
+            big_text_words: Some(8000),
+            ..Fixture::default()
+        };
+        let Some(bytes) = build_fixture(&f) else {
+            return;
+        };
         let e = Program::from_bytes(&bytes).unwrap_err();
-        let Error::IramOverflow { needed, capacity, .. } = &e else { panic!("{e}") };
+        let Error::IramOverflow {
+            needed, capacity, ..
+        } = &e
+        else {
+            panic!("{e}")
+        };
         assert_eq!(*capacity, 24576);
         assert!(*needed >= 32000);
         assert!(e.to_string().contains("bytes too many"), "{e}");

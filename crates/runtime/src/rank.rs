@@ -43,13 +43,19 @@ pub struct XferItem {
     pub buf: HostPtr,
 }
 
+/// A queued operation with the rank it runs on.
+type Job = (Arc<Rank>, RankOp);
+
 /// A user callback as an operation.
 pub type CallbackJob = Box<dyn FnOnce() -> Result<()> + Send>;
 
 /// An operation on one rank (the boundary a remote backend or a virtual timeline plugs in).
 pub enum RankOp {
     /// Load `program` on the DPUs (indices in the rank). Always synchronous.
-    Load { program: Arc<Program>, dpus: Vec<u32> },
+    Load {
+        program: Arc<Program>,
+        dpus: Vec<u32>,
+    },
     /// Host -> DPU: copy `len` bytes from each item's buffer.
     Write { len: usize, items: Vec<XferItem> },
     /// DPU -> host: copy `len` bytes into each item's buffer.
@@ -170,7 +176,7 @@ pub struct Rank {
     state: Mutex<RankState>,
     meta: Mutex<RankMeta>,
     queue: Arc<Queue>,
-    sender: Mutex<Option<mpsc::Sender<(Arc<Rank>, RankOp)>>>,
+    sender: Mutex<Option<mpsc::Sender<Job>>>,
     faulted: AtomicBool,
     _slot: SlotGuard,
 }
@@ -225,7 +231,8 @@ impl Rank {
     pub(crate) fn new(slot: SlotGuard, nr_dpus: u32, machine: Arc<MachineConfig>) -> Result<Rank> {
         let mut dpus = Vec::with_capacity(nr_dpus as usize);
         for _ in 0..nr_dpus {
-            let mem = DpuMemories::new().map_err(|e| Error::System(format!("cannot reserve DPU memory: {e}")))?;
+            let mem = DpuMemories::new()
+                .map_err(|e| Error::System(format!("cannot reserve DPU memory: {e}")))?;
             dpus.push(DpuState {
                 mem,
                 log: Vec::new(),
@@ -286,7 +293,11 @@ impl Rank {
         }
         let mut q = self.queue.lock();
         while q.pending > 0 {
-            q = self.queue.changed.wait(q).unwrap_or_else(|e| e.into_inner());
+            q = self
+                .queue
+                .changed
+                .wait(q)
+                .unwrap_or_else(|e| e.into_inner());
         }
     }
 
@@ -298,7 +309,11 @@ impl Rank {
         }
         let mut q = self.queue.lock();
         while q.pending > 0 || q.detached > 0 {
-            q = self.queue.changed.wait(q).unwrap_or_else(|e| e.into_inner());
+            q = self
+                .queue
+                .changed
+                .wait(q)
+                .unwrap_or_else(|e| e.into_inner());
         }
         match q.error.take() {
             Some(e) => Err(e),
@@ -316,12 +331,14 @@ impl Rank {
     pub(crate) fn enqueue(self: &Arc<Self>, op: RankOp) -> Result<()> {
         let mut sender = self.sender.lock().unwrap_or_else(|e| e.into_inner());
         if sender.is_none() {
-            let (tx, rx) = mpsc::channel::<(Arc<Rank>, RankOp)>();
+            let (tx, rx) = mpsc::channel::<Job>();
             let queue = Arc::clone(&self.queue);
             std::thread::Builder::new()
                 .name(format!("openpim-rank-{}", self.id))
                 .spawn(move || worker(rx, queue))
-                .map_err(|e| Error::System(format!("cannot start the rank's worker thread: {e}")))?;
+                .map_err(|e| {
+                    Error::System(format!("cannot start the rank's worker thread: {e}"))
+                })?;
             *sender = Some(tx);
         }
         self.queue.lock().pending += 1;
@@ -334,19 +351,30 @@ impl Rank {
     }
 
     /// Starts a NONBLOCKING callback on its own thread; `sync` waits for it.
-    pub(crate) fn spawn_detached(self: &Arc<Self>, job: CallbackJob, ranks: Vec<u32>) -> Result<()> {
+    pub(crate) fn spawn_detached(
+        self: &Arc<Self>,
+        job: CallbackJob,
+        ranks: Vec<u32>,
+    ) -> Result<()> {
         self.queue.lock().detached += 1;
         let queue = Arc::clone(&self.queue);
         let spawned = std::thread::Builder::new()
             .name(format!("openpim-callback-{}", self.id))
             .spawn(move || {
                 let r = catch_unwind(AssertUnwindSafe(|| as_callback_of(&ranks, job)))
-                    .unwrap_or_else(|p| Err(Error::Internal(format!("callback panicked: {}", panic_message(&*p)))));
+                    .unwrap_or_else(|p| {
+                        Err(Error::Internal(format!(
+                            "callback panicked: {}",
+                            panic_message(&*p)
+                        )))
+                    });
                 queue.finish(r, true);
             });
         if let Err(e) = spawned {
             self.queue.finish(Ok(()), true);
-            return Err(Error::System(format!("cannot start a callback thread: {e}")));
+            return Err(Error::System(format!(
+                "cannot start a callback thread: {e}"
+            )));
         }
         Ok(())
     }
@@ -440,15 +468,16 @@ impl Rank {
                     write_one(&mut state.dpus[item.dpu as usize], item)?;
                     continue;
                 };
-                let old = meta.programs[item.dpu as usize]
-                    .clone()
-                    .ok_or_else(|| Error::NoProgramLoaded(format!("DPU {} of rank {}", item.dpu, self.id)))?;
+                let old = meta.programs[item.dpu as usize].clone().ok_or_else(|| {
+                    Error::NoProgramLoaded(format!("DPU {} of rank {}", item.dpu, self.id))
+                })?;
                 let key = Arc::as_ptr(&old);
                 let new = match patched.iter().find(|(k, _)| *k == key) {
                     Some((_, p)) => Arc::clone(p),
                     None => {
                         // SAFETY: as in write_one.
-                        let src = unsafe { std::slice::from_raw_parts(item.buf.0.cast_const(), len) };
+                        let src =
+                            unsafe { std::slice::from_raw_parts(item.buf.0.cast_const(), len) };
                         let p = old.with_patched_text(a.0, src)?;
                         patched.push((key, Arc::clone(&p)));
                         p
@@ -483,24 +512,31 @@ impl Rank {
         if len == 0 {
             return Ok(());
         }
-        let meta_programs: Option<Vec<Option<Arc<Program>>>> = if items.iter().any(|i| matches!(i.place, Place::Iram(_))) {
-            Some(self.lock_meta().programs.clone())
-        } else {
-            None
-        };
+        let meta_programs: Option<Vec<Option<Arc<Program>>>> =
+            if items.iter().any(|i| matches!(i.place, Place::Iram(_))) {
+                Some(self.lock_meta().programs.clone())
+            } else {
+                None
+            };
         let read_one = |dpu: &DpuState, item: &XferItem| -> Result<()> {
             // SAFETY: the unsafe API that accepted `item.buf` requires it to be valid for
             // writes of `len` bytes until this transfer has run; destinations of items run in
             // parallel do not overlap (checked below).
             let dst = unsafe { std::slice::from_raw_parts_mut(item.buf.0, len) };
             match item.place {
-                Place::Wram(a) => dpu.mem.read(a, dst).map_err(|e| Error::Internal(e.to_string())),
-                Place::Mram(a) => dpu.mem.read(a, dst).map_err(|e| Error::Internal(e.to_string())),
+                Place::Wram(a) => dpu
+                    .mem
+                    .read(a, dst)
+                    .map_err(|e| Error::Internal(e.to_string())),
+                Place::Mram(a) => dpu
+                    .mem
+                    .read(a, dst)
+                    .map_err(|e| Error::Internal(e.to_string())),
                 Place::Iram(a) => {
                     let programs = meta_programs.as_ref().expect("computed for IRAM reads");
-                    let prog = programs[item.dpu as usize]
-                        .as_ref()
-                        .ok_or_else(|| Error::NoProgramLoaded(format!("DPU {} of rank {}", item.dpu, self.id)))?;
+                    let prog = programs[item.dpu as usize].as_ref().ok_or_else(|| {
+                        Error::NoProgramLoaded(format!("DPU {} of rank {}", item.dpu, self.id))
+                    })?;
                     dst.fill(0);
                     let base = prog.text_base() - openpim_machine::map::IRAM_BASE;
                     let text = prog.text();
@@ -523,7 +559,11 @@ impl Rank {
         };
         if disjoint && len.saturating_mul(items.len()) >= PARALLEL_XFER_BYTES && items.len() > 1 {
             let dpus = &state.dpus;
-            pool().install(|| items.par_iter().try_for_each(|i| read_one(&dpus[i.dpu as usize], i)))
+            pool().install(|| {
+                items
+                    .par_iter()
+                    .try_for_each(|i| read_one(&dpus[i.dpu as usize], i))
+            })
         } else {
             for item in items {
                 read_one(&state.dpus[item.dpu as usize], item)?;
@@ -572,19 +612,26 @@ impl Rank {
         stats::record_launch(record);
         self.faulted.store(!faults.is_empty(), Ordering::Release);
         if let Some(p) = panics.first() {
-            return Err(Error::Internal(format!("the DPU engine panicked on rank {}: {p}", self.id)));
+            return Err(Error::Internal(format!(
+                "the DPU engine panicked on rank {}: {p}",
+                self.id
+            )));
         }
         if faults.is_empty() {
             return Ok(());
         }
         if !quiet() {
-            const SHOWN: usize = 8;
-            for f in faults.iter().take(SHOWN) {
-                eprintln!("openpim: {f}");
-            }
-            if faults.len() > SHOWN {
-                eprintln!("openpim: ... and {} more faulted DPUs on rank {}", faults.len() - SHOWN, self.id);
-            }
+            // One line per rank: the first fault and how many more DPUs of the rank faulted.
+            let more = if faults.len() > 1 {
+                format!(
+                    " (and {} more DPUs of rank {} faulted)",
+                    faults.len() - 1,
+                    self.id
+                )
+            } else {
+                String::new()
+            };
+            eprintln!("openpim: {}{more}", faults[0]);
         }
         Err(Error::DpuFault {
             first: Box::new(faults[0].clone()),
@@ -599,9 +646,20 @@ impl Rank {
 }
 
 /// Runs one DPU; returns a panic message if the engine panicked.
-fn run_one(rank: u32, index: u32, dpu: &mut DpuState, prog: &Arc<Program>, timing: &Timing) -> Option<String> {
+fn run_one(
+    rank: u32,
+    index: u32,
+    dpu: &mut DpuState,
+    prog: &Arc<Program>,
+    timing: &Timing,
+) -> Option<String> {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        openpim_engine::run(prog.decoded(), prog.boot_info(), dpu.mem.engine_view(), timing)
+        openpim_engine::run(
+            prog.decoded(),
+            prog.boot_info(),
+            dpu.mem.engine_view(),
+            timing,
+        )
     }));
     match outcome {
         Ok(out) => {
@@ -637,10 +695,14 @@ fn run_one(rank: u32, index: u32, dpu: &mut DpuState, prog: &Arc<Program>, timin
     }
 }
 
-fn worker(rx: mpsc::Receiver<(Arc<Rank>, RankOp)>, queue: Arc<Queue>) {
+fn worker(rx: mpsc::Receiver<Job>, queue: Arc<Queue>) {
     while let Ok((rank, op)) = rx.recv() {
-        let r = catch_unwind(AssertUnwindSafe(|| rank.execute(op)))
-            .unwrap_or_else(|p| Err(Error::Internal(format!("asynchronous job panicked: {}", panic_message(&*p)))));
+        let r = catch_unwind(AssertUnwindSafe(|| rank.execute(op))).unwrap_or_else(|p| {
+            Err(Error::Internal(format!(
+                "asynchronous job panicked: {}",
+                panic_message(&*p)
+            )))
+        });
         // Drop the rank before reporting, so that a sync+free sees it released.
         drop(rank);
         queue.finish(r, false);

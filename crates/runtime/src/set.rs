@@ -77,6 +77,9 @@ pub enum CallbackScope {
 /// A user callback: returns `Err(code)` for a failure code to report.
 pub type Callback = Arc<dyn Fn(CallbackScope) -> std::result::Result<(), u32> + Send + Sync>;
 
+/// Per rank, per-DPU items.
+type PerRank<T> = Vec<(Arc<Rank>, Vec<T>)>;
+
 /// Which DPUs of a rank an operation touches.
 #[derive(Debug, Clone, Copy)]
 enum Sel {
@@ -95,7 +98,10 @@ impl DpuSet {
     /// The set of one DPU.
     pub fn dpu(rank: Arc<Rank>, index: u32) -> Result<DpuSet> {
         if index >= rank.nr_dpus() {
-            return Err(Error::InvalidDpuSet(format!("rank {} has no DPU {index}", rank.id())));
+            return Err(Error::InvalidDpuSet(format!(
+                "rank {} has no DPU {index}",
+                rank.id()
+            )));
         }
         Ok(DpuSet::Dpu(rank, index))
     }
@@ -116,12 +122,18 @@ impl DpuSet {
 
     /// Ranks of the set (the DPU's rank for a single DPU).
     pub fn ranks(&self) -> Vec<Arc<Rank>> {
-        self.parts().into_iter().map(|(r, _)| Arc::clone(r)).collect()
+        self.parts()
+            .into_iter()
+            .map(|(r, _)| Arc::clone(r))
+            .collect()
     }
 
     /// Number of DPUs.
     pub fn nr_dpus(&self) -> u32 {
-        self.parts().iter().map(|(r, s)| Self::indices(r, *s).len() as u32).sum()
+        self.parts()
+            .iter()
+            .map(|(r, s)| Self::indices(r, *s).len() as u32)
+            .sum()
     }
 
     /// Number of ranks (1 for a single DPU).
@@ -179,8 +191,11 @@ impl DpuSet {
             .zip(ops)
             .map(|((g, r), op)| (r, &mut **g, op))
             .collect();
-        let results: Vec<Result<()>> =
-            pool().install(|| work.into_par_iter().map(|(r, st, op)| r.execute_locked(st, op)).collect());
+        let results: Vec<Result<()>> = pool().install(|| {
+            work.into_par_iter()
+                .map(|(r, st, op)| r.execute_locked(st, op))
+                .collect()
+        });
         merge(results)
     }
 
@@ -197,7 +212,7 @@ impl DpuSet {
     }
 
     /// Checks that every DPU of the set has a program; returns them per rank.
-    fn programs(&self) -> Result<Vec<(Arc<Rank>, Vec<(u32, Arc<Program>)>)>> {
+    fn programs(&self) -> Result<PerRank<(u32, Arc<Program>)>> {
         let mut out = Vec::new();
         for (r, sel) in self.parts() {
             let meta = r.lock_meta();
@@ -205,7 +220,12 @@ impl DpuSet {
             for i in Self::indices(r, sel) {
                 match &meta.programs[i as usize] {
                     Some(p) => v.push((i, Arc::clone(p))),
-                    None => return Err(Error::NoProgramLoaded(format!("DPU {i} of rank {}", r.id()))),
+                    None => {
+                        return Err(Error::NoProgramLoaded(format!(
+                            "DPU {i} of rank {}",
+                            r.id()
+                        )))
+                    }
                 }
             }
             out.push((Arc::clone(r), v));
@@ -214,14 +234,19 @@ impl DpuSet {
     }
 
     /// Resolves a symbol on every DPU of the set and checks the access.
-    fn places(&self, sym: SymbolRef<'_>, offset: u32, len: usize) -> Result<Vec<(Arc<Rank>, Vec<(u32, Place)>)>> {
+    fn places(&self, sym: SymbolRef<'_>, offset: u32, len: usize) -> Result<PerRank<(u32, Place)>> {
         match sym {
             SymbolRef::Symbol(s) => {
                 let place = check_access(s, &sym.describe(), offset, len)?;
                 Ok(self
                     .parts()
                     .into_iter()
-                    .map(|(r, sel)| (Arc::clone(r), Self::indices(r, sel).map(|i| (i, place)).collect()))
+                    .map(|(r, sel)| {
+                        (
+                            Arc::clone(r),
+                            Self::indices(r, sel).map(|i| (i, place)).collect(),
+                        )
+                    })
                     .collect())
             }
             SymbolRef::Name(name) => {
@@ -231,9 +256,9 @@ impl DpuSet {
                     let meta = r.lock_meta();
                     let mut v = Vec::new();
                     for i in Self::indices(r, sel) {
-                        let prog = meta.programs[i as usize]
-                            .as_ref()
-                            .ok_or_else(|| Error::NoProgramLoaded(format!("DPU {i} of rank {}", r.id())))?;
+                        let prog = meta.programs[i as usize].as_ref().ok_or_else(|| {
+                            Error::NoProgramLoaded(format!("DPU {i} of rank {}", r.id()))
+                        })?;
                         let place = match cache {
                             Some((p, place)) if p == Arc::as_ptr(prog) => place,
                             _ => {
@@ -290,7 +315,11 @@ impl DpuSet {
         let parts = self.parts();
         let (r, sel) = parts.first()?;
         let first = Self::indices(r, *sel).start;
-        r.lock_meta().programs.get(first as usize).cloned().flatten()
+        r.lock_meta()
+            .programs
+            .get(first as usize)
+            .cloned()
+            .flatten()
     }
 
     // ----- transfers ------------------------------------------------------------------
@@ -315,7 +344,10 @@ impl DpuSet {
         let ops = places
             .into_iter()
             .map(|(r, v)| {
-                let items = v.into_iter().map(|(dpu, place)| XferItem { dpu, place, buf }).collect();
+                let items = v
+                    .into_iter()
+                    .map(|(dpu, place)| XferItem { dpu, place, buf })
+                    .collect();
                 (r, RankOp::Read { len, items })
             })
             .collect();
@@ -341,7 +373,10 @@ impl DpuSet {
         let ops = places
             .into_iter()
             .map(|(r, v)| {
-                let items = v.into_iter().map(|(dpu, place)| XferItem { dpu, place, buf }).collect();
+                let items = v
+                    .into_iter()
+                    .map(|(dpu, place)| XferItem { dpu, place, buf })
+                    .collect();
                 (r, RankOp::Write { len, items })
             })
             .collect();
@@ -357,7 +392,11 @@ impl DpuSet {
         for (r, sel) in self.parts() {
             let mut meta = r.lock_meta();
             for i in Self::indices(r, sel) {
-                meta.prepared[i as usize] = if buf.is_null() { None } else { Some(HostPtr(buf)) };
+                meta.prepared[i as usize] = if buf.is_null() {
+                    None
+                } else {
+                    Some(HostPtr(buf))
+                };
             }
         }
     }
@@ -406,7 +445,11 @@ impl DpuSet {
     pub fn push_to(&self, sym: SymbolRef<'_>, offset: u32, bufs: &[&[u8]]) -> Result<()> {
         let dpus = self.dpus();
         if bufs.len() != dpus.len() {
-            return Err(Error::InvalidDpuSet(format!("{} buffers for {} DPUs", bufs.len(), dpus.len())));
+            return Err(Error::InvalidDpuSet(format!(
+                "{} buffers for {} DPUs",
+                bufs.len(),
+                dpus.len()
+            )));
         }
         for (d, b) in dpus.iter().zip(bufs) {
             d.copy_to(sym, offset, b)?;
@@ -481,7 +524,9 @@ impl DpuSet {
         }
         let ranks = self.ranks();
         let ids: Vec<u32> = ranks.iter().map(|r| r.id()).collect();
-        let call = |cb: &Callback, scope: CallbackScope| cb(scope).map_err(|code| Error::CallbackFailed { code });
+        let call = |cb: &Callback, scope: CallbackScope| {
+            cb(scope).map_err(|code| Error::CallbackFailed { code })
+        };
         if !flags.asynchronous {
             self.wait_idle();
             if flags.single_call {
@@ -493,12 +538,18 @@ impl DpuSet {
                         .map(|i| {
                             let cb = &cb;
                             let id = ids[i as usize];
-                            s.spawn(move || as_callback_of(&[id], || call(cb, CallbackScope::Rank(i))))
+                            s.spawn(move || {
+                                as_callback_of(&[id], || call(cb, CallbackScope::Rank(i)))
+                            })
                         })
                         .collect();
                     handles
                         .into_iter()
-                        .map(|h| h.join().unwrap_or_else(|_| Err(Error::Internal("callback panicked".into()))))
+                        .map(|h| {
+                            h.join().unwrap_or_else(|_| {
+                                Err(Error::Internal("callback panicked".into()))
+                            })
+                        })
                         .collect()
                 });
                 return merge(results);
@@ -579,7 +630,9 @@ fn merge(results: Vec<Result<()>>) -> Result<()> {
         if let Err(e) = r {
             match (&mut first, e) {
                 (None, e) => first = Some(e),
-                (Some(Error::DpuFault { .. }), Error::DpuFault { count, .. }) => extra_faults += count,
+                (Some(Error::DpuFault { .. }), Error::DpuFault { count, .. }) => {
+                    extra_faults += count
+                }
                 _ => {}
             }
         }
@@ -605,12 +658,12 @@ mod tests {
     use crate::testutil::{alloc_lock, build_fixture, Fixture};
     use std::sync::atomic::{AtomicU32, Ordering};
 
-    fn loaded(n: u32, profile: &str) -> Option<(DpuSet, std::sync::MutexGuard<'static, ()>)> {
+    fn loaded(n: u32, profile: &str) -> Option<(std::sync::MutexGuard<'static, ()>, DpuSet)> {
         let g = alloc_lock();
         let bytes = build_fixture(&Fixture::default())?;
         let set = crate::system::alloc(Some(n), profile).unwrap();
         set.load_bytes(&bytes).unwrap();
-        Some((set, g))
+        Some((g, set))
     }
 
     fn words(v: &[u32]) -> Vec<u8> {
@@ -621,19 +674,32 @@ mod tests {
     fn no_program_errors() {
         let _g = alloc_lock();
         let set = crate::system::alloc(Some(2), "nrRanks=2").unwrap();
-        assert!(matches!(set.launch(LaunchPolicy::Synchronous), Err(Error::NoProgramLoaded(_))));
-        assert!(matches!(set.copy_to(SymbolRef::Name("input"), 0, &[0; 4]), Err(Error::NoProgramLoaded(_))));
+        assert!(matches!(
+            set.launch(LaunchPolicy::Synchronous),
+            Err(Error::NoProgramLoaded(_))
+        ));
+        assert!(matches!(
+            set.copy_to(SymbolRef::Name("input"), 0, &[0; 4]),
+            Err(Error::NoProgramLoaded(_))
+        ));
         // A raw symbol needs no program.
-        let sym = Symbol { address: 0x0800_0000, size: 16 };
+        let sym = Symbol {
+            address: 0x0800_0000,
+            size: 16,
+        };
         set.copy_to(SymbolRef::Symbol(sym), 0, &[5; 16]).unwrap();
         let mut out = [0u8; 16];
-        set.dpus()[1].copy_from(SymbolRef::Symbol(sym), 0, &mut out).unwrap();
+        set.dpus()[1]
+            .copy_from(SymbolRef::Symbol(sym), 0, &mut out)
+            .unwrap();
         assert_eq!(out, [5; 16]);
     }
 
     #[test]
     fn copy_to_from_and_rules() {
-        let Some((set, _g)) = loaded(3, "nrRanks=2,nrDpusPerRank=2") else { return };
+        let Some((_g, set)) = loaded(3, "nrRanks=2,nrDpusPerRank=2") else {
+            return;
+        };
         assert_eq!(set.nr_ranks(), 2);
         let data = words(&[1, 2, 3, 4]);
         set.copy_to(SymbolRef::Name("input"), 8, &data).unwrap();
@@ -651,62 +717,144 @@ mod tests {
             assert_eq!(m, [1, 2, 3, 0]);
         }
         let mut out = vec![0u8; 16];
-        assert!(matches!(set.copy_from(SymbolRef::Name("input"), 0, &mut out), Err(Error::InvalidDpuSet(_))));
-        assert!(matches!(set.copy_to(SymbolRef::Name("input"), 60, &data), Err(Error::InvalidSymbolAccess { .. })));
-        assert!(matches!(set.copy_to(SymbolRef::Name("input"), 2, &data), Err(Error::InvalidWramAccess { .. })));
-        assert!(matches!(set.copy_to(SymbolRef::Name("input"), 0, &[1, 2, 3]), Err(Error::InvalidWramAccess { .. })));
-        assert!(matches!(set.copy_to(SymbolRef::Name("nope"), 0, &data), Err(Error::UnknownSymbol { .. })));
-        assert!(matches!(set.copy_to(SymbolRef::Name("plain_wram"), 0, &data), Err(Error::UnknownSymbol { .. })));
+        assert!(matches!(
+            set.copy_from(SymbolRef::Name("input"), 0, &mut out),
+            Err(Error::InvalidDpuSet(_))
+        ));
+        assert!(matches!(
+            set.copy_to(SymbolRef::Name("input"), 60, &data),
+            Err(Error::InvalidSymbolAccess { .. })
+        ));
+        assert!(matches!(
+            set.copy_to(SymbolRef::Name("input"), 2, &data),
+            Err(Error::InvalidWramAccess { .. })
+        ));
+        assert!(matches!(
+            set.copy_to(SymbolRef::Name("input"), 0, &[1, 2, 3]),
+            Err(Error::InvalidWramAccess { .. })
+        ));
+        assert!(matches!(
+            set.copy_to(SymbolRef::Name("nope"), 0, &data),
+            Err(Error::UnknownSymbol { .. })
+        ));
+        assert!(matches!(
+            set.copy_to(SymbolRef::Name("plain_wram"), 0, &data),
+            Err(Error::UnknownSymbol { .. })
+        ));
         // MRAM: any alignment; the heap symbol spans the rest of MRAM.
         set.copy_to(SymbolRef::Name("mbuf"), 3, &[7, 7, 7]).unwrap();
         let top = openpim_machine::map::MRAM_SIZE - 8;
-        let heap = set.program().unwrap().symbol(crate::MRAM_HEAP_SYMBOL).unwrap();
+        let heap = set
+            .program()
+            .unwrap()
+            .symbol(crate::MRAM_HEAP_SYMBOL)
+            .unwrap();
         let off = top - (heap.address - openpim_machine::map::MRAM_BASE);
-        set.copy_to(SymbolRef::Name(crate::MRAM_HEAP_SYMBOL), off, &[9; 8]).unwrap();
-        assert!(set.copy_to(SymbolRef::Name(crate::MRAM_HEAP_SYMBOL), off, &[9; 9]).is_err());
+        set.copy_to(SymbolRef::Name(crate::MRAM_HEAP_SYMBOL), off, &[9; 8])
+            .unwrap();
+        assert!(set
+            .copy_to(SymbolRef::Name(crate::MRAM_HEAP_SYMBOL), off, &[9; 9])
+            .is_err());
         // IRAM: read the code; 8-byte rule.
         let mut code = [0u8; 8];
-        set.dpus()[0].copy_from(SymbolRef::Symbol(Symbol { address: 0x8000_0000, size: 8 }), 0, &mut code).unwrap();
+        set.dpus()[0]
+            .copy_from(
+                SymbolRef::Symbol(Symbol {
+                    address: 0x8000_0000,
+                    size: 8,
+                }),
+                0,
+                &mut code,
+            )
+            .unwrap();
         assert_eq!(&code[..4], &set.program().unwrap().text()[..4]);
         let mut bad = [0u8; 4];
         assert!(matches!(
-            set.dpus()[0].copy_from(SymbolRef::Symbol(Symbol { address: 0x8000_0000, size: 8 }), 0, &mut bad),
+            set.dpus()[0].copy_from(
+                SymbolRef::Symbol(Symbol {
+                    address: 0x8000_0000,
+                    size: 8
+                }),
+                0,
+                &mut bad
+            ),
             Err(Error::InvalidIramAccess { .. })
         ));
     }
 
     #[test]
     fn prepare_push_broadcast() {
-        let Some((set, _g)) = loaded(5, "nrRanks=3,nrDpusPerRank=2") else { return };
+        let Some((_g, set)) = loaded(5, "nrRanks=3,nrDpusPerRank=2") else {
+            return;
+        };
         let mut bufs: Vec<Vec<u8>> = (0..5u32).map(|i| words(&[i, i * 10])).collect();
         for (d, b) in set.dpus().iter().zip(bufs.iter_mut()) {
             // SAFETY: the buffers outlive the synchronous push below.
             unsafe { d.prepare_xfer(b.as_mut_ptr()) };
         }
         // SAFETY: prepared buffers are valid for 8 bytes.
-        unsafe { set.push_xfer(XferDirection::ToDpu, SymbolRef::Name("input"), 0, 8, XferFlags::default()) }.unwrap();
+        unsafe {
+            set.push_xfer(
+                XferDirection::ToDpu,
+                SymbolRef::Name("input"),
+                0,
+                8,
+                XferFlags::default(),
+            )
+        }
+        .unwrap();
         let mut back: Vec<Vec<u8>> = vec![vec![0u8; 8]; 5];
         for (d, b) in set.dpus().iter().zip(back.iter_mut()) {
             // SAFETY: as above.
             unsafe { d.prepare_xfer(b.as_mut_ptr()) };
         }
-        let flags = XferFlags { no_reset: true, ..XferFlags::default() };
+        let flags = XferFlags {
+            no_reset: true,
+            ..XferFlags::default()
+        };
         // SAFETY: as above.
-        unsafe { set.push_xfer(XferDirection::FromDpu, SymbolRef::Name("input"), 0, 8, flags) }.unwrap();
+        unsafe {
+            set.push_xfer(
+                XferDirection::FromDpu,
+                SymbolRef::Name("input"),
+                0,
+                8,
+                flags,
+            )
+        }
+        .unwrap();
         assert_eq!(back, bufs);
         // Buffers kept (NO_RESET): push again after clearing.
         for b in back.iter_mut() {
             b.fill(0);
         }
         // SAFETY: as above.
-        unsafe { set.push_xfer(XferDirection::FromDpu, SymbolRef::Name("input"), 0, 8, XferFlags::default()) }.unwrap();
+        unsafe {
+            set.push_xfer(
+                XferDirection::FromDpu,
+                SymbolRef::Name("input"),
+                0,
+                8,
+                XferFlags::default(),
+            )
+        }
+        .unwrap();
         assert_eq!(back, bufs);
         // Now reset: a push transfers nothing.
         for b in back.iter_mut() {
             b.fill(0);
         }
         // SAFETY: nothing is prepared.
-        unsafe { set.push_xfer(XferDirection::FromDpu, SymbolRef::Name("input"), 0, 8, XferFlags::default()) }.unwrap();
+        unsafe {
+            set.push_xfer(
+                XferDirection::FromDpu,
+                SymbolRef::Name("input"),
+                0,
+                8,
+                XferFlags::default(),
+            )
+        }
+        .unwrap();
         assert!(back.iter().all(|b| b.iter().all(|x| *x == 0)));
         // Broadcast, asynchronous, then sync.
         let src = words(&[42, 43]);
@@ -723,23 +871,35 @@ mod tests {
         // SAFETY: lives through the push.
         unsafe {
             set.prepare_xfer(shared.as_mut_ptr());
-            set.push_xfer(XferDirection::ToDpu, SymbolRef::Name("input"), 0, 8, XferFlags::default())
+            set.push_xfer(
+                XferDirection::ToDpu,
+                SymbolRef::Name("input"),
+                0,
+                8,
+                XferFlags::default(),
+            )
         }
         .unwrap();
         let mut out = [0u8; 8];
-        set.dpus()[4].copy_from(SymbolRef::Name("input"), 0, &mut out).unwrap();
+        set.dpus()[4]
+            .copy_from(SymbolRef::Name("input"), 0, &mut out)
+            .unwrap();
         assert_eq!(out.to_vec(), shared);
     }
 
     #[test]
     fn async_order_and_callbacks() {
-        let Some((set, _g)) = loaded(4, "nrRanks=2,nrDpusPerRank=2") else { return };
+        let Some((_g, set)) = loaded(4, "nrRanks=2,nrDpusPerRank=2") else {
+            return;
+        };
         let a = words(&[1; 16]);
         let b = words(&[2; 16]);
         // SAFETY: a and b live until sync.
         unsafe {
-            set.broadcast_raw(SymbolRef::Name("input"), 0, a.as_ptr(), 64, true).unwrap();
-            set.broadcast_raw(SymbolRef::Name("input"), 0, b.as_ptr(), 64, true).unwrap();
+            set.broadcast_raw(SymbolRef::Name("input"), 0, a.as_ptr(), 64, true)
+                .unwrap();
+            set.broadcast_raw(SymbolRef::Name("input"), 0, b.as_ptr(), 64, true)
+                .unwrap();
         }
         let calls = Arc::new(AtomicU32::new(0));
         let c = Arc::clone(&calls);
@@ -749,7 +909,9 @@ mod tests {
             if let CallbackScope::Rank(i) = scope {
                 let d = probe.ranks()[i as usize].clone();
                 let mut out = [0u8; 4];
-                DpuSet::Dpu(d, 0).copy_from(SymbolRef::Name("input"), 0, &mut out).map_err(|_| 99u32)?;
+                DpuSet::Dpu(d, 0)
+                    .copy_from(SymbolRef::Name("input"), 0, &mut out)
+                    .map_err(|_| 99u32)?;
                 if out != [2, 0, 0, 0] {
                     return Err(98);
                 }
@@ -757,31 +919,73 @@ mod tests {
             c.fetch_add(1, Ordering::SeqCst);
             Ok(())
         });
-        set.callback(Arc::clone(&cb), CallbackFlags { asynchronous: true, ..Default::default() }).unwrap();
+        set.callback(
+            Arc::clone(&cb),
+            CallbackFlags {
+                asynchronous: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         set.sync().unwrap();
         assert_eq!(calls.load(Ordering::SeqCst), 2);
-        set.callback(Arc::clone(&cb), CallbackFlags { asynchronous: true, single_call: true, ..Default::default() })
-            .unwrap();
+        set.callback(
+            Arc::clone(&cb),
+            CallbackFlags {
+                asynchronous: true,
+                single_call: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         set.sync().unwrap();
         assert_eq!(calls.load(Ordering::SeqCst), 3);
-        set.callback(Arc::clone(&cb), CallbackFlags::default()).unwrap();
+        set.callback(Arc::clone(&cb), CallbackFlags::default())
+            .unwrap();
         assert_eq!(calls.load(Ordering::SeqCst), 5);
-        set.callback(Arc::clone(&cb), CallbackFlags { parallel: true, ..Default::default() }).unwrap();
+        set.callback(
+            Arc::clone(&cb),
+            CallbackFlags {
+                parallel: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         assert_eq!(calls.load(Ordering::SeqCst), 7);
         set.callback(
             Arc::clone(&cb),
-            CallbackFlags { asynchronous: true, nonblocking: true, ..Default::default() },
+            CallbackFlags {
+                asynchronous: true,
+                nonblocking: true,
+                ..Default::default()
+            },
         )
         .unwrap();
         set.sync().unwrap();
         assert_eq!(calls.load(Ordering::SeqCst), 9);
         assert!(matches!(
-            set.callback(Arc::clone(&cb), CallbackFlags { nonblocking: true, ..Default::default() }),
+            set.callback(
+                Arc::clone(&cb),
+                CallbackFlags {
+                    nonblocking: true,
+                    ..Default::default()
+                }
+            ),
             Err(Error::NonblockingSyncCallback)
         ));
         let failing: Callback = Arc::new(|_| Err(7));
-        assert!(matches!(set.callback(Arc::clone(&failing), CallbackFlags::default()), Err(Error::CallbackFailed { code: 7 })));
-        set.callback(failing, CallbackFlags { asynchronous: true, ..Default::default() }).unwrap();
+        assert!(matches!(
+            set.callback(Arc::clone(&failing), CallbackFlags::default()),
+            Err(Error::CallbackFailed { code: 7 })
+        ));
+        set.callback(
+            failing,
+            CallbackFlags {
+                asynchronous: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         assert!(matches!(set.sync(), Err(Error::CallbackFailed { code: 7 })));
         set.sync().unwrap();
         assert_eq!(set.status(), (true, false));
@@ -789,7 +993,9 @@ mod tests {
 
     #[test]
     fn threads_share_sets() {
-        let Some((set, _g)) = loaded(8, "nrRanks=4,nrDpusPerRank=2") else { return };
+        let Some((_g, set)) = loaded(8, "nrRanks=4,nrDpusPerRank=2") else {
+            return;
+        };
         let dpus = set.dpus();
         std::thread::scope(|s| {
             for (i, d) in dpus.iter().enumerate() {

@@ -87,7 +87,9 @@ pub fn alloc(nr_dpus: Option<u32>, profile: &str) -> Result<DpuSet> {
             }
             let nr_ranks = n.div_ceil(per_rank);
             let slots = take_slots(machine.nr_ranks, Some(nr_ranks), &what)?;
-            let dpus = (0..nr_ranks).map(|r| per_rank.min(n - r * per_rank)).collect();
+            let dpus = (0..nr_ranks)
+                .map(|r| per_rank.min(n - r * per_rank))
+                .collect();
             build(machine, slots, dpus)
         }
     }
@@ -123,7 +125,10 @@ pub fn alloc_ranks(nr_ranks: Option<u32>, profile: &str) -> Result<DpuSet> {
 pub fn machine_description(profile: &str) -> Result<String> {
     let machine = MachineConfig::from_profile_string(profile)?;
     let mut s = machine.describe();
-    s.push_str(&format!("ranks allocated by this process: {}\n", ranks_in_use()));
+    s.push_str(&format!(
+        "ranks allocated by this process: {}\n",
+        ranks_in_use()
+    ));
     Ok(s)
 }
 
@@ -169,7 +174,10 @@ mod tests {
         let msg = e.to_string();
         assert!(msg.contains("2560 DPUs"), "{msg}");
         assert!(matches!(alloc(Some(0), ""), Err(Error::Allocation { .. })));
-        assert!(matches!(alloc_ranks(Some(41), ""), Err(Error::Allocation { .. })));
+        assert!(matches!(
+            alloc_ranks(Some(41), ""),
+            Err(Error::Allocation { .. })
+        ));
         assert!(matches!(alloc(Some(1), "nrRank=1"), Err(Error::Profile(_))));
         let two = alloc(Some(65), "nrRanks=2").unwrap();
         let e = alloc_ranks(Some(1), "nrRanks=2").unwrap_err();
@@ -182,7 +190,10 @@ mod tests {
     #[test]
     fn full_server_fits_in_memory() {
         let _g = alloc_lock();
-        let Some(bytes) = crate::testutil::build_fixture(&crate::testutil::Fixture::default()) else { return };
+        let Some(bytes) = crate::testutil::build_fixture(&crate::testutil::Fixture::default())
+        else {
+            return;
+        };
         let before = openpim_machine::resident_bytes().unwrap_or(0);
         let set = alloc(None, "").unwrap();
         assert_eq!(set.nr_dpus(), 2560);

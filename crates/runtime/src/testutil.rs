@@ -95,14 +95,22 @@ pub fn build_fixture(f: &Fixture) -> Option<Vec<u8>> {
     std::fs::write(&src, SOURCE).ok()?;
     std::fs::write(&ld, LINKER_SCRIPT).ok()?;
     let mut cmd = Command::new(cc);
-    cmd.args(["-march=rv32i", "-mabi=ilp32", "-O2", "-ffreestanding", "-nostdlib", "-nostartfiles", "-static"])
-        .arg(format!("-DNR_TASKLETS={}", f.nr_tasklets))
-        .arg("-T")
-        .arg(&ld)
-        .arg("-Wl,--build-id=none")
-        .arg("-o")
-        .arg(&out)
-        .arg(&src);
+    cmd.args([
+        "-march=rv32i",
+        "-mabi=ilp32",
+        "-O2",
+        "-ffreestanding",
+        "-nostdlib",
+        "-nostartfiles",
+        "-static",
+    ])
+    .arg(format!("-DNR_TASKLETS={}", f.nr_tasklets))
+    .arg("-T")
+    .arg(&ld)
+    .arg("-Wl,--build-id=none")
+    .arg("-o")
+    .arg(&out)
+    .arg(&src);
     if let Some(w) = f.big_wram_words {
         cmd.arg(format!("-DBIG_WRAM={w}"));
     }

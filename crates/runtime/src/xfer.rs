@@ -60,11 +60,13 @@ pub fn check_access(symbol: Symbol, name: &str, offset: u32, len: usize) -> Resu
     let inside = |off: u32, size: u32| u64::from(off) + len64 <= u64::from(size);
     match DpuAddress::classify(address as u32) {
         DpuAddress::Iram(a) => {
-            if address % 8 != 0 || len64 % 8 != 0 {
+            if !address.is_multiple_of(8) || !len64.is_multiple_of(8) {
                 return Err(Error::InvalidIramAccess {
                     address,
                     len: len64,
-                    reason: "IRAM transfers need an 8-byte aligned address and a length multiple of 8".into(),
+                    reason:
+                        "IRAM transfers need an 8-byte aligned address and a length multiple of 8"
+                            .into(),
                 });
             }
             if !inside(a.0, map::IRAM_SIZE) {
@@ -87,11 +89,13 @@ pub fn check_access(symbol: Symbol, name: &str, offset: u32, len: usize) -> Resu
             Ok(Place::Mram(a))
         }
         DpuAddress::Wram(a) => {
-            if address % 4 != 0 || len64 % 4 != 0 {
+            if !address.is_multiple_of(4) || !len64.is_multiple_of(4) {
                 return Err(Error::InvalidWramAccess {
                     address,
                     len: len64,
-                    reason: "WRAM transfers need a 4-byte aligned address and a length multiple of 4".into(),
+                    reason:
+                        "WRAM transfers need a 4-byte aligned address and a length multiple of 4"
+                            .into(),
                 });
             }
             if !inside(a.0, map::WRAM_SIZE) {
@@ -117,39 +121,78 @@ mod tests {
     #[test]
     fn symbol_bounds() {
         let s = sym(0x100, 16);
-        assert_eq!(check_access(s, "x", 0, 16).unwrap(), Place::Wram(WramAddr(0x100)));
-        assert_eq!(check_access(s, "x", 12, 4).unwrap(), Place::Wram(WramAddr(0x10c)));
-        assert!(matches!(check_access(s, "x", 12, 8), Err(Error::InvalidSymbolAccess { .. })));
-        assert!(matches!(check_access(s, "x", 17, 0), Err(Error::InvalidSymbolAccess { .. })));
+        assert_eq!(
+            check_access(s, "x", 0, 16).unwrap(),
+            Place::Wram(WramAddr(0x100))
+        );
+        assert_eq!(
+            check_access(s, "x", 12, 4).unwrap(),
+            Place::Wram(WramAddr(0x10c))
+        );
+        assert!(matches!(
+            check_access(s, "x", 12, 8),
+            Err(Error::InvalidSymbolAccess { .. })
+        ));
+        assert!(matches!(
+            check_access(s, "x", 17, 0),
+            Err(Error::InvalidSymbolAccess { .. })
+        ));
         assert!(check_access(s, "x", 16, 0).is_ok());
-        assert!(matches!(check_access(s, "x", u32::MAX, 8), Err(Error::InvalidSymbolAccess { .. })));
+        assert!(matches!(
+            check_access(s, "x", u32::MAX, 8),
+            Err(Error::InvalidSymbolAccess { .. })
+        ));
     }
 
     #[test]
     fn wram_alignment() {
         let s = sym(0x100, 64);
-        assert!(matches!(check_access(s, "x", 2, 4), Err(Error::InvalidWramAccess { .. })));
-        assert!(matches!(check_access(s, "x", 0, 6), Err(Error::InvalidWramAccess { .. })));
+        assert!(matches!(
+            check_access(s, "x", 2, 4),
+            Err(Error::InvalidWramAccess { .. })
+        ));
+        assert!(matches!(
+            check_access(s, "x", 0, 6),
+            Err(Error::InvalidWramAccess { .. })
+        ));
         assert!(check_access(s, "x", 4, 8).is_ok());
         let big = sym(0xfff0, 0x100);
-        assert!(matches!(check_access(big, "x", 0, 0x20), Err(Error::InvalidWramAccess { .. })));
+        assert!(matches!(
+            check_access(big, "x", 0, 0x20),
+            Err(Error::InvalidWramAccess { .. })
+        ));
     }
 
     #[test]
     fn mram_any_alignment() {
         let s = sym(0x0800_0000, 1024);
-        assert_eq!(check_access(s, "m", 3, 5).unwrap(), Place::Mram(MramAddr(3)));
+        assert_eq!(
+            check_access(s, "m", 3, 5).unwrap(),
+            Place::Mram(MramAddr(3))
+        );
         let heap = sym(0x0800_0100, map::MRAM_SIZE - 0x100);
         assert!(check_access(heap, "h", 0, (map::MRAM_SIZE - 0x100) as usize).is_ok());
         let liar = sym(0x0800_0000 + map::MRAM_SIZE - 8, 64);
-        assert!(matches!(check_access(liar, "m", 0, 16), Err(Error::InvalidMramAccess { .. })));
+        assert!(matches!(
+            check_access(liar, "m", 0, 16),
+            Err(Error::InvalidMramAccess { .. })
+        ));
     }
 
     #[test]
     fn iram_alignment() {
         let s = sym(0x8000_0000, 256);
-        assert_eq!(check_access(s, "f", 8, 16).unwrap(), Place::Iram(IramAddr(8)));
-        assert!(matches!(check_access(s, "f", 4, 8), Err(Error::InvalidIramAccess { .. })));
-        assert!(matches!(check_access(s, "f", 0, 12), Err(Error::InvalidIramAccess { .. })));
+        assert_eq!(
+            check_access(s, "f", 8, 16).unwrap(),
+            Place::Iram(IramAddr(8))
+        );
+        assert!(matches!(
+            check_access(s, "f", 4, 8),
+            Err(Error::InvalidIramAccess { .. })
+        ));
+        assert!(matches!(
+            check_access(s, "f", 0, 12),
+            Err(Error::InvalidIramAccess { .. })
+        ));
     }
 }

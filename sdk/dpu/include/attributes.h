@@ -16,11 +16,16 @@
 #define __host __attribute__((__aligned__(8), __section__(".dpu_host"), __used__))
 /* One of the 256 atomic bits (declare as uint8_t; never read or write it directly). */
 #define __atomic_bit __attribute__((__section__(".atomic"), __used__))
+/* Kept in the program even when nothing references it (survives --gc-sections). */
+#if defined(__has_attribute)
+#if __has_attribute(__retain__)
+#define __keep __attribute__((__used__, __retain__))
+#endif
+#endif
+#ifndef __keep
 #define __keep __attribute__((__used__))
+#endif
 #define __noinline __attribute__((__noinline__))
 #define __section(s) __attribute__((__section__(s)))
-#define __used __attribute__((__used__))
-#define __weak __attribute__((__weak__))
-#define __aligned(n) __attribute__((__aligned__(n)))
 
 #endif

@@ -1,7 +1,7 @@
 /* DPU runtime odds and ends, one job per tasklet:
  *  0: <string.h> functions; 64-bit integer and floating-point arithmetic
  *  1: a recursion that needs ~2 KiB of stack (only tasklet 1 gets 4 KiB through
- *     -DSTACK_SIZE_TASKLET_1; the default is 512 bytes); check_stack()
+ *     -DSTACK_SIZE_TASKLET_1; the default is set to 1024 bytes); check_stack()
  *  2: mram_read_unaligned / mram_write_unaligned
  *  3: direct dereference of __mram variables
  * then halt() from tasklet 0 once everyone is done. Built twice: with
