@@ -193,7 +193,10 @@ impl HardwareProfile {
             return Err("topology.ranks and topology.dpus_per_rank must be > 0".into());
         }
         if self.topology.chips_per_rank == 0
-            || !self.topology.dpus_per_rank.is_multiple_of(self.topology.chips_per_rank)
+            || !self
+                .topology
+                .dpus_per_rank
+                .is_multiple_of(self.topology.chips_per_rank)
         {
             return Err("topology.chips_per_rank must divide topology.dpus_per_rank".into());
         }

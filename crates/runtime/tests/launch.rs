@@ -34,7 +34,8 @@ int main(void) { volatile uint32_t *p = (uint32_t *)0x20000; if (me() == 1) *p =
 "#;
 
 fn compile(name: &str, src: &str, tasklets: u32) -> Option<PathBuf> {
-    let shim = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../sdk/bin/dpu-upmem-dpurte-clang");
+    let shim =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../sdk/bin/dpu-upmem-dpurte-clang");
     if !shim.exists() {
         eprintln!("skipping: {} not found", shim.display());
         return None;
@@ -61,11 +62,16 @@ fn compile(name: &str, src: &str, tasklets: u32) -> Option<PathBuf> {
 #[test]
 fn launch_computes_logs_and_counts() {
     let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(path) = compile("kernel", KERNEL, 4) else { return };
+    let Some(path) = compile("kernel", KERNEL, 4) else {
+        return;
+    };
     let set = alloc(Some(70), "nrRanks=2").unwrap();
     set.load_file(path.to_str().unwrap()).unwrap();
     for (i, d) in set.dpus().iter().enumerate() {
-        let v: Vec<u8> = [i as u32, 1000].iter().flat_map(|w| w.to_le_bytes()).collect();
+        let v: Vec<u8> = [i as u32, 1000]
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect();
         d.copy_to(SymbolRef::Name("input"), 0, &v).unwrap();
     }
     set.launch(LaunchPolicy::Synchronous).unwrap();
@@ -77,7 +83,9 @@ fn launch_computes_logs_and_counts() {
         assert_eq!(log, format!("product {}\n", i * 1000));
     }
     let stats = set.last_run_stats();
-    assert!(stats.iter().all(|s| s.is_some_and(|s| s.cycles > 0 && s.instructions > 0)));
+    assert!(stats
+        .iter()
+        .all(|s| s.is_some_and(|s| s.cycles > 0 && s.instructions > 0)));
     // Asynchronous launch, then sync.
     set.launch(LaunchPolicy::Asynchronous).unwrap();
     set.sync().unwrap();
@@ -87,14 +95,21 @@ fn launch_computes_logs_and_counts() {
 #[test]
 fn fault_is_reported_with_function() {
     let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(path) = compile("crash", CRASH, 2) else { return };
+    let Some(path) = compile("crash", CRASH, 2) else {
+        return;
+    };
     let set = alloc(Some(3), "nrRanks=1").unwrap();
     set.load_file(path.to_str().unwrap()).unwrap();
     let e = set.launch(LaunchPolicy::Synchronous).unwrap_err();
-    let Error::DpuFault { first, count } = &e else { panic!("{e}") };
+    let Error::DpuFault { first, count } = &e else {
+        panic!("{e}")
+    };
     assert_eq!(*count, 3);
     assert_eq!(first.tasklet, 1);
-    assert!(first.function.as_deref().unwrap_or("").starts_with("main"), "{e}");
+    assert!(
+        first.function.as_deref().unwrap_or("").starts_with("main"),
+        "{e}"
+    );
     assert_eq!(set.status(), (true, true));
     // Asynchronous: reported at sync.
     set.launch(LaunchPolicy::Asynchronous).unwrap();
