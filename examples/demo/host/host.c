@@ -1,5 +1,6 @@
 /* Host side of the demo: splits two vectors over NR_DPUS DPUs, adds them on the DPUs and
  * checks the sum against the CPU. Uses only the UPMEM SDK API. */
+#define _POSIX_C_SOURCE 199309L
 #include <dpu.h>
 #include <stdio.h>
 #include <stdlib.h>
