@@ -22,6 +22,7 @@ demo: build
 
 test: build
 	$(CARGO) test --release --workspace
+	sdk/dpu/test/check.sh
 	tests/headers/check.sh
 	tests/conformance/run.sh
 

@@ -15,7 +15,11 @@ use clap::{Parser, Subcommand};
 use install::Install;
 
 #[derive(Parser)]
-#[command(name = "openpim", version, about = "OpenPIM: an emulated UPMEM PIM server")]
+#[command(
+    name = "openpim",
+    version,
+    about = "OpenPIM: an emulated UPMEM PIM server"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Cmd,
