@@ -16,8 +16,8 @@ printf '%-58s %s\n' "----------------------------------------------------------"
 
 # 1. Speed: simulated instructions per second, one host thread vs all of them.
 #    Same work in both runs (64 DPUs, compute-bound 16-tasklet kernel).
-one=$(RAYON_NUM_THREADS=1 ./bin/ips_host 64 20000)
-all=$(RAYON_NUM_THREADS=$cores ./bin/ips_host 64 20000)
+one=$(OPENPIM_THREADS=1 ./bin/ips_host 64 20000)
+all=$(OPENPIM_THREADS=$cores ./bin/ips_host 64 20000)
 ips1=$(echo "$one" | field ips)
 ipsn=$(echo "$all" | field ips)
 printf '%-58s %8.1f M/s\n' "simulated instructions/s, 1 host thread" "$(calc "$ips1/1000000")"

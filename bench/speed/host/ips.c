@@ -1,5 +1,5 @@
 /* Simulated instructions per second of host time on the compute-bound kernel.
- * Usage: ips_host NR_DPUS ITERATIONS  (set RAYON_NUM_THREADS to choose the host cores). */
+ * Usage: ips_host NR_DPUS ITERATIONS  (set OPENPIM_THREADS to choose the host cores). */
 #define _POSIX_C_SOURCE 199309L
 #include <dpu.h>
 #include <stdio.h>

@@ -33,9 +33,11 @@ pub fn code_of(e: &Error) -> DpuError {
         Error::System(_) => DPU_ERR_SYSTEM,
         Error::InvalidDpuSet(_) => DPU_ERR_INVALID_DPU_SET,
         Error::ElfNoSuchFile { .. } => DPU_ERR_ELF_NO_SUCH_FILE,
-        Error::ElfInvalidFile { .. } | Error::IramOverflow { .. } | Error::WramOverflow { .. } => {
-            DPU_ERR_ELF_INVALID_FILE
-        }
+        Error::ElfInvalidFile { .. } => DPU_ERR_ELF_INVALID_FILE,
+        // The SDK's loader range-checks every segment against its memory, so a program that
+        // does not fit fails as an invalid IRAM/WRAM access.
+        Error::IramOverflow { .. } => DPU_ERR_INVALID_IRAM_ACCESS,
+        Error::WramOverflow { .. } => DPU_ERR_INVALID_WRAM_ACCESS,
         Error::TooManyTasklets { .. } => DPU_ERR_TOO_MANY_TASKLETS,
         Error::NoProgramLoaded(_) => DPU_ERR_NO_PROGRAM_LOADED,
         Error::UnknownSymbol { .. } => DPU_ERR_UNKNOWN_SYMBOL,

@@ -816,11 +816,17 @@ pub unsafe extern "C" fn dpu_callback(
     })
 }
 
-unsafe fn write_log(set: &DpuSet, stream: *mut libc::FILE) -> R {
+/// Writes a DPU's printf output of its last launch to `stream`; `dpu_log_read` (not
+/// `dpulog_read_for_dpu`) puts the SDK's `=== DPU#0x<id> ===` header line before it.
+unsafe fn write_log(set: &DpuSet, stream: *mut libc::FILE, header: bool) -> R {
     if stream.is_null() {
         return Err(fail(DPU_ERR_INTERNAL, "the FILE* stream is NULL"));
     }
-    let log = set.log()?;
+    let mut log = Vec::new();
+    if header {
+        log.extend_from_slice(format!("=== DPU#0x{:x} ===\n", set.dpu_id()?).as_bytes());
+    }
+    log.extend_from_slice(&set.log()?);
     if !log.is_empty() {
         // SAFETY: `stream` is the caller's open FILE*; we write `log.len()` bytes of `log`.
         let n = unsafe { libc::fwrite(log.as_ptr().cast(), 1, log.len(), stream) };
@@ -839,7 +845,7 @@ pub unsafe extern "C" fn dpu_log_read(set: DpuSetT, stream: *mut libc::FILE) -> 
     entry("dpu_log_read", || {
         let set = set_of(&set)?;
         // SAFETY: forwarded caller contract.
-        unsafe { write_log(&set, stream) }
+        unsafe { write_log(&set, stream, true) }
     })
 }
 
@@ -848,7 +854,7 @@ pub unsafe extern "C" fn dpulog_read_for_dpu(dpu: *mut CDpu, output: *mut libc::
     entry("dpulog_read_for_dpu", || {
         let set = set_of(&DpuSetT::dpu(dpu))?;
         // SAFETY: forwarded caller contract.
-        unsafe { write_log(&set, output) }
+        unsafe { write_log(&set, output, false) }
     })
 }
 

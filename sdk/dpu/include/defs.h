@@ -3,6 +3,7 @@
 #define _OPENPIM_DEFS_H
 #include <stdint.h>
 #include <sysdef.h>
+#include <attributes.h>
 #include <macro_utils.h>
 #include <openpim_ecall.h>
 
