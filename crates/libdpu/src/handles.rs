@@ -95,11 +95,16 @@ pub fn register(set: &DpuSet) -> DpuSetT {
     c
 }
 
-/// Removes an owned set (by its rank array) from the registry; `None` when `ranks` is not the
-/// array of a set returned by `dpu_alloc`.
-pub fn unregister(ranks: *mut *mut CRank) -> Option<OwnedSet> {
+/// Removes an owned set (by its rank array and rank count) from the registry; `None` when
+/// `ranks`/`nr_ranks` is not exactly a set returned by `dpu_alloc` (for instance the first
+/// rank of a multi-rank set, which shares the array's address).
+pub fn unregister(ranks: *mut *mut CRank, nr_ranks: u32) -> Option<OwnedSet> {
     with_write(|reg| {
-        let owned = reg.sets.remove(&(ranks as usize))?;
+        let key = ranks as usize;
+        if reg.sets.get(&key)?.array.len() != nr_ranks as usize {
+            return None;
+        }
+        let owned = reg.sets.remove(&key)?;
         for r in &owned.ranks {
             reg.ranks.remove(&(&**r as *const CRank as usize));
             reg.dpus.remove(&(r.dpus.as_ptr() as usize));

@@ -145,7 +145,7 @@ pub extern "C" fn dpu_free(dpu_set: DpuSetT) -> DpuError {
         }
         // SAFETY: kind RANKS: `list` is the active member.
         let list = unsafe { dpu_set.u.list };
-        let owned = handles::unregister(list.ranks).ok_or_else(not_owned)?;
+        let owned = handles::unregister(list.ranks, list.nr_ranks).ok_or_else(not_owned)?;
         let set = DpuSet::from_ranks(owned.ranks.iter().map(|r| Arc::clone(&r.rank)).collect());
         // Errors of unsynchronised asynchronous work are dropped with the set, as in the SDK.
         let _ = set.sync();
