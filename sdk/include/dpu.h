@@ -107,18 +107,20 @@ typedef dpu_error_t (*dpu_callback_fn_t)(struct dpu_set_t, uint32_t, void *);
  * DPU_FOREACH(set, dpu) / DPU_FOREACH(set, dpu, i): loop over the DPUs of
  * `set` (a struct dpu_set_t lvalue: a whole set or one rank), in rank order;
  * `dpu` (struct dpu_set_t) receives each DPU, `i` the running index from 0.
- * A `break` leaves the loop; loops nest.
+ * A `break` leaves the loop; loops nest. As in the SDK, `i` and `dpu` are
+ * assigned before the end test: after a complete loop, `i` is the number of
+ * DPUs iterated.
  */
 #define DPU_FOREACH(...)                                                                     \
     _DPU_FOREACH_PICK(__VA_ARGS__, _DPU_FOREACH_I, _DPU_FOREACH_X, _DPU_FOREACH_BAD)(__VA_ARGS__)
 #define _DPU_FOREACH_X(set, dpu) _DPU_FOREACH_X_(set, dpu, _DPU_UNIQUE(_dpu_foreach_it_))
 #define _DPU_FOREACH_X_(set, dpu, it)                                                        \
     for (struct dpu_set_dpu_iterator_t it = dpu_set_dpu_iterator_from(&(set));               \
-         it.has_next && (((dpu) = it.next), 1); dpu_set_dpu_iterator_next(&it))
+         ((dpu) = it.next), it.has_next; dpu_set_dpu_iterator_next(&it))
 #define _DPU_FOREACH_I(set, dpu, i) _DPU_FOREACH_I_(set, dpu, i, _DPU_UNIQUE(_dpu_foreach_it_))
 #define _DPU_FOREACH_I_(set, dpu, i, it)                                                     \
     for (struct dpu_set_dpu_iterator_t it = dpu_set_dpu_iterator_from(&(set));               \
-         it.has_next && (((dpu) = it.next), ((i) = it.count), 1);                            \
+         ((i) = it.count), ((dpu) = it.next), it.has_next;                                   \
          dpu_set_dpu_iterator_next(&it))
 
 /**
@@ -133,12 +135,12 @@ typedef dpu_error_t (*dpu_callback_fn_t)(struct dpu_set_t, uint32_t, void *);
     _DPU_RANK_FOREACH_X_(set, rank, _DPU_UNIQUE(_dpu_rank_foreach_it_))
 #define _DPU_RANK_FOREACH_X_(set, rank, it)                                                  \
     for (struct dpu_set_rank_iterator_t it = dpu_set_rank_iterator_from(&(set));             \
-         it.has_next && (((rank) = it.next), 1); dpu_set_rank_iterator_next(&it))
+         ((rank) = it.next), it.has_next; dpu_set_rank_iterator_next(&it))
 #define _DPU_RANK_FOREACH_I(set, rank, i)                                                    \
     _DPU_RANK_FOREACH_I_(set, rank, i, _DPU_UNIQUE(_dpu_rank_foreach_it_))
 #define _DPU_RANK_FOREACH_I_(set, rank, i, it)                                               \
     for (struct dpu_set_rank_iterator_t it = dpu_set_rank_iterator_from(&(set));             \
-         it.has_next && (((rank) = it.next), ((i) = it.count), 1);                           \
+         ((i) = it.count), ((rank) = it.next), it.has_next;                                  \
          dpu_set_rank_iterator_next(&it))
 
 /* Pointer-sized data directive for DPU_INCBIN. */

@@ -110,6 +110,7 @@ int main(void)
         n++;
     }
     bad |= (n != 9) << 1;
+    bad |= (i != 9) << 8; /* after a complete loop: the number of DPUs, as in the SDK */
 
     n = 0;
     DPU_FOREACH(set, dpu) {
@@ -131,11 +132,13 @@ int main(void)
                     bad |= 1 << 4;
             }
         }
-        if (j + 1 != ranks[r]->nr_dpus)
+        /* as the SDK's macros: the index is assigned before the end test */
+        if (j != ranks[r]->nr_dpus)
             bad |= 1 << 5;
         n++;
     }
     bad |= (n != 3) << 6;
+    bad |= (r != 3) << 9;
 
     n = 0;
     DPU_RANK_FOREACH(set, rank) {

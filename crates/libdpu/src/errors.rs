@@ -58,15 +58,32 @@ fn report(func: &str, msg: &str) {
     }
 }
 
+/// What an entry point says about a DPU fault that the runtime has already described.
+pub fn fault_summary(count: usize) -> String {
+    let dpus = if count == 1 {
+        "1 DPU".to_string()
+    } else {
+        format!("{count} DPUs")
+    };
+    format!(
+        "{dpus} faulted (see the fault above: DPU, tasklet, pc, function and cause); \
+         the DPU's printf output up to the fault can be read with dpu_log_read"
+    )
+}
+
 /// Runs an entry point: no panic crosses the FFI boundary, every error is reported once.
 pub fn entry(func: &'static str, f: impl FnOnce() -> Result<(), Fail>) -> DpuError {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => DPU_OK,
         Ok(Err(Fail::Rt(e))) => {
             let code = code_of(&e);
-            // Errors returned by user callbacks are theirs to report.
-            if !matches!(e, Error::CallbackFailed { .. }) {
-                report(func, &e.to_string());
+            match &e {
+                // Errors returned by user callbacks are theirs to report.
+                Error::CallbackFailed { .. } => {}
+                // The runtime already printed each faulting rank's first fault (DPU, tasklet,
+                // pc, function, cause) when the launch ran: do not print it twice.
+                Error::DpuFault { count, .. } => report(func, &fault_summary(*count)),
+                _ => report(func, &e.to_string()),
             }
             code
         }

@@ -69,11 +69,13 @@ pub enum Error {
         capacity: u64,
     },
     /// The program's data, stacks and heap start do not fit in WRAM.
-    #[error("DPU program{} does not fit in WRAM: its data and stacks need {needed} bytes, WRAM holds {capacity} ({} bytes too many); reduce NR_TASKLETS, STACK_SIZE_DEFAULT or the size of WRAM variables (move big arrays to MRAM with __mram)", origin_suffix(.origin), .needed - .capacity)]
+    #[error("DPU program{} does not fit in WRAM: its data and stacks need {needed} bytes{}, WRAM holds {capacity} ({} bytes too many); reduce NR_TASKLETS, STACK_SIZE_DEFAULT / STACK_SIZE_TASKLET_<n> or the size of WRAM variables (move big arrays to MRAM with __mram)", origin_suffix(.origin), stacks_suffix(.stacks), .needed - .capacity)]
     WramOverflow {
         origin: Option<String>,
         needed: u64,
         capacity: u64,
+        /// The tasklet stacks' share, when known: (number of tasklets, bytes of stack).
+        stacks: Option<(u32, u64)>,
     },
     /// The program was built for more tasklets than a DPU has.
     #[error("DPU program{} was built with NR_TASKLETS={nr}, but a DPU has at most {max} tasklets; build it with -DNR_TASKLETS=<1..{max}>", origin_suffix(.origin))]
@@ -140,6 +142,16 @@ fn origin_suffix(origin: &Option<String>) -> String {
         .unwrap_or_default()
 }
 
+fn stacks_suffix(stacks: &Option<(u32, u64)>) -> String {
+    match stacks {
+        Some((n, bytes)) => format!(
+            " (of which the stacks of its {n} tasklet{} take {bytes})",
+            if *n == 1 { "" } else { "s" }
+        ),
+        None => String::new(),
+    }
+}
+
 fn more_suffix(count: usize) -> String {
     if count > 1 {
         format!(" (and {} more DPUs faulted)", count - 1)
@@ -184,10 +196,12 @@ impl Error {
                 origin,
                 needed,
                 capacity,
+                stacks,
             } => Error::WramOverflow {
                 origin: origin.clone(),
                 needed: *needed,
                 capacity: *capacity,
+                stacks: *stacks,
             },
             Error::TooManyTasklets { origin, nr, max } => Error::TooManyTasklets {
                 origin: origin.clone(),

@@ -130,6 +130,8 @@ impl Program {
 
         // Loadable segments.
         let mut wram_image = vec![0u8; 0];
+        // End of the furthest WRAM segment that does not fit in WRAM.
+        let mut wram_overflow: Option<u64> = None;
         let mut text_segments: Vec<(u32, Vec<u8>)> = Vec::new();
         let mut mram_segments = Vec::new();
         let mut iram_end: u64 = u64::from(map::IRAM_BASE);
@@ -170,11 +172,10 @@ impl Program {
                 Some(Region::Atomic) => {}
                 None => {
                     if addr < u64::from(map::MRAM_BASE) {
-                        return Err(Error::WramOverflow {
-                            origin,
-                            needed: addr + memsz - u64::from(map::WRAM_BASE),
-                            capacity: u64::from(map::WRAM_SIZE),
-                        });
+                        // Reported below, once the symbols tell the stacks' share.
+                        wram_overflow =
+                            wram_overflow.max(Some(addr + memsz - u64::from(map::WRAM_BASE)));
+                        continue;
                     }
                     return Err(invalid(format!(
                         "segment at {addr:#x}..{:#x} is outside WRAM, MRAM and IRAM",
@@ -267,7 +268,7 @@ impl Program {
         }
 
         // WRAM size check (image, then the linker's end marker and heap start).
-        let mut wram_needed = wram_image.len() as u64;
+        let mut wram_needed = (wram_image.len() as u64).max(wram_overflow.unwrap_or(0));
         for marker in ["__sys_wram_end", "__sys_heap_start"] {
             if let Some((a, _)) = all.get(marker) {
                 if *a < map::MRAM_BASE {
@@ -276,10 +277,19 @@ impl Program {
             }
         }
         if wram_needed > u64::from(map::WRAM_SIZE) {
+            // Name the stacks' share: with many tasklets they are the usual culprit.
+            // (By symbol sizes: the data segment may not have been loaded. The stack table
+            // holds two words per tasklet.)
+            let nr = all.get("__sys_stack_table").map(|(_, size)| size / 8);
+            let stacks = match (nr, all.get("__sys_stacks")) {
+                (Some(n), Some((_, size))) if n > 0 => Some((n, u64::from(*size))),
+                _ => None,
+            };
             return Err(Error::WramOverflow {
                 origin,
                 needed: wram_needed,
                 capacity: u64::from(map::WRAM_SIZE),
+                stacks,
             });
         }
 
@@ -327,6 +337,7 @@ impl Program {
                         origin,
                         needed: u64::from(hi.max(lo)),
                         capacity: u64::from(map::WRAM_SIZE),
+                        stacks: None,
                     })
                 }
                 _ => {
@@ -600,11 +611,34 @@ mod tests {
         assert!(e_msg(needed, capacity).contains("bytes too many"));
     }
 
+    #[test]
+    fn wram_overflow_names_the_stacks() {
+        // 2 tasklets whose stacks (__sys_stacks) take 70000 bytes: more than WRAM.
+        let f = Fixture {
+            stacks_bytes: Some(70000),
+            ..Fixture::default()
+        };
+        let Some(bytes) = build_fixture(&f) else {
+            return;
+        };
+        let e = Program::from_bytes(&bytes).unwrap_err();
+        let Error::WramOverflow { stacks, .. } = &e else {
+            panic!("{e}")
+        };
+        assert_eq!(*stacks, Some((2, 70000)));
+        let msg = e.to_string();
+        assert!(
+            msg.contains("the stacks of its 2 tasklets take 70000") && msg.contains("STACK_SIZE"),
+            "{msg}"
+        );
+    }
+
     fn e_msg(needed: u64, capacity: u64) -> String {
         Error::WramOverflow {
             origin: None,
             needed,
             capacity,
+            stacks: None,
         }
         .to_string()
     }

@@ -106,6 +106,9 @@ struct QueueState {
     pending: usize,
     /// Running NONBLOCKING callbacks.
     detached: usize,
+    /// Blocking callbacks the worker is executing now (0 or 1): while one runs, everything
+    /// queued before it is done and nothing queued after it can start.
+    in_callback: usize,
     /// First error of an asynchronous operation, reported by the next sync.
     error: Option<Error>,
 }
@@ -149,13 +152,23 @@ pub(crate) fn as_callback_of<T>(ranks: &[u32], f: impl FnOnce() -> T) -> T {
         c.extend_from_slice(ranks);
         n
     });
-    let r = f();
-    INSIDE_CALLBACK.with(|c| c.borrow_mut().truncate(before));
-    r
+    // Unmark even when `f` panics (the panic is caught further up, on a thread that lives on).
+    struct Unmark(usize);
+    impl Drop for Unmark {
+        fn drop(&mut self) {
+            INSIDE_CALLBACK.with(|c| c.borrow_mut().truncate(self.0));
+        }
+    }
+    let _unmark = Unmark(before);
+    f()
 }
 
 fn inside_callback_of(id: u32) -> bool {
     INSIDE_CALLBACK.with(|c| c.borrow().contains(&id))
+}
+
+fn inside_any_callback() -> bool {
+    INSIDE_CALLBACK.with(|c| !c.borrow().is_empty())
 }
 
 /// Returns the rank slot to the machine's pool when dropped.
@@ -287,12 +300,19 @@ impl Rank {
     }
 
     /// Waits until no queued operation is left (not counting NONBLOCKING callbacks).
+    ///
+    /// From inside a callback (of any rank), a rank whose worker is itself blocked in a
+    /// callback counts as idle: that callback may be waiting for the caller's own rank, so
+    /// waiting for it would deadlock (two per-rank callbacks that each make a synchronous
+    /// call on the whole set). Nothing else can run on that rank meanwhile, and callbacks
+    /// hold no rank lock, so the caller's operation runs safely in between.
     pub(crate) fn wait_idle(&self) {
         if inside_callback_of(self.id) {
             return;
         }
+        let from_callback = inside_any_callback();
         let mut q = self.queue.lock();
-        while q.pending > 0 {
+        while q.pending > 0 && !(from_callback && q.in_callback > 0) {
             q = self
                 .queue
                 .changed
@@ -303,12 +323,20 @@ impl Rank {
 
     /// Waits for every queued operation and callback; returns (and clears) the first error
     /// of an asynchronous operation.
+    ///
+    /// From inside a callback, callbacks of other ranks are not waited for (see
+    /// [`Rank::wait_idle`]).
     pub(crate) fn sync(&self) -> Result<()> {
         if inside_callback_of(self.id) {
             return Ok(());
         }
+        let from_callback = inside_any_callback();
         let mut q = self.queue.lock();
-        while q.pending > 0 || q.detached > 0 {
+        while if from_callback {
+            q.pending > 0 && q.in_callback == 0
+        } else {
+            q.pending > 0 || q.detached > 0
+        } {
             q = self
                 .queue
                 .changed
@@ -382,7 +410,20 @@ impl Rank {
     /// Executes an operation, locking the rank's state unless it is a callback.
     pub(crate) fn execute(&self, op: RankOp) -> Result<()> {
         match op {
-            RankOp::Callback(job) => as_callback_of(&[self.id], job),
+            RankOp::Callback(job) => {
+                self.queue.lock().in_callback += 1;
+                let r = catch_unwind(AssertUnwindSafe(|| as_callback_of(&[self.id], job)));
+                let mut q = self.queue.lock();
+                q.in_callback -= 1;
+                self.queue.changed.notify_all();
+                drop(q);
+                r.unwrap_or_else(|p| {
+                    Err(Error::Internal(format!(
+                        "callback panicked: {}",
+                        panic_message(&*p)
+                    )))
+                })
+            }
             op => {
                 let mut state = self.lock_state();
                 self.execute_locked(&mut state, op)

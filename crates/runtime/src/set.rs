@@ -1008,6 +1008,46 @@ mod tests {
     }
 
     #[test]
+    fn per_rank_callbacks_can_make_synchronous_calls_on_the_whole_set() {
+        // Each rank's (blocking, asynchronous) callback copies to, and syncs, the whole set:
+        // each waits for the other rank, whose queue is blocked in its own callback. This
+        // must not deadlock.
+        let Some((_g, set)) = loaded(4, "nrRanks=2,nrDpusPerRank=2") else {
+            return;
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        let worker_set = set.clone();
+        std::thread::spawn(move || {
+            let whole = worker_set.clone();
+            let cb: Callback = Arc::new(move |scope| {
+                let CallbackScope::Rank(i) = scope else {
+                    return Err(97);
+                };
+                whole
+                    .copy_to(SymbolRef::Name("input"), 4 * i, &(i + 10).to_le_bytes())
+                    .map_err(|_| 99u32)?;
+                whole.sync().map_err(|_| 98u32)
+            });
+            let flags = CallbackFlags {
+                asynchronous: true,
+                ..Default::default()
+            };
+            let r = worker_set
+                .callback(Arc::clone(&cb), flags)
+                .and_then(|()| worker_set.sync())
+                .and_then(|()| worker_set.callback(cb, CallbackFlags::default()));
+            let _ = tx.send(r.is_ok());
+        });
+        let done = rx.recv_timeout(std::time::Duration::from_secs(20));
+        assert_eq!(done, Ok(true), "deadlock (or failure) in the callbacks");
+        for d in set.dpus() {
+            let mut out = [0u8; 8];
+            d.copy_from(SymbolRef::Name("input"), 0, &mut out).unwrap();
+            assert_eq!(out, words(&[10, 11])[..]);
+        }
+    }
+
+    #[test]
     fn threads_share_sets() {
         let Some((_g, set)) = loaded(8, "nrRanks=4,nrDpusPerRank=2") else {
             return;

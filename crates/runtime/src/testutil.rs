@@ -17,6 +17,8 @@ pub struct Fixture {
     pub nr_tasklets: u32,
     pub big_wram_words: Option<u32>,
     pub big_text_words: Option<u32>,
+    /// Bytes of a `__sys_stacks` block (the tasklet stacks, as the SDK shim lays them out).
+    pub stacks_bytes: Option<u32>,
 }
 
 impl Default for Fixture {
@@ -25,6 +27,7 @@ impl Default for Fixture {
             nr_tasklets: 2,
             big_wram_words: None,
             big_text_words: None,
+            stacks_bytes: None,
         }
     }
 }
@@ -70,6 +73,9 @@ uint32_t __sys_stack_table[2 * NR_TASKLETS] = { 0x8000, 0x8400, 0x8400, 0x8800 }
 #ifdef BIG_WRAM
 uint32_t big[BIG_WRAM];
 #endif
+#ifdef STACKS
+uint8_t __sys_stacks[STACKS] __attribute__((aligned(16)));
+#endif
 #ifdef BIG_TEXT
 __attribute__((used)) static const uint32_t big_text[BIG_TEXT] __attribute__((section(".text.big"))) = {1};
 #endif
@@ -113,6 +119,9 @@ pub fn build_fixture(f: &Fixture) -> Option<Vec<u8>> {
     .arg(&src);
     if let Some(w) = f.big_wram_words {
         cmd.arg(format!("-DBIG_WRAM={w}"));
+    }
+    if let Some(b) = f.stacks_bytes {
+        cmd.arg(format!("-DSTACKS={b}"));
     }
     if let Some(w) = f.big_text_words {
         cmd.arg(format!("-DBIG_TEXT={w}"));

@@ -242,32 +242,76 @@ static int assert_child(void)
     return 0;
 }
 
-static void assert_macro_case(void)
+/* Runs this program again with `flag`; collects its stderr in `out`; returns the wait status
+ * (-1 if the child could not be started). */
+static int run_child(const char *flag, char *out, size_t size, size_t *out_len)
 {
     int fds[2];
-    char out[512] = "", detail[700];
-    if (pipe(fds) != 0) {
-        verdict("DPU_ASSERT message and exit status", 0, "pipe failed");
-        return;
-    }
+    out[0] = 0;
+    *out_len = 0;
+    if (pipe(fds) != 0)
+        return -1;
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
         dup2(fds[1], 2);
         close(fds[0]);
         close(fds[1]);
-        execl("/proc/self/exe", "host", "--assert-child", (char *)NULL);
+        execl("/proc/self/exe", "host", flag, (char *)NULL);
         _exit(127);
     }
     close(fds[1]);
     size_t len = 0;
     ssize_t n;
-    while (len < sizeof(out) - 1 && (n = read(fds[0], out + len, sizeof(out) - 1 - len)) > 0)
+    while (len < size - 1 && (n = read(fds[0], out + len, size - 1 - len)) > 0)
         len += (size_t)n;
     out[len] = 0;
+    *out_len = len;
     close(fds[0]);
     int status = 0;
     waitpid(pid, &status, 0);
+    return status;
+}
+
+/* A faulting launch: stderr describes the fault once, with DPU, rank, tasklet, pc, function
+ * and cause, and dpu_launch adds a one-line summary (not the same text again). */
+static int fault_child(void)
+{
+    struct dpu_set_t set;
+    uint32_t mode = 1, zero = 0; /* WRAM_OUT_OF_RANGE */
+    DPU_ASSERT(dpu_alloc(1, NULL, &set));
+    DPU_ASSERT(dpu_load(set, "./bin/dpu_faults", NULL));
+    DPU_ASSERT(dpu_copy_to(set, "mode", 0, &mode, 4));
+    DPU_ASSERT(dpu_copy_to(set, "param", 0, &zero, 4));
+    return dpu_launch(set, DPU_SYNCHRONOUS) == DPU_ERR_DPU_FAULT ? 0 : 3;
+}
+
+static void fault_message_case(void)
+{
+    char out[2048], detail[2300];
+    size_t len;
+    int status = run_child("--fault-child", out, sizeof(out), &len);
+    int lines = 0;
+    for (const char *p = out; (p = strstr(p, "faulted: tasklet ")) != NULL; p++)
+        lines++;
+    const char *line = strstr(out, "DPU 0 of rank ");
+    int ok = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && lines == 1 && line != NULL &&
+        strstr(line, "faulted: tasklet 0 at pc 0x") != NULL && strstr(line, " in main") != NULL &&
+        strstr(line, "out of range") != NULL && strstr(out, "dpu_launch: 1 DPU faulted") != NULL;
+    snprintf(detail, sizeof(detail), "exit %d, %d fault line(s), stderr \"%.*s\"",
+        WIFEXITED(status) ? WEXITSTATUS(status) : -1, lines, (int)(len ? len - 1 : 0), out);
+    verdict("fault message: DPU, rank, tasklet, pc, function, cause, printed once", ok, ok ? "" : detail);
+}
+
+static void assert_macro_case(void)
+{
+    char out[512] = "", detail[700];
+    size_t len;
+    int status = run_child("--assert-child", out, sizeof(out), &len);
+    if (status == -1) {
+        verdict("DPU_ASSERT message and exit status", 0, "pipe failed");
+        return;
+    }
     /* libdpu may log its own explanation first: look for the macro's line anywhere */
     const char *line = strncmp(out, "host.c:", 7) == 0 ? out : strstr(out, "\nhost.c:");
     if (line && line[0] == '\n')
@@ -283,6 +327,8 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--assert-child") == 0)
         return assert_child();
+    if (argc > 1 && strcmp(argv[1], "--fault-child") == 0)
+        return fault_child();
     printf("DPU faults (dpu_launch -> DPU_ERR_DPU_FAULT):\n");
     fault_case("no fault (control run)", "./bin/dpu_faults", 0, 1, 0);
     fault_case("WRAM access out of range", "./bin/dpu_faults", 1, 1, 0);
@@ -295,6 +341,7 @@ int main(int argc, char **argv)
     fault_case("one faulting DPU among 4", "./bin/dpu_faults", 1, 4, 2);
     fault_case("printf within a small STDOUT_BUFFER_INIT", "./bin/dpu_printf_small", 0, 1, 0);
     fault_case("printf buffer overflow", "./bin/dpu_printf_small", 1, 1, 0);
+    fault_message_case();
 
     printf("Loading:\n");
     load_case("not a DPU program (text file)", "./Makefile", DPU_ERR_ELF_INVALID_FILE);
@@ -304,6 +351,8 @@ int main(int argc, char **argv)
     load_case("program larger than IRAM", "./bin/dpu_big_iram", DPU_ERR_INVALID_IRAM_ACCESS);
     load_case("program larger than WRAM", "./bin/dpu_big_wram", DPU_ERR_INVALID_WRAM_ACCESS);
     load_case("NR_TASKLETS=25", "./bin/dpu_tasklets25", DPU_ERR_TOO_MANY_TASKLETS);
+    /* 24 stacks of 4 KiB are more than WRAM: refused when loaded (the message names the stacks) */
+    load_case("stacks larger than WRAM (24 x 4096 bytes)", "./bin/dpu_big_stacks", DPU_ERR_INVALID_WRAM_ACCESS);
 
     printf("Host-side errors:\n");
     symbol_cases();
