@@ -11,8 +11,27 @@
 //!
 //! Two sentinel ops follow the program: `FellOff` (reached by running past the last
 //! instruction) and `Stall` (where a tasklet waits out the issue slots of an arithmetic call).
+//!
+//! After specialisation, the fusion pass ([`find_pairs`]) marks pairs of consecutive RV32I
+//! instructions that the real DPU executes as one instruction (the rules and their sources
+//! are in the crate documentation, "Issue-slot corrections"). The mark lives in a byte array
+//! parallel to the ops, so `Op` stays 8 bytes and the unfused interpretation is unchanged.
 
 use openpim_isa::{decode as isa_decode, reg, Insn};
+
+/// Values of [`Program::fuse`]: how op `i` combines with op `i + 1` when control falls
+/// through from `i` into `i + 1`.
+pub(crate) mod fuse {
+    /// Not the first op of a pair.
+    pub const NONE: u8 = 0;
+    /// Always one issue slot (ALU op + branch on its result, constant + compare-and-branch,
+    /// 32-bit constant + its consumer).
+    pub const ALWAYS: u8 = 1;
+    /// Word pair, first op accesses the lower word: one slot when its address is 8-aligned.
+    pub const PAIR_LO: u8 = 2;
+    /// Word pair, first op accesses the upper word: one slot when its address − 4 is 8-aligned.
+    pub const PAIR_HI: u8 = 3;
+}
 
 /// One pre-decoded operation (8 bytes). Register fields are 0..=31.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,13 +109,28 @@ pub struct Program {
     words: Vec<u32>,
     /// `words.len() + 2` ops: the program, then `FellOff`, then `Stall`.
     pub(crate) ops: Vec<Op>,
+    /// One [`fuse`] value per op (same length as `ops`; all `NONE` when fusion is off).
+    pub(crate) fuse: Vec<u8>,
+    /// Number of pairs marked in `fuse`.
+    pairs: usize,
 }
 
 impl Program {
     /// Decodes the IRAM image `text` whose first byte is at `text_base`.
     ///
     /// A trailing partial word is padded with zero bytes (and so decodes as illegal).
+    ///
+    /// Pairs of RV32I instructions that the DPU executes as one instruction issue in one slot
+    /// (the DPU ISA's fused ALU+branch, compare-and-branch with an immediate, 64-bit
+    /// register-pair load/store and 32-bit immediates; see the crate documentation,
+    /// "Issue-slot corrections"). [`Program::decode_with`] can turn this off.
     pub fn decode(text_base: u32, text: &[u8]) -> Program {
+        Program::decode_with(text_base, text, true)
+    }
+
+    /// [`Program::decode`] with the issue-slot fusion of instruction pairs on (`fuse_pairs`,
+    /// the default) or off (every RV32I instruction issues alone).
+    pub fn decode_with(text_base: u32, text: &[u8], fuse_pairs: bool) -> Program {
         let words: Vec<u32> = text
             .chunks(4)
             .map(|c| {
@@ -112,11 +146,38 @@ impl Program {
         }
         ops.push(Op::FellOff);
         ops.push(Op::Stall);
+        let mut fuse = vec![fuse::NONE; ops.len()];
+        let mut pairs = 0;
+        if fuse_pairs {
+            find_pairs(text_base, &words, &mut fuse);
+            for (op, kind) in ops.iter_mut().zip(fuse.iter_mut()) {
+                if *kind != fuse::NONE {
+                    if mark_fused(op, *kind) {
+                        pairs += 1;
+                    } else {
+                        *kind = fuse::NONE;
+                    }
+                }
+            }
+        }
         Program {
             base: text_base,
             words,
             ops,
+            fuse,
+            pairs,
         }
+    }
+
+    /// Number of instruction pairs that issue in one slot when control falls through them.
+    pub fn fused_pair_count(&self) -> usize {
+        self.pairs
+    }
+
+    /// Whether the instruction at `pc` and the next one form a pair that issues in one slot.
+    pub fn fuses_with_next(&self, pc: u32) -> bool {
+        self.index_of(pc)
+            .is_some_and(|i| self.fuse[i as usize] != fuse::NONE)
     }
 
     /// Address of the first instruction.
@@ -380,6 +441,190 @@ fn specialise(base: u32, n: usize, i: usize, word: u32) -> Op {
     }
 }
 
+/// Whether `v` fits a signed immediate of `bits` bits.
+fn fits_signed(v: i64, bits: u32) -> bool {
+    let lim = 1i64 << (bits - 1);
+    (-lim..lim).contains(&v)
+}
+
+/// The register a DPU "ALU op with condition and jump" can test, if `insn` is an ALU
+/// operation the DPU can fuse with a jump (RRRCI / RRICI forms): its destination.
+/// Immediate forms are limited to the DPU's immediate field in those forms (signed 8 bits
+/// for add/and/or/xor with a jump; signed 11 bits for compares, which the DPU does as
+/// `sub zero, ra, imm, cond, pc`; shift amounts always fit).
+fn alu_cond_dest(insn: Insn) -> Option<u8> {
+    let rd = match insn {
+        Insn::Addi(x) | Insn::Xori(x) | Insn::Ori(x) | Insn::Andi(x)
+            if x.rs1 != 0 && fits_signed(i64::from(x.imm), 8) =>
+        {
+            x.rd
+        }
+        Insn::Slti(x) | Insn::Sltiu(x) if fits_signed(i64::from(x.imm), 11) => x.rd,
+        Insn::Slli(s) | Insn::Srli(s) | Insn::Srai(s) => s.rd,
+        Insn::Add(r)
+        | Insn::Sub(r)
+        | Insn::Sll(r)
+        | Insn::Slt(r)
+        | Insn::Sltu(r)
+        | Insn::Xor(r)
+        | Insn::Srl(r)
+        | Insn::Sra(r)
+        | Insn::Or(r)
+        | Insn::And(r) => r.rd,
+        _ => return None,
+    };
+    (rd != reg::ZERO && rd != reg::SP).then_some(rd)
+}
+
+/// The operands of a conditional branch.
+fn branch_operands(insn: Insn) -> Option<(u8, u8)> {
+    match insn {
+        Insn::Beq(b)
+        | Insn::Bne(b)
+        | Insn::Blt(b)
+        | Insn::Bge(b)
+        | Insn::Bltu(b)
+        | Insn::Bgeu(b) => Some((b.rs1, b.rs2)),
+        _ => None,
+    }
+}
+
+/// How instruction `a` (at byte address `pc`) and the next instruction `b` fuse, as a
+/// [`fuse`] value. The rules are documented in the crate documentation.
+fn pair_kind(pc: u32, a: Insn, b: Insn) -> u8 {
+    // Rule 1: ALU op, then a conditional branch comparing its result with zero
+    // (DPU: `op rc, ra, rb/imm, cond, pc`, conditions z/nz/mi/pl/... on the result;
+    // `slt`/`sltu` + `bnez`/`beqz` is the DPU's compare-and-branch `sub zero, ra, rb, lts, pc`).
+    if let (Some(rd), Some((s1, s2))) = (alu_cond_dest(a), branch_operands(b)) {
+        if (s1 == rd && s2 == reg::ZERO) || (s2 == rd && s1 == reg::ZERO) {
+            return fuse::ALWAYS;
+        }
+    }
+    // Rule 2: a small constant, then a branch comparing a register with it
+    // (DPU: compare-and-branch with an immediate, `sub zero, ra, imm11, cond, pc`).
+    if let (Insn::Addi(x), Some((s1, s2))) = (a, branch_operands(b)) {
+        if x.rs1 == reg::ZERO
+            && x.rd != reg::ZERO
+            && x.rd != reg::SP
+            && fits_signed(i64::from(x.imm), 11)
+            && ((s1 == x.rd) != (s2 == x.rd))
+        {
+            return fuse::ALWAYS;
+        }
+    }
+    // Rule 3: two word loads (stores) at offsets o and o + 4 of one base register, o a
+    // multiple of 8, the first load not overwriting the base (DPU: `ld dc, ra, off` /
+    // `sd ra, off, db`, which need an 8-aligned address: checked when the pair issues).
+    match (a, b) {
+        (Insn::Lw(x), Insn::Lw(y))
+            if x.rs1 == y.rs1
+                && x.rd != x.rs1
+                && x.rd != y.rd
+                && ![x.rd, y.rd].contains(&reg::ZERO)
+                && ![x.rd, y.rd].contains(&reg::SP) =>
+        {
+            return word_pair(x.imm, y.imm);
+        }
+        (Insn::Sw(x), Insn::Sw(y)) if x.rs1 == y.rs1 => return word_pair(x.imm, y.imm),
+        _ => {}
+    }
+    // Rule 4: a 32-bit constant (`lui`/`auipc` t) consumed by the next instruction
+    // (DPU: `add rc, ra, imm32` / `move rc, imm32`, 32-bit immediates of and/or/xor/sub,
+    // load/store offsets of 24 bits signed, `call`/`jump` to an absolute address).
+    let (t, value) = match a {
+        Insn::Lui(u) => (u.rd, u.imm as u32),
+        Insn::Auipc(u) => (u.rd, pc.wrapping_add(u.imm as u32)),
+        _ => return fuse::NONE,
+    };
+    if t == reg::ZERO || t == reg::SP {
+        return fuse::NONE;
+    }
+    let absolute = |off: i32| fits_signed(i64::from(value.wrapping_add(off as u32) as i32), 24);
+    let ok = match b {
+        Insn::Addi(x) => x.rs1 == t,
+        Insn::Add(r) | Insn::Sub(r) | Insn::And(r) | Insn::Or(r) | Insn::Xor(r) => {
+            (r.rs1 == t) != (r.rs2 == t)
+        }
+        Insn::Lb(x) | Insn::Lh(x) | Insn::Lw(x) | Insn::Lbu(x) | Insn::Lhu(x) => {
+            x.rs1 == t && absolute(x.imm)
+        }
+        Insn::Sb(s) | Insn::Sh(s) | Insn::Sw(s) => s.rs1 == t && s.rs2 != t && absolute(s.imm),
+        Insn::Jalr(x) => x.rs1 == t,
+        _ => false,
+    };
+    if ok {
+        fuse::ALWAYS
+    } else {
+        fuse::NONE
+    }
+}
+
+/// The [`fuse`] value of two word accesses at offsets `first` and `second` of one base.
+fn word_pair(first: i32, second: i32) -> u8 {
+    if second == first.wrapping_add(4) && first & 7 == 0 {
+        fuse::PAIR_LO
+    } else if first == second.wrapping_add(4) && second & 7 == 0 {
+        fuse::PAIR_HI
+    } else {
+        fuse::NONE
+    }
+}
+
+/// Records fusion `kind` in the first op of a pair: bits 5..7 of its destination register
+/// field (its data register for `sw`). The interpreter masks every register number with 31,
+/// so the mark does not change what the op does; it only tells the op's arm in the
+/// interpreter to check for a fused issue, which keeps unfused ops free of any check.
+/// Returns false (no fusion) for an op that has no such field.
+fn mark_fused(op: &mut Op, kind: u8) -> bool {
+    debug_assert!(kind != fuse::NONE && kind < 8);
+    let bits = kind << 5;
+    match op {
+        Op::Li { rd, .. }
+        | Op::Addi { rd, .. }
+        | Op::Slti { rd, .. }
+        | Op::Sltiu { rd, .. }
+        | Op::Xori { rd, .. }
+        | Op::Ori { rd, .. }
+        | Op::Andi { rd, .. }
+        | Op::Slli { rd, .. }
+        | Op::Srli { rd, .. }
+        | Op::Srai { rd, .. }
+        | Op::Add { rd, .. }
+        | Op::Sub { rd, .. }
+        | Op::Sll { rd, .. }
+        | Op::Slt { rd, .. }
+        | Op::Sltu { rd, .. }
+        | Op::Xor { rd, .. }
+        | Op::Srl { rd, .. }
+        | Op::Sra { rd, .. }
+        | Op::Or { rd, .. }
+        | Op::And { rd, .. }
+        | Op::Lw { rd, .. } => *rd |= bits,
+        Op::Sw { rs2, .. } => *rs2 |= bits,
+        _ => return false,
+    }
+    true
+}
+
+/// Marks the fused pairs of `words` in `fuse` (greedily from the start: an instruction
+/// belongs to at most one pair); returns the number of pairs.
+fn find_pairs(base: u32, words: &[u32], fuse: &mut [u8]) -> usize {
+    let mut pairs = 0;
+    let mut i = 0;
+    while i + 1 < words.len() {
+        let pc = base.wrapping_add((i as u32) << 2);
+        let kind = pair_kind(pc, isa_decode(words[i]), isa_decode(words[i + 1]));
+        if kind != fuse::NONE {
+            fuse[i] = kind;
+            pairs += 1;
+            i += 2;
+        } else {
+            i += 1;
+        }
+    }
+    pairs
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -387,7 +632,7 @@ mod tests {
 
     fn prog(words: &[u32]) -> Program {
         let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-        Program::decode(0x8000_0000, &bytes)
+        Program::decode_with(0x8000_0000, &bytes, false)
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! rare — MRAM or misaligned accesses, environment calls, the generic checked path, faults —
 //! is in `#[cold]` functions.
 
-use crate::decode::{Op, Program};
+use crate::decode::{fuse, Op, Program};
 use crate::map::{ATOMIC_BASE, ATOMIC_BITS, MAX_TASKLETS, MRAM_BASE, MRAM_SIZE, WRAM_SIZE};
 use crate::{ecall, printf, BootInfo, DpuMemory, Fault, FaultReport, RunOutcome, RunStats};
 use crate::{TaskletStats, Timing};
@@ -86,6 +86,9 @@ struct Dpu<'a> {
     run_stats: RunStats,
     /// Cycle at which the run ended.
     end_cycle: u64,
+    /// Set while the second access of a fused MRAM word pair executes: the pair is one
+    /// 8-byte DMA, booked by the first access (consumed by `load_slow` / `store_slow`).
+    pair_second: bool,
 }
 
 fn bad_boot(reason: String) -> RunOutcome {
@@ -162,6 +165,7 @@ pub(crate) fn run(
         log: Vec::new(),
         run_stats: RunStats::default(),
         end_cycle: 0,
+        pair_second: false,
     });
 
     let end = match program.index_of(boot.entry) {
@@ -245,35 +249,44 @@ impl<'a> Dpu<'a> {
                 };
             }};
         }
+        // Set when the last op was the first of a fused pair: the same tasklet continues.
+        let mut stay = false;
+        // The pending `wait` of the first op of a fused pair.
+        let mut carry: u64 = 0;
         loop {
-            // Pick the tasklet: the one after the last issuer if it is ready (the common
-            // case with >= revolver_cycles tasklets), else scan / jump the clock.
-            let mut next = t + 1;
-            if next >= nr {
-                next = 0;
-            }
-            if self.hot[next].ready_at > now {
-                match self.select(now, t) {
-                    Some((n, at)) => {
-                        next = n;
-                        now = at;
-                    }
-                    None => {
-                        self.end_cycle = now;
-                        return self.no_ready_tasklet();
+            if stay {
+                stay = false;
+            } else {
+                // Pick the tasklet: the one after the last issuer if it is ready (the common
+                // case with >= revolver_cycles tasklets), else scan / jump the clock.
+                let mut next = t + 1;
+                if next >= nr {
+                    next = 0;
+                }
+                if self.hot[next].ready_at > now {
+                    match self.select(now, t) {
+                        Some((n, at)) => {
+                            next = n;
+                            now = at;
+                        }
+                        None => {
+                            self.end_cycle = now;
+                            return self.no_ready_tasklet();
+                        }
                     }
                 }
-            }
-            t = next;
-            if now >= limit {
-                self.end_cycle = now;
-                return End::Fault {
-                    tasklet: t,
-                    pc_index: self.report_index(t),
-                    fault: Fault::CycleLimit { limit },
-                };
+                t = next;
+                if now >= limit {
+                    self.end_cycle = now;
+                    return End::Fault {
+                        tasklet: t,
+                        pc_index: self.report_index(t),
+                        fault: Fault::CycleLimit { limit },
+                    };
+                }
             }
             let pc = self.hot[t].pc;
+            let mut wait: u64 = std::mem::take(&mut carry);
             debug_assert!((pc as usize) < ops.len());
             // SAFETY: `pc` is always a valid index into `ops` (`ops.len()` = program length
             // + 2). It is only ever set to: the entry (checked by `index_of`); a decoded
@@ -283,17 +296,33 @@ impl<'a> Dpu<'a> {
             // stays put or returns to a saved `pc + 1 <= len`).
             let op = unsafe { *ops.get_unchecked(pc as usize) };
             let mut npc = pc + 1;
-            let mut wait: u64 = 0;
+            // Register field of the op carrying a fusion mark (> 31 when marked).
+            let mut fk: u8 = 0;
             let r = &mut self.regs[t];
             macro_rules! x {
                 ($i:expr) => {
                     r[($i & 31) as usize]
                 };
             }
+            // The first op of a fused pair carries the pair's kind in bits 5..7 of a register
+            // field (`decode::mark_fused`; register numbers are always masked with 31). When
+            // it is set, the next op executes in this same issue: the same tasklet continues
+            // at the same cycle, without tasklet selection and without a clock tick.
+            macro_rules! fuse_next {
+                ($field:expr) => {
+                    fk = $field;
+                };
+            }
+            macro_rules! set {
+                ($rd:expr, $v:expr) => {{
+                    x!($rd) = $v;
+                    fuse_next!($rd);
+                }};
+            }
             match op {
                 Op::Nop => {}
-                Op::Li { rd, imm } => x!(rd) = imm,
-                Op::Addi { rd, rs1, imm } => x!(rd) = x!(rs1).wrapping_add(imm as u32),
+                Op::Li { rd, imm } => set!(rd, imm),
+                Op::Addi { rd, rs1, imm } => set!(rd, x!(rs1).wrapping_add(imm as u32)),
                 Op::AddiSp { imm } => {
                     let sp = r[2].wrapping_add(imm as u32);
                     if sp < self.stack_lo[t] {
@@ -302,24 +331,24 @@ impl<'a> Dpu<'a> {
                     }
                     r[2] = sp;
                 }
-                Op::Slti { rd, rs1, imm } => x!(rd) = ((x!(rs1) as i32) < imm) as u32,
-                Op::Sltiu { rd, rs1, imm } => x!(rd) = (x!(rs1) < imm as u32) as u32,
-                Op::Xori { rd, rs1, imm } => x!(rd) = x!(rs1) ^ imm as u32,
-                Op::Ori { rd, rs1, imm } => x!(rd) = x!(rs1) | imm as u32,
-                Op::Andi { rd, rs1, imm } => x!(rd) = x!(rs1) & imm as u32,
-                Op::Slli { rd, rs1, sh } => x!(rd) = x!(rs1) << (sh & 31),
-                Op::Srli { rd, rs1, sh } => x!(rd) = x!(rs1) >> (sh & 31),
-                Op::Srai { rd, rs1, sh } => x!(rd) = ((x!(rs1) as i32) >> (sh & 31)) as u32,
-                Op::Add { rd, rs1, rs2 } => x!(rd) = x!(rs1).wrapping_add(x!(rs2)),
-                Op::Sub { rd, rs1, rs2 } => x!(rd) = x!(rs1).wrapping_sub(x!(rs2)),
-                Op::Sll { rd, rs1, rs2 } => x!(rd) = x!(rs1) << (x!(rs2) & 31),
-                Op::Slt { rd, rs1, rs2 } => x!(rd) = ((x!(rs1) as i32) < (x!(rs2) as i32)) as u32,
-                Op::Sltu { rd, rs1, rs2 } => x!(rd) = (x!(rs1) < x!(rs2)) as u32,
-                Op::Xor { rd, rs1, rs2 } => x!(rd) = x!(rs1) ^ x!(rs2),
-                Op::Srl { rd, rs1, rs2 } => x!(rd) = x!(rs1) >> (x!(rs2) & 31),
-                Op::Sra { rd, rs1, rs2 } => x!(rd) = ((x!(rs1) as i32) >> (x!(rs2) & 31)) as u32,
-                Op::Or { rd, rs1, rs2 } => x!(rd) = x!(rs1) | x!(rs2),
-                Op::And { rd, rs1, rs2 } => x!(rd) = x!(rs1) & x!(rs2),
+                Op::Slti { rd, rs1, imm } => set!(rd, ((x!(rs1) as i32) < imm) as u32),
+                Op::Sltiu { rd, rs1, imm } => set!(rd, (x!(rs1) < imm as u32) as u32),
+                Op::Xori { rd, rs1, imm } => set!(rd, x!(rs1) ^ imm as u32),
+                Op::Ori { rd, rs1, imm } => set!(rd, x!(rs1) | imm as u32),
+                Op::Andi { rd, rs1, imm } => set!(rd, x!(rs1) & imm as u32),
+                Op::Slli { rd, rs1, sh } => set!(rd, x!(rs1) << (sh & 31)),
+                Op::Srli { rd, rs1, sh } => set!(rd, x!(rs1) >> (sh & 31)),
+                Op::Srai { rd, rs1, sh } => set!(rd, ((x!(rs1) as i32) >> (sh & 31)) as u32),
+                Op::Add { rd, rs1, rs2 } => set!(rd, x!(rs1).wrapping_add(x!(rs2))),
+                Op::Sub { rd, rs1, rs2 } => set!(rd, x!(rs1).wrapping_sub(x!(rs2))),
+                Op::Sll { rd, rs1, rs2 } => set!(rd, x!(rs1) << (x!(rs2) & 31)),
+                Op::Slt { rd, rs1, rs2 } => set!(rd, ((x!(rs1) as i32) < (x!(rs2) as i32)) as u32),
+                Op::Sltu { rd, rs1, rs2 } => set!(rd, (x!(rs1) < x!(rs2)) as u32),
+                Op::Xor { rd, rs1, rs2 } => set!(rd, x!(rs1) ^ x!(rs2)),
+                Op::Srl { rd, rs1, rs2 } => set!(rd, x!(rs1) >> (x!(rs2) & 31)),
+                Op::Sra { rd, rs1, rs2 } => set!(rd, ((x!(rs1) as i32) >> (x!(rs2) & 31)) as u32),
+                Op::Or { rd, rs1, rs2 } => set!(rd, x!(rs1) | x!(rs2)),
+                Op::And { rd, rs1, rs2 } => set!(rd, x!(rs1) & x!(rs2)),
                 Op::Lw { rd, rs1, imm } => {
                     let a = x!(rs1).wrapping_add(imm as u32);
                     if a <= WRAM_SIZE - 4 && a & 3 == 0 {
@@ -328,11 +357,12 @@ impl<'a> Dpu<'a> {
                         match self.load_slow(t, a, 4, now) {
                             Ok((v, w)) => {
                                 self.regs[t][(rd & 31) as usize] = v;
-                                wait = w;
+                                wait = wait.max(w);
                             }
                             Err(f) => fault!(pc, f),
                         }
                     }
+                    fuse_next!(rd);
                 }
                 Op::Lh { rd, rs1, imm } | Op::Lhu { rd, rs1, imm } => {
                     let a = x!(rs1).wrapping_add(imm as u32);
@@ -342,7 +372,7 @@ impl<'a> Dpu<'a> {
                     } else {
                         match self.load_slow(t, a, 2, now) {
                             Ok((v, w)) => {
-                                wait = w;
+                                wait = wait.max(w);
                                 v
                             }
                             Err(f) => fault!(pc, f),
@@ -362,7 +392,7 @@ impl<'a> Dpu<'a> {
                     } else {
                         match self.load_slow(t, a, 1, now) {
                             Ok((v, w)) => {
-                                wait = w;
+                                wait = wait.max(w);
                                 v
                             }
                             Err(f) => fault!(pc, f),
@@ -381,10 +411,11 @@ impl<'a> Dpu<'a> {
                         wr_u32(self.wram, a, v);
                     } else {
                         match self.store_slow(t, a, 4, v, now) {
-                            Ok(w) => wait = w,
+                            Ok(w) => wait = wait.max(w),
                             Err(f) => fault!(pc, f),
                         }
                     }
+                    fuse_next!(rs2);
                 }
                 Op::Sh { rs1, rs2, imm } => {
                     let a = x!(rs1).wrapping_add(imm as u32);
@@ -393,7 +424,7 @@ impl<'a> Dpu<'a> {
                         wr_u16(self.wram, a, v as u16);
                     } else {
                         match self.store_slow(t, a, 2, v, now) {
-                            Ok(w) => wait = w,
+                            Ok(w) => wait = wait.max(w),
                             Err(f) => fault!(pc, f),
                         }
                     }
@@ -405,7 +436,7 @@ impl<'a> Dpu<'a> {
                         self.wram[(a as usize) & (WS - 1)] = v as u8;
                     } else {
                         match self.store_slow(t, a, 1, v, now) {
-                            Ok(w) => wait = w,
+                            Ok(w) => wait = wait.max(w),
                             Err(f) => fault!(pc, f),
                         }
                     }
@@ -466,7 +497,7 @@ impl<'a> Dpu<'a> {
                     npc = if *left == 0 { self.stall_ret[t] } else { pc };
                 }
                 Op::Ecall => match self.ecall(t, pc, now) {
-                    Ok(Flow::Next { wait: w }) => wait = w,
+                    Ok(Flow::Next { wait: w }) => wait = wait.max(w),
                     Ok(Flow::Jump { npc: n }) => npc = n,
                     Ok(Flow::Halt) => {
                         let h = &mut self.hot[t];
@@ -480,7 +511,7 @@ impl<'a> Dpu<'a> {
                 Op::Generic { word } => match self.generic(t, pc, word, now) {
                     Ok((n, w)) => {
                         npc = n;
-                        wait = w;
+                        wait = wait.max(w);
                     }
                     Err(f) => fault!(pc, f),
                 },
@@ -491,12 +522,43 @@ impl<'a> Dpu<'a> {
                     fault!(pc, Fault::IramOutOfRange { addr })
                 }
             }
+            if fk > 31 && self.fuse_into_next(t, op, fk >> 5) {
+                self.hot[t].pc = npc;
+                carry = wait;
+                stay = true;
+                continue;
+            }
             let h = &mut self.hot[t];
             h.pc = npc;
             h.ready_at = wait.max(now + rev);
             h.icount += 1;
             now += 1;
         }
+    }
+
+    /// Whether the op after `op` (just executed by tasklet `t`, the first of a fused pair of
+    /// [`fuse`] kind `kind`) issues in the same slot. Word pairs fuse only when their
+    /// address is 8-aligned (the DPU's `ld`/`sd` need it); a pair in MRAM is one 8-byte DMA.
+    #[inline(never)]
+    fn fuse_into_next(&mut self, t: usize, op: Op, kind: u8) -> bool {
+        if kind != fuse::ALWAYS {
+            let (rs1, imm) = match op {
+                Op::Lw { rs1, imm, .. } | Op::Sw { rs1, imm, .. } => (rs1, imm),
+                _ => return false,
+            };
+            let hi = if kind == fuse::PAIR_HI { 4 } else { 0 };
+            let addr = self.regs[t][(rs1 & 31) as usize]
+                .wrapping_add(imm as u32)
+                .wrapping_sub(hi);
+            if addr & 7 != 0 {
+                return false;
+            }
+            if addr >= WRAM_SIZE {
+                self.pair_second = true;
+            }
+        }
+        self.run_stats.fused_pairs += 1;
+        true
     }
 
     /// Round-robin choice when the tasklet after `last` cannot issue at `now`: the first
@@ -603,10 +665,11 @@ impl<'a> Dpu<'a> {
     #[cold]
     #[inline(never)]
     fn load_slow(&mut self, t: usize, addr: u32, size: u32, now: u64) -> Result<(u32, u64), Fault> {
+        let merged = std::mem::take(&mut self.pair_second);
         let (bytes, wait): (&[u8], u64) = match self.locate(addr, size)? {
             Space::Wram(a) => (&self.wram[a..a + size as usize], 0),
             Space::Mram(o) => {
-                let done = self.dma(t, now, 8, true);
+                let done = if merged { 0 } else { self.dma(t, now, 8, true) };
                 (&self.mram[o..o + size as usize], done)
             }
         };
@@ -626,6 +689,7 @@ impl<'a> Dpu<'a> {
         v: u32,
         now: u64,
     ) -> Result<u64, Fault> {
+        let merged = std::mem::take(&mut self.pair_second);
         let bytes = v.to_le_bytes();
         let n = size as usize;
         match self.locate(addr, size)? {
@@ -635,7 +699,11 @@ impl<'a> Dpu<'a> {
             }
             Space::Mram(o) => {
                 self.mram[o..o + n].copy_from_slice(&bytes[..n]);
-                Ok(self.dma(t, now, 8, false))
+                Ok(if merged {
+                    0
+                } else {
+                    self.dma(t, now, 8, false)
+                })
             }
         }
     }

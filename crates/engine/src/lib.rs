@@ -41,6 +41,53 @@
 //! instruction mode it counts the instructions issued by all tasklets before the call since
 //! the reset (arithmetic-call slots included).
 //!
+//! # Issue-slot corrections
+//!
+//! The engine runs RV32I, but the timing must be the DPU's, and the DPU ISA does in one
+//! instruction several things RV32I needs two for. [`Program::decode`] therefore marks
+//! *pairs* of consecutive RV32I instructions that the real DPU executes as one instruction;
+//! such a pair **issues in one slot** (one cycle, one revolver turn of its tasklet, one
+//! instruction in [`RunOutcome::instructions`] and in the performance counter). The facts
+//! about the DPU ISA come from its instruction formats as implemented in uPIMulator
+//! (VIA-Research/uPIMulator, `linker/kernel/instruction`): ALU operations with a condition
+//! and a jump target (`RRRCI`/`RRICI`: `add rc, ra, rb, cond, pc`; 8-bit immediates;
+//! conditions on the result such as z/nz/mi/pl, and for `sub` also the comparisons
+//! lts/ltu/ges/...), compare-and-branch against zero-register forms with 11-bit immediates
+//! (`ZRICI`: `sub zero, ra, imm, cond, pc`, which the assembler spells `jlt ra, imm, pc` and
+//! so on), 64-bit pair loads and stores (`ld dc, ra, off` / `sd ra, off, db`), 32-bit
+//! immediates in ALU operations (`RRI`: `add rc, ra, imm32`, `move rc, imm32`) and 24-bit
+//! signed load/store offsets (`ERRI`). The rules, applied greedily from the start of the
+//! program (an instruction belongs to at most one pair):
+//!
+//! 1. **ALU op + branch on its result.** An ALU instruction writing `rd` (not `x0`/`sp`)
+//!    followed by a conditional branch that compares `rd` with `x0`. Immediate forms must fit
+//!    the DPU's field: 8 bits signed for `addi/xori/ori/andi`, 11 bits for `slti/sltiu` (a
+//!    compare), shifts always. This covers the compare idioms `slt/sltu/slti/sltiu t, ...;
+//!    bnez/beqz t` (the DPU's compare-and-branch). A branch comparing the result with
+//!    another register is two DPU instructions and is not fused.
+//! 2. **Constant + compare-and-branch.** `addi t, x0, imm` with `imm` in 11 bits signed,
+//!    followed by a branch that compares another register with `t` (the DPU compares with an
+//!    immediate directly).
+//! 3. **64-bit pair access.** Two `lw` (or two `sw`) at offsets `o` and `o + 4` of the same
+//!    base register, in either order, `o` a multiple of 8; for loads the first must not
+//!    overwrite the base and the two destinations differ. The DPU's `ld`/`sd` need an
+//!    8-aligned address, so the pair issues in one slot only when `base + o` is 8-aligned
+//!    at run time (otherwise the two ops issue separately). A pair that addresses MRAM
+//!    directly is one 8-byte DMA.
+//! 4. **32-bit constant + consumer.** `lui`/`auipc t` followed by an instruction that uses
+//!    `t` as its constant: `addi _, t, _` (`move`/`add` with a 32-bit immediate),
+//!    `add/sub/and/or/xor` with `t` as exactly one operand, a load or store with base `t`
+//!    whose absolute address fits 24 bits signed (any WRAM address; not MRAM), or `jalr`
+//!    through `t` (`call`/`jump` to an absolute address).
+//!
+//! The second op of a pair issues together with the first only when control falls through
+//! from the first into it; when a branch or jump targets the second op directly, it issues
+//! alone. Both ops execute exactly as without fusion (same results, same faults; a fault in
+//! the second op is reported at its own pc, and the pair is then not counted). Each fused
+//! issue is counted in [`RunStats::fused_pairs`], so RV32I instructions executed =
+//! `instructions + fused_pairs`. [`Program::decode_with`] with `fuse_pairs = false` turns
+//! the correction off (every RV32I instruction issues alone).
+//!
 //! When a run stops on a fault raised by an instruction issued at cycle `c`,
 //! [`RunOutcome::cycles`] is `c + 1` and the faulting instruction is not counted in
 //! [`RunOutcome::instructions`]; for `Deadlock` and `CycleLimit` it is the cycle at which the
@@ -332,6 +379,10 @@ pub struct RunStats {
     pub idle_cycles: u64,
     /// Bytes of the printf buffer consumed.
     pub printf_bytes: u64,
+    /// Issues in which two RV32I instructions issued together as one DPU instruction
+    /// (fused pairs, see "Issue-slot corrections"); each counts once in `instructions`, so
+    /// RV32I instructions executed = `instructions + fused_pairs`.
+    pub fused_pairs: u64,
 }
 
 /// What a run of one DPU produced.

@@ -43,9 +43,18 @@ impl P {
     pub fn here(&self) -> i32 {
         (self.0.len() * 4) as i32
     }
+    /// The program decoded WITHOUT issue-slot fusion: every RV32I instruction issues alone,
+    /// so the hand-computed cycle counts of the timing tests stay simple. (Fusion has its
+    /// own tests in `fusion.rs`, which use [`P::program_fused`].)
     pub fn program(&self) -> Program {
-        let bytes: Vec<u8> = self.0.iter().flat_map(|w| w.to_le_bytes()).collect();
-        Program::decode(BASE, &bytes)
+        Program::decode_with(BASE, &self.bytes(), false)
+    }
+    /// The program decoded as the host runtime does (fusion on).
+    pub fn program_fused(&self) -> Program {
+        Program::decode(BASE, &self.bytes())
+    }
+    pub fn bytes(&self) -> Vec<u8> {
+        self.0.iter().flat_map(|w| w.to_le_bytes()).collect()
     }
 }
 
@@ -89,8 +98,16 @@ impl Dpu {
         }
     }
     pub fn run(&mut self, p: &P, boot: &BootInfo, timing: &Timing) -> RunOutcome {
+        self.run_program(&p.program(), boot, timing)
+    }
+    pub fn run_program(
+        &mut self,
+        program: &Program,
+        boot: &BootInfo,
+        timing: &Timing,
+    ) -> RunOutcome {
         run(
-            &p.program(),
+            program,
             boot,
             DpuMemory {
                 wram: &mut self.wram,
