@@ -1,6 +1,6 @@
 # OpenPIM — top-level commands.
 #   make demo   fresh machine: installs what it needs, builds, runs the demo on the emulator
-#   make test   everything: unit tests, header checks, the conformance suite
+#   make test   everything: unit tests, header checks, the conformance suite, the report tests
 #   make bench  the benchmarks (tables on stdout)
 SHELL := /bin/bash
 export PATH := $(HOME)/.cargo/bin:$(PATH)
@@ -25,6 +25,7 @@ test: build
 	sdk/dpu/test/check.sh
 	tests/headers/check.sh
 	tests/conformance/run.sh
+	tests/report/run.sh
 
 bench: build
 	bench/run.sh

@@ -3,6 +3,7 @@
 #  - the DPU cross compiler: Debian's gcc-riscv64-unknown-elf (RV32I multilib, see DESIGN.md §3)
 #  - a host C compiler and make (for users' host programs and the conformance suite)
 #  - a Rust toolchain (cargo) if none is on PATH
+#  - matplotlib for the phase plots (optional: a warning if it cannot be installed)
 set -euo pipefail
 
 need_apt=()
@@ -36,6 +37,15 @@ if ! command -v cargo >/dev/null 2>&1; then
     echo "setup: installing Rust (Debian's cargo)"
     SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
     $SUDO apt-get install -y -qq cargo rustc >/dev/null
+  fi
+fi
+# matplotlib draws the phase plots (openpim plot); never fail setup because of it.
+if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import matplotlib' >/dev/null 2>&1; then
+  echo "setup: installing matplotlib (for openpim plot)"
+  if ! python3 -m pip install --quiet matplotlib >/dev/null 2>&1; then
+    # PEP 668: Debian's Python is "externally managed"; install beside it.
+    python3 -m pip install --quiet --break-system-packages matplotlib >/dev/null 2>&1 \
+      || echo "setup: warning: could not install matplotlib; 'openpim plot' will not work (python3 -m pip install matplotlib)" >&2
   fi
 fi
 echo "setup: ok"

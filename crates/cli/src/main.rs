@@ -2,8 +2,10 @@
 //!
 //! - `openpim env` prints shell exports that put the SDK commands and libdpu on the paths;
 //! - `openpim info` describes the emulated machine of a profile;
-//! - `openpim run -- CMD` runs a host program on the emulator with a chosen profile;
-//! - `openpim demo` builds and runs the bundled demo program.
+//! - `openpim run -- CMD` runs a host program on the emulator with a chosen profile, with an
+//!   optional run report (`--report`, `--report=FILE.json`) and trace (`--trace=FILE.json`);
+//! - `openpim demo` builds and runs the bundled demo program;
+//! - `openpim plot REPORT.json` draws the phase breakdown of a JSON report.
 
 mod install;
 
@@ -63,6 +65,43 @@ impl MachineOpts {
     }
 }
 
+/// Options that ask for the run report and trace (they set OPENPIM_REPORT / OPENPIM_TRACE).
+#[derive(clap::Args, Clone, Default)]
+struct ReportOpts {
+    /// Print the run report (phases, ranks, launches, advice) on stderr at exit; with
+    /// `=FILE.json`, write it as JSON instead (docs/report-schema.md).
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "1", value_name = "FILE.json")]
+    report: Option<String>,
+    /// Write a Chrome/Perfetto trace of the virtual timeline (one track for the host, one per rank).
+    #[arg(long, value_name = "FILE.json")]
+    trace: Option<String>,
+}
+
+impl ReportOpts {
+    /// The environment the options stand for (paths made absolute).
+    fn env(&self) -> Vec<(&'static str, String)> {
+        let abs = |p: &str| {
+            let path = std::path::Path::new(p);
+            if path.is_absolute() {
+                p.to_string()
+            } else {
+                std::env::current_dir()
+                    .map(|d| d.join(path).to_string_lossy().into_owned())
+                    .unwrap_or_else(|_| p.to_string())
+            }
+        };
+        let mut v = Vec::new();
+        if let Some(r) = &self.report {
+            let value = if r == "1" { r.clone() } else { abs(r) };
+            v.push(("OPENPIM_REPORT", value));
+        }
+        if let Some(t) = &self.trace {
+            v.push(("OPENPIM_TRACE", abs(t)));
+        }
+        v
+    }
+}
+
 #[derive(Subcommand)]
 enum Cmd {
     /// Print shell exports for the SDK commands: eval "$(openpim env)".
@@ -76,6 +115,8 @@ enum Cmd {
     Run {
         #[command(flatten)]
         machine: MachineOpts,
+        #[command(flatten)]
+        report: ReportOpts,
         /// The command and its arguments.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         command: Vec<String>,
@@ -84,6 +125,16 @@ enum Cmd {
     Demo {
         #[command(flatten)]
         machine: MachineOpts,
+        #[command(flatten)]
+        report: ReportOpts,
+    },
+    /// Draw the stacked phase breakdown of a JSON run report (needs python3 and matplotlib).
+    Plot {
+        /// A report written by `openpim run --report=FILE.json`.
+        report: String,
+        /// The image to write (default: the report's name with .png).
+        #[arg(short = 'o', long = "output")]
+        output: Option<String>,
     },
 }
 
@@ -111,8 +162,28 @@ fn dispatch(cmd: Cmd) -> Result<ExitCode> {
             print!("{text}");
             Ok(ExitCode::SUCCESS)
         }
-        Cmd::Run { machine, command } => run_command(&install, &machine, &command, None),
-        Cmd::Demo { machine } => {
+        Cmd::Run {
+            machine,
+            report,
+            command,
+        } => run_command(&install, &machine, &report, &command, None),
+        Cmd::Plot { report, output } => {
+            let script = install.root.join("scripts/plot_phases.py");
+            let mut cmd = Command::new("python3");
+            cmd.arg(&script).arg(&report);
+            if let Some(o) = output {
+                cmd.arg("-o").arg(o);
+            }
+            let status = cmd.status().context(
+                "could not start python3 (install it, with matplotlib: scripts/setup.sh)",
+            )?;
+            Ok(if status.success() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
+        Cmd::Demo { machine, report } => {
             let dir = install.root.join("examples/demo");
             let status = install
                 .command("make")
@@ -124,7 +195,13 @@ fn dispatch(cmd: Cmd) -> Result<ExitCode> {
             if !status.success() {
                 bail!("building the demo in {} failed", dir.display());
             }
-            run_command(&install, &machine, &["./bin/host".to_string()], Some(&dir))
+            run_command(
+                &install,
+                &machine,
+                &report,
+                &["./bin/host".to_string()],
+                Some(&dir),
+            )
         }
     }
 }
@@ -133,6 +210,7 @@ fn dispatch(cmd: Cmd) -> Result<ExitCode> {
 fn run_command(
     install: &Install,
     machine: &MachineOpts,
+    report: &ReportOpts,
     command: &[String],
     dir: Option<&std::path::Path>,
 ) -> Result<ExitCode> {
@@ -144,6 +222,9 @@ fn run_command(
         // Fail early, with the emulator's own message, on a profile no launch would accept.
         openpim_runtime::machine_description(&profile).map_err(|e| anyhow::anyhow!("{e}"))?;
         cmd.env("UPMEM_PROFILE_BASE", profile);
+    }
+    for (k, v) in report.env() {
+        cmd.env(k, v);
     }
     if let Some(d) = dir {
         cmd.current_dir(d);

@@ -73,6 +73,9 @@ pub fn fault_summary(count: usize) -> String {
 
 /// Runs an entry point: no panic crosses the FFI boundary, every error is reported once.
 pub fn entry(func: &'static str, f: impl FnOnce() -> Result<(), Fail>) -> DpuError {
+    // Virtual time: the host code since the previous SDK call ends here.
+    crate::exit::ensure_registered();
+    let _call = openpim_runtime::timeline::SdkCall::enter();
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => DPU_OK,
         Ok(Err(Fail::Rt(e))) => {

@@ -9,6 +9,7 @@
 #![allow(clippy::missing_safety_doc)] // Each entry point's contract is the SDK's documentation.
 
 pub mod errors;
+mod exit;
 pub mod handles;
 pub mod types;
 

@@ -296,6 +296,19 @@ impl MachineConfig {
             hw.dma.beta_millicycles_per_byte / 1000,
             hw.dma.beta_millicycles_per_byte % 1000
         );
+        let bus = hw.bus_spec();
+        let _ = writeln!(
+            s,
+            "bus: CPU-DPU {} GB/s (1 DPU) / {} GB/s (rank), DPU-CPU {} / {} GB/s, broadcast {} GB/s, {} us per call, host {} x {} GB/s channels",
+            bus.cpu_dpu_serial_gbps,
+            bus.cpu_dpu_rank_gbps,
+            bus.dpu_cpu_serial_gbps,
+            bus.dpu_cpu_rank_gbps,
+            bus.broadcast_rank_gbps,
+            bus.call_latency_ns as f64 / 1000.0,
+            bus.host_channels,
+            bus.channel_gbps
+        );
         let _ = writeln!(
             s,
             "arithmetic (issue slots): mul32 {}, div32 {}, mul64 {}, div64 {}",

@@ -4,13 +4,18 @@
 //! The machine knows nothing of the SDK's C types; the host runtime (`openpim-runtime`)
 //! builds DPU sets, programs and transfers on top of it.
 //!
-//! Room for later issues: the bus model (host<->rank bandwidths) and the virtual clock will
-//! live here, fed by new optional sections of [`HardwareProfile`].
+//! The bus model ([`BusModel`], host <-> rank transfer times from the profile's `[bus]`
+//! section) and the virtual clock ([`VirtualClock`], one host timeline and one per rank) are
+//! pure arithmetic: the host runtime feeds them durations.
 
+mod bus;
+mod clock;
 mod config;
 mod memory;
 mod profile;
 
+pub use bus::{BusModel, BusSpec, Direction, XferKind};
+pub use clock::{Nanos, Phase, Span, Track, VirtualClock};
 pub use config::{
     BackendKind, ConfigError, MachineConfig, SystemConfig, PROFILE_BASE_ENV, VALID_KEYS,
 };

@@ -10,6 +10,8 @@ use openpim_engine::{map, Timing};
 use serde::Deserialize;
 use thiserror::Error;
 
+use crate::bus::{BusModel, BusSpec};
+
 /// Name of the profile used when none is asked for.
 pub const DEFAULT_PROFILE: &str = "upmem-v1a";
 
@@ -110,6 +112,9 @@ pub struct HardwareProfile {
     pub memory: MemorySpec,
     pub dma: DmaSpec,
     pub cost: CostSpec,
+    /// Host <-> PIM bus (`[bus]`; a file without it gets the `upmem-v1a` figures).
+    #[serde(default)]
+    pub bus: Option<BusSpec>,
     pub topology: TopologySpec,
 }
 
@@ -200,7 +205,18 @@ impl HardwareProfile {
         {
             return Err("topology.chips_per_rank must divide topology.dpus_per_rank".into());
         }
+        self.bus_spec().validate(self.topology.dpus_per_rank)?;
         Ok(())
+    }
+
+    /// The bus figures (the profile's `[bus]`, or the `upmem-v1a` defaults).
+    pub fn bus_spec(&self) -> BusSpec {
+        self.bus.clone().unwrap_or_else(BusSpec::upmem_default)
+    }
+
+    /// The bus model of this profile.
+    pub fn bus_model(&self) -> BusModel {
+        BusModel::new(&self.bus_spec(), self.topology.dpus_per_rank)
     }
 
     /// DPUs in the whole server.
@@ -296,6 +312,55 @@ mod tests {
         assert!(e.to_string().contains("memory.wram_bytes"), "{e}");
         let typo = include_str!("../../../profiles/upmem-v1a.toml").replace("mul64", "mul46");
         assert!(HardwareProfile::parse("typo", &typo).is_err());
+    }
+
+    #[test]
+    fn bus_section_loaded_overridden_and_rejected() {
+        for name in builtin_names() {
+            let p = HardwareProfile::load(name).unwrap();
+            let bus = p
+                .bus
+                .clone()
+                .expect("built-in profiles have a [bus] section");
+            assert_eq!(bus, crate::bus::BusSpec::upmem_default());
+        }
+        let text = include_str!("../../../profiles/upmem-v1a.toml");
+        // Overridden: a user's faster bus.
+        let fast = text.replace("cpu_dpu_rank_gbps = 6.68", "cpu_dpu_rank_gbps = 12.5");
+        let p = HardwareProfile::parse("fast", &fast).unwrap();
+        assert_eq!(p.bus_spec().cpu_dpu_rank_gbps, 12.5);
+        // Missing section: the defaults (older profile files stay valid).
+        let start = text.find("\n[bus]").unwrap();
+        let end = text.find("\n[topology]").unwrap();
+        let old = format!("{}{}", &text[..start], &text[end..]);
+        let p = HardwareProfile::parse("old", &old).unwrap();
+        assert!(p.bus.is_none());
+        assert_eq!(p.bus_spec(), crate::bus::BusSpec::upmem_default());
+        // Rejected, with the key named: impossible rank bandwidth, negative, unknown key.
+        let e = HardwareProfile::parse(
+            "bad",
+            &text.replace("broadcast_rank_gbps = 16.88", "broadcast_rank_gbps = 50"),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("bus.broadcast_rank_gbps"), "{e}");
+        let e = HardwareProfile::parse(
+            "neg",
+            &text.replace("channel_gbps = 19.2", "channel_gbps = -1.0"),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("bus.channel_gbps"), "{e}");
+        let e = HardwareProfile::parse(
+            "typo",
+            &text.replace("host_channels = 10", "host_chanels = 10"),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("host_chanels"), "{e}");
+        let e = HardwareProfile::parse(
+            "type",
+            &text.replace("call_latency_ns = 3000", "call_latency_ns = \"fast\""),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("call_latency_ns"), "{e}");
     }
 
     #[test]

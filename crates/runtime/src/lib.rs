@@ -13,11 +13,14 @@
 //! locks and no global lock is held while DPUs run.
 
 mod error;
+mod interleave;
 mod program;
 mod rank;
+pub mod report;
 mod set;
 mod stats;
 mod system;
+pub mod timeline;
 mod xfer;
 
 #[cfg(test)]

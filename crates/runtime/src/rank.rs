@@ -371,7 +371,9 @@ impl Rank {
         }
         self.queue.lock().pending += 1;
         let tx = sender.as_ref().expect("sender was just set");
+        crate::timeline::on_enqueue(self.id);
         if tx.send((Arc::clone(self), op)).is_err() {
+            crate::timeline::cancel_enqueue(self.id);
             self.queue.finish(Ok(()), false);
             return Err(Error::Internal("the rank's worker thread is gone".into()));
         }
@@ -412,7 +414,11 @@ impl Rank {
         match op {
             RankOp::Callback(job) => {
                 self.queue.lock().in_callback += 1;
-                let r = catch_unwind(AssertUnwindSafe(|| as_callback_of(&[self.id], job)));
+                let started = std::time::Instant::now();
+                let r = crate::timeline::in_queued_callback(|| {
+                    catch_unwind(AssertUnwindSafe(|| as_callback_of(&[self.id], job)))
+                });
+                crate::timeline::queued_callback(self.id, started.elapsed().as_nanos() as u64);
                 let mut q = self.queue.lock();
                 q.in_callback -= 1;
                 self.queue.changed.notify_all();
@@ -434,7 +440,8 @@ impl Rank {
     /// Executes a non-callback operation on already locked state.
     pub(crate) fn execute_locked(&self, state: &mut RankState, op: RankOp) -> Result<()> {
         let name = op.name();
-        catch_unwind(AssertUnwindSafe(|| match op {
+        let pending = crate::timeline::Pending::of(&op);
+        let r = catch_unwind(AssertUnwindSafe(|| match op {
             RankOp::Load { program, dpus } => self.exec_load(state, program, &dpus),
             RankOp::Write { len, items } => self.exec_write(state, len, &items),
             RankOp::Read { len, items } => self.exec_read(state, len, &items),
@@ -447,7 +454,10 @@ impl Rank {
                 self.id,
                 panic_message(&*p)
             )))
-        })
+        });
+        // Virtual time of the operation (modeled; the host-side interleaving is real).
+        crate::timeline::finish(self, pending);
+        r
     }
 
     fn exec_load(&self, state: &mut RankState, program: Arc<Program>, dpus: &[u32]) -> Result<()> {
@@ -640,9 +650,7 @@ impl Rank {
         for (d, _) in &dpus {
             let dpu = &state.dpus[*d as usize];
             if let Some(s) = dpu.stats {
-                record.max_cycles = record.max_cycles.max(s.cycles);
-                record.total_cycles += s.cycles;
-                record.total_instructions += s.instructions;
+                record.absorb(&s);
             }
             if let Some(f) = &dpu.fault {
                 faults.push(f);
@@ -704,10 +712,7 @@ fn run_one(
     }));
     match outcome {
         Ok(out) => {
-            dpu.stats = Some(DpuRunStats {
-                cycles: out.cycles,
-                instructions: out.instructions,
-            });
+            dpu.stats = Some(DpuRunStats::from_outcome(&out));
             dpu.log = out.log;
             dpu.fault = out.fault.map(|f| FaultInfo {
                 rank,

@@ -178,9 +178,13 @@ impl DpuSet {
         }
         let mut ops = ops;
         ops.sort_by_key(|(r, _)| r.id());
+        // Virtual time: the ranks' operations are issued now; the host waits for them.
+        let issue = crate::timeline::issue_now(crate::timeline::call_bytes(&ops));
+        let ids: Vec<u32> = ops.iter().map(|(r, _)| r.id()).collect();
+        let _join = crate::timeline::JoinOnDrop(ids);
         if ops.len() == 1 {
             let (r, op) = ops.pop().expect("one op");
-            return r.execute(op);
+            return crate::timeline::with_sync_issue(issue, || r.execute(op));
         }
         // Lock every rank (in slot order: no deadlock between threads), then execute.
         let (ranks, ops): (Vec<Arc<Rank>>, Vec<RankOp>) = ops.into_iter().unzip();
@@ -193,7 +197,9 @@ impl DpuSet {
             .collect();
         let results: Vec<Result<()>> = pool().install(|| {
             work.into_par_iter()
-                .map(|(r, st, op)| r.execute_locked(st, op))
+                .map(|(r, st, op)| {
+                    crate::timeline::with_sync_issue(issue, || r.execute_locked(st, op))
+                })
                 .collect()
         });
         merge(results)
@@ -202,6 +208,7 @@ impl DpuSet {
     /// Runs per-rank operations, synchronously or queued.
     fn submit(&self, ops: Vec<(Arc<Rank>, RankOp)>, asynchronous: bool) -> Result<()> {
         if asynchronous {
+            crate::timeline::set_call_bytes(crate::timeline::call_bytes(&ops));
             for (r, op) in ops {
                 r.enqueue(op)?;
             }
@@ -472,6 +479,7 @@ impl DpuSet {
     /// Waits for every queued operation of the set; returns the first asynchronous error.
     pub fn sync(&self) -> Result<()> {
         let results = self.parts().into_iter().map(|(r, _)| r.sync()).collect();
+        crate::timeline::join(self.parts().into_iter().map(|(r, _)| r.id()));
         merge(results)
     }
 
@@ -541,7 +549,11 @@ impl DpuSet {
         let ranks = self.ranks();
         let ids: Vec<u32> = ranks.iter().map(|r| r.id()).collect();
         let call = |cb: &Callback, scope: CallbackScope| {
-            cb(scope).map_err(|code| Error::CallbackFailed { code })
+            // User code on the host: real time (queued callbacks count on their rank).
+            let started = std::time::Instant::now();
+            let r = cb(scope);
+            crate::timeline::callback_ran(started.elapsed().as_nanos() as u64);
+            r.map_err(|code| Error::CallbackFailed { code })
         };
         if !flags.asynchronous {
             self.wait_idle();

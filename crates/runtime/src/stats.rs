@@ -1,12 +1,54 @@
 //! Launch statistics, kept for the run report.
 
+use std::collections::HashMap;
 use std::sync::Mutex;
+
+use openpim_engine::RunOutcome;
 
 /// What one DPU's last launch cost.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DpuRunStats {
     pub cycles: u64,
     pub instructions: u64,
+    /// Tasklets booted.
+    pub tasklets: u32,
+    /// Bytes moved by DMA (MRAM->WRAM plus WRAM->MRAM).
+    pub dma_bytes: u64,
+    /// DMA requests (direct MRAM loads/stores count as 8-byte requests).
+    pub dma_requests: u64,
+    /// Cycles the DMA engine was busy.
+    pub dma_busy_cycles: u64,
+    /// Cycles tasklets slept (waiting on a barrier, mutex, semaphore, handshake), summed.
+    pub sleep_cycles: u64,
+    /// Cycles tasklets waited for their DMA, summed.
+    pub dma_wait_cycles: u64,
+    /// Cycles tasklets were runnable (alive, not asleep, not waiting for DMA), summed.
+    pub runnable_cycles: u64,
+}
+
+impl DpuRunStats {
+    /// The statistics of an engine run.
+    pub fn from_outcome(out: &RunOutcome) -> DpuRunStats {
+        let s = &out.stats;
+        let mut st = DpuRunStats {
+            cycles: out.cycles,
+            instructions: out.instructions,
+            tasklets: s.tasklets.len() as u32,
+            dma_bytes: s.dma_bytes_read + s.dma_bytes_written,
+            dma_requests: s.dma_requests,
+            dma_busy_cycles: s.dma_busy_cycles,
+            ..DpuRunStats::default()
+        };
+        for t in &s.tasklets {
+            st.sleep_cycles += t.sleep_cycles;
+            st.dma_wait_cycles += t.dma_wait_cycles;
+            st.runnable_cycles += t
+                .end_cycle
+                .min(out.cycles)
+                .saturating_sub(t.sleep_cycles + t.dma_wait_cycles);
+        }
+        st
+    }
 }
 
 /// One launch of one rank.
@@ -26,12 +68,65 @@ pub struct LaunchRecord {
     pub faults: u32,
     /// `max_cycles` at the profile's DPU frequency.
     pub modeled_seconds: f64,
+    /// Most tasklets of a DPU of the launch.
+    pub tasklets: u32,
+    /// Tasklets summed over the DPUs.
+    pub total_tasklets: u64,
+    /// DMA bytes summed over the DPUs.
+    pub dma_bytes: u64,
+    /// DMA requests summed over the DPUs.
+    pub dma_requests: u64,
+    /// DMA busy cycles summed over the DPUs.
+    pub dma_busy_cycles: u64,
+    /// Sleep cycles summed over the DPUs' tasklets.
+    pub sleep_cycles: u64,
+    /// DMA wait cycles summed over the DPUs' tasklets.
+    pub dma_wait_cycles: u64,
+    /// Runnable cycles summed over the DPUs' tasklets.
+    pub runnable_cycles: u64,
+    /// Tasklet-cycles available (tasklets x cycles, summed over the DPUs).
+    pub tasklet_cycles: u64,
+}
+
+impl LaunchRecord {
+    /// Adds one DPU's statistics.
+    pub fn absorb(&mut self, s: &DpuRunStats) {
+        self.max_cycles = self.max_cycles.max(s.cycles);
+        self.total_cycles += s.cycles;
+        self.total_instructions += s.instructions;
+        self.tasklets = self.tasklets.max(s.tasklets);
+        self.total_tasklets += u64::from(s.tasklets);
+        self.dma_bytes += s.dma_bytes;
+        self.dma_requests += s.dma_requests;
+        self.dma_busy_cycles += s.dma_busy_cycles;
+        self.sleep_cycles += s.sleep_cycles;
+        self.dma_wait_cycles += s.dma_wait_cycles;
+        self.runnable_cycles += s.runnable_cycles;
+        self.tasklet_cycles += u64::from(s.tasklets) * s.cycles;
+    }
 }
 
 static HISTORY: Mutex<Vec<LaunchRecord>> = Mutex::new(Vec::new());
 
+/// The last launch of each rank not yet placed on the virtual timeline.
+static UNTIMED: Mutex<Option<HashMap<u32, LaunchRecord>>> = Mutex::new(None);
+
 pub(crate) fn record_launch(r: LaunchRecord) {
+    UNTIMED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert_with(HashMap::new)
+        .insert(r.rank, r.clone());
     HISTORY.lock().unwrap_or_else(|e| e.into_inner()).push(r);
+}
+
+/// Takes the launch `rank` just recorded (for the timeline).
+pub(crate) fn take_launch(rank: u32) -> Option<LaunchRecord> {
+    UNTIMED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_mut()
+        .and_then(|m| m.remove(&rank))
 }
 
 /// Every rank launch of this process so far, in completion order.

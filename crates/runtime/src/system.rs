@@ -13,6 +13,7 @@ use crate::set::DpuSet;
 static USED: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
 
 pub(crate) fn release_slot(id: u32) {
+    crate::timeline::rank_released(id);
     USED.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
 }
 
@@ -52,7 +53,9 @@ fn take_slots(nr_ranks: u32, count: Option<u32>, what: &str) -> Result<Vec<SlotG
 fn build(machine: Arc<MachineConfig>, slots: Vec<SlotGuard>, dpus: Vec<u32>) -> Result<DpuSet> {
     let mut ranks = Vec::with_capacity(slots.len());
     for (slot, n) in slots.into_iter().zip(dpus) {
-        ranks.push(Arc::new(Rank::new(slot, n, Arc::clone(&machine))?));
+        let rank = Arc::new(Rank::new(slot, n, Arc::clone(&machine))?);
+        crate::timeline::rank_allocated(&rank);
+        ranks.push(rank);
     }
     Ok(DpuSet::from_ranks(ranks))
 }

@@ -1,0 +1,729 @@
+//! The run report: the virtual timeline broken into the literature's phases, totals per rank,
+//! per-launch statistics and advice; as a text table, as JSON (`docs/report-schema.md`,
+//! `docs/report.schema.json`) and as a Chrome/Perfetto trace.
+//!
+//! Programs ask for it with environment variables (`openpim run --report/--trace` sets them):
+//! `OPENPIM_REPORT=1` prints the table on stderr at exit, `OPENPIM_REPORT=FILE.json` writes
+//! the JSON, `OPENPIM_TRACE=FILE.json` writes the trace.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use openpim_machine::{Nanos, Phase};
+use serde::{Deserialize, Serialize};
+
+use crate::timeline::{self, State};
+
+/// Version of the JSON report's schema.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Environment variable: `1` (table on stderr) or a `.json` path.
+pub const REPORT_ENV: &str = "OPENPIM_REPORT";
+/// Environment variable: path of the trace to write.
+pub const TRACE_ENV: &str = "OPENPIM_TRACE";
+
+/// Nanoseconds per phase.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Phases {
+    pub cpu_dpu_ns: u64,
+    pub dpu_kernel_ns: u64,
+    pub inter_dpu_ns: u64,
+    pub dpu_cpu_ns: u64,
+    pub host_ns: u64,
+    pub alloc_load_ns: u64,
+}
+
+impl Phases {
+    fn from_fn(f: impl Fn(Phase) -> Nanos) -> Phases {
+        Phases {
+            cpu_dpu_ns: f(Phase::CpuDpu),
+            dpu_kernel_ns: f(Phase::DpuKernel),
+            inter_dpu_ns: f(Phase::InterDpu),
+            dpu_cpu_ns: f(Phase::DpuCpu),
+            host_ns: f(Phase::Host),
+            alloc_load_ns: f(Phase::AllocLoad),
+        }
+    }
+
+    /// The time of one phase.
+    pub fn get(&self, p: Phase) -> u64 {
+        match p {
+            Phase::CpuDpu => self.cpu_dpu_ns,
+            Phase::DpuKernel => self.dpu_kernel_ns,
+            Phase::InterDpu => self.inter_dpu_ns,
+            Phase::DpuCpu => self.dpu_cpu_ns,
+            Phase::Host => self.host_ns,
+            Phase::AllocLoad => self.alloc_load_ns,
+        }
+    }
+
+    /// Sum of the phases.
+    pub fn total(&self) -> u64 {
+        Phase::ALL.iter().map(|p| self.get(*p)).sum()
+    }
+}
+
+/// The emulated hardware.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HardwareReport {
+    pub profile: String,
+    pub frequency_mhz: u32,
+    pub revolver_cycles: u32,
+}
+
+/// One rank slot.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RankReport {
+    pub rank: u32,
+    pub dpus: u32,
+    /// Time allocated (host clock), summed over its allocations.
+    pub allocated_ns: u64,
+    /// Busy time per phase on the rank's timeline.
+    pub busy: Phases,
+    /// Allocated but not busy.
+    pub idle_ns: u64,
+    /// Longest stretch allocated and not busy.
+    pub longest_idle_ns: u64,
+    pub launches: u64,
+}
+
+/// One rank's part of a launch.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LaunchRankReport {
+    pub rank: u32,
+    pub dpus: u32,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub cycles: u64,
+    pub instructions: u64,
+    pub faults: u32,
+}
+
+/// One `dpu_launch` call (its ranks' launches, grouped by issue time).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LaunchReport {
+    pub id: u32,
+    pub issue_ns: u64,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub ranks: u32,
+    pub dpus: u32,
+    /// Most tasklets of a DPU.
+    pub tasklets: u32,
+    /// Cycles of the slowest DPU.
+    pub cycles: u64,
+    /// Instructions, all DPUs.
+    pub instructions: u64,
+    /// Instructions per cycle, averaged over the DPUs' cycles (at most 1).
+    pub ipc: f64,
+    pub dma_bytes: u64,
+    pub dma_requests: u64,
+    /// Average DMA engine busy time per DPU.
+    pub dma_time_ns: u64,
+    /// Fraction of tasklet-time spent runnable (not asleep, not waiting for DMA).
+    pub tasklet_utilisation: f64,
+    /// Fraction of tasklet-time spent asleep on synchronisation.
+    pub sync_wait_fraction: f64,
+    pub faults: u32,
+    pub per_rank: Vec<LaunchRankReport>,
+}
+
+/// Transfer counters.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TransferReport {
+    pub serial_to_dpu: u64,
+    pub parallel_to_dpu: u64,
+    pub broadcast_to_dpu: u64,
+    pub serial_from_dpu: u64,
+    pub parallel_from_dpu: u64,
+    pub bytes_to_dpus: u64,
+    pub bytes_from_dpus: u64,
+    /// Modeled bus time, summed over rank operations.
+    pub bus_to_dpu_ns: u64,
+    pub bus_from_dpu_ns: u64,
+    /// Measured time of the host-side byte interleaving, summed.
+    pub host_interleave_ns: u64,
+    /// Rank operations dominated by the fixed per-call cost.
+    pub small_transfers: u64,
+    pub small_transfers_ns: u64,
+    /// Serial transfers that came in runs (loops) over DPUs.
+    pub serial_in_loops: u64,
+}
+
+/// One piece of advice.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Advice {
+    /// Stable identifier: `idle_ranks`, `serial_transfers_in_loops`, `small_transfers`,
+    /// `few_tasklets`, `small_mram_transfers`.
+    pub id: String,
+    pub message: String,
+}
+
+/// The whole report.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub schema_version: u32,
+    pub generator: String,
+    pub hardware: HardwareReport,
+    /// Virtual time of the run (the host clock at the end).
+    pub total_ns: u64,
+    /// The host timeline by phase (adds up to `total_ns`).
+    pub phases: Phases,
+    pub sdk_calls: u64,
+    pub ranks: Vec<RankReport>,
+    pub launches: Vec<LaunchReport>,
+    pub transfers: TransferReport,
+    pub advice: Vec<Advice>,
+}
+
+/// Gaps of a rank's busy spans inside `[from, to)`: (total idle, longest idle).
+fn idle_in(spans: &[openpim_machine::Span], from: Nanos, to: Nanos) -> (u64, u64) {
+    let mut cursor = from;
+    let mut total = 0;
+    let mut longest = 0;
+    let first = spans.partition_point(|s| s.end <= from);
+    for s in &spans[first..] {
+        if s.start >= to {
+            break;
+        }
+        if s.start > cursor {
+            let g = s.start - cursor;
+            total += g;
+            longest = longest.max(g);
+        }
+        cursor = cursor.max(s.end);
+    }
+    if to > cursor {
+        let g = to - cursor;
+        total += g;
+        longest = longest.max(g);
+    }
+    (total, longest)
+}
+
+fn build(s: &State) -> Report {
+    let total = s.clock.now();
+    let hw = s.hardware.clone();
+    let mut report = Report {
+        schema_version: SCHEMA_VERSION,
+        generator: format!("openpim {}", env!("CARGO_PKG_VERSION")),
+        hardware: hw
+            .as_ref()
+            .map(|h| HardwareReport {
+                profile: h.name.clone(),
+                frequency_mhz: h.frequency_mhz,
+                revolver_cycles: h.revolver_cycles,
+            })
+            .unwrap_or_default(),
+        total_ns: total,
+        phases: Phases::from_fn(|p| s.clock.host_phase_ns(p)),
+        sdk_calls: s.sdk_calls,
+        ..Report::default()
+    };
+    // Ranks.
+    for (slot, life) in &s.ranks {
+        let track = s.clock.rank_track(*slot);
+        let busy = Phases::from_fn(|p| track.map_or(0, |t| t.phase_ns(p)));
+        let mut allocated = 0;
+        let mut longest = 0;
+        let mut idle = 0;
+        for (a, b) in &life.intervals {
+            let end = b.unwrap_or(total).max(*a);
+            allocated += end - a;
+            let (i, l) = idle_in(track.map_or(&[], |t| t.spans()), *a, end);
+            idle += i;
+            longest = longest.max(l);
+        }
+        report.ranks.push(RankReport {
+            rank: *slot,
+            dpus: life.dpus,
+            allocated_ns: allocated,
+            busy,
+            idle_ns: idle,
+            longest_idle_ns: longest,
+            launches: s.launches.iter().filter(|l| l.rank == *slot).count() as u64,
+        });
+    }
+    // Launches, grouped by issue time.
+    let mut groups: BTreeMap<u64, Vec<&timeline::LaunchEntry>> = BTreeMap::new();
+    for l in &s.launches {
+        groups.entry(l.issue_ns).or_default().push(l);
+    }
+    for (id, (issue, entries)) in groups.into_iter().enumerate() {
+        let mut lr = LaunchReport {
+            id: id as u32,
+            issue_ns: issue,
+            start_ns: u64::MAX,
+            ..LaunchReport::default()
+        };
+        let (mut cycles_sum, mut dma_busy, mut dpus_total) = (0u64, 0u64, 0u64);
+        let (mut runnable, mut sleep, mut tasklet_cycles) = (0u64, 0u64, 0u64);
+        let mut mhz = 0u32;
+        for e in entries {
+            let r = &e.record;
+            lr.start_ns = lr.start_ns.min(e.start_ns);
+            lr.end_ns = lr.end_ns.max(e.end_ns);
+            lr.ranks += 1;
+            lr.dpus += r.dpus;
+            lr.tasklets = lr.tasklets.max(r.tasklets);
+            lr.cycles = lr.cycles.max(r.max_cycles);
+            lr.instructions += r.total_instructions;
+            lr.dma_bytes += r.dma_bytes;
+            lr.dma_requests += r.dma_requests;
+            lr.faults += r.faults;
+            cycles_sum += r.total_cycles;
+            dma_busy += r.dma_busy_cycles;
+            dpus_total += u64::from(r.dpus);
+            runnable += r.runnable_cycles;
+            sleep += r.sleep_cycles;
+            tasklet_cycles += r.tasklet_cycles;
+            mhz = e.frequency_mhz;
+            lr.per_rank.push(LaunchRankReport {
+                rank: e.rank,
+                dpus: r.dpus,
+                start_ns: e.start_ns,
+                end_ns: e.end_ns,
+                cycles: r.max_cycles,
+                instructions: r.total_instructions,
+                faults: r.faults,
+            });
+        }
+        if lr.start_ns == u64::MAX {
+            lr.start_ns = issue;
+        }
+        let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+        lr.ipc = ratio(lr.instructions, cycles_sum);
+        if dpus_total > 0 && mhz > 0 {
+            lr.dma_time_ns = (dma_busy * 1000) / (dpus_total * u64::from(mhz));
+        }
+        lr.tasklet_utilisation = ratio(runnable, tasklet_cycles).min(1.0);
+        lr.sync_wait_fraction = ratio(sleep, tasklet_cycles).min(1.0);
+        report.launches.push(lr);
+    }
+    // Transfers.
+    let x = &s.xfers;
+    report.transfers = TransferReport {
+        serial_to_dpu: x.ops[0][0],
+        parallel_to_dpu: x.ops[0][1],
+        broadcast_to_dpu: x.ops[0][2],
+        serial_from_dpu: x.ops[1][0],
+        parallel_from_dpu: x.ops[1][1] + x.ops[1][2],
+        bytes_to_dpus: x.bytes[0],
+        bytes_from_dpus: x.bytes[1],
+        bus_to_dpu_ns: x.bus_ns[0],
+        bus_from_dpu_ns: x.bus_ns[1],
+        host_interleave_ns: x.interleave_ns,
+        small_transfers: x.small_ops,
+        small_transfers_ns: x.small_ops_ns,
+        serial_in_loops: x.serial_in_loops,
+    };
+    report.advice = advise(&report, s);
+    report
+}
+
+/// Below this average size (bytes), MRAM DMA transfers waste their fixed cost.
+pub const SMALL_DMA_BYTES: u64 = 256;
+/// Fewer tasklets than this (the revolver depth) leave the pipeline idle.
+pub const MIN_TASKLETS_DEFAULT: u32 = 11;
+
+fn ms(ns: u64) -> String {
+    format!("{:.3} ms", ns as f64 / 1e6)
+}
+
+/// The advice rules (documented in `docs/report-schema.md`).
+fn advise(r: &Report, s: &State) -> Vec<Advice> {
+    let mut out = Vec::new();
+    let total = r.total_ns.max(1);
+    // 1. Ranks allocated but idle for long stretches.
+    let idle: Vec<&RankReport> = r
+        .ranks
+        .iter()
+        .filter(|k| k.longest_idle_ns >= 1_000_000 && k.longest_idle_ns * 2 >= total)
+        .collect();
+    if !idle.is_empty() {
+        let worst = idle.iter().map(|k| k.longest_idle_ns).max().unwrap_or(0);
+        out.push(Advice {
+            id: "idle_ranks".into(),
+            message: format!(
+                "{} rank(s) stayed allocated but idle for long stretches (longest {}, {:.0}% of the run): allocate DPUs just before using them and dpu_free them as soon as possible. An allocated rank is not free even when idle: on a real server, disk reads ran 1.5-2.7x slower while a PIM rank was allocated and unused (\"Side effects of allocating UPMEM processing units\").",
+                idle.len(),
+                ms(worst),
+                100.0 * worst as f64 / total as f64
+            ),
+        });
+    }
+    // 2. Serial transfers in loops.
+    if r.transfers.serial_in_loops >= timeline::SERIAL_RUN {
+        out.push(Advice {
+            id: "serial_transfers_in_loops".into(),
+            message: format!(
+                "{} serial transfers (dpu_copy_to/dpu_copy_from on one DPU) came in loops over DPUs: the bus moves one DPU at a time then (about 0.33 GB/s CPU-DPU); dpu_prepare_xfer + dpu_push_xfer moves a whole rank at once (about 6.7 GB/s per rank).",
+                r.transfers.serial_in_loops
+            ),
+        });
+    }
+    // 3. Many small transfers.
+    let xfer_ns = r.phases.cpu_dpu_ns + r.phases.dpu_cpu_ns;
+    if r.transfers.small_transfers >= 64
+        && r.transfers.small_transfers_ns * 10 >= total.min(xfer_ns.max(1)).max(1)
+    {
+        let latency = s.hardware.as_ref().map_or(0, |h| h.bus_latency_ns);
+        out.push(Advice {
+            id: "small_transfers".into(),
+            message: format!(
+                "{} transfers were so small that their fixed cost (~{:.1} us per call) was most of their time ({} in total): gather the data into fewer, larger transfers.",
+                r.transfers.small_transfers,
+                latency as f64 / 1000.0,
+                ms(r.transfers.small_transfers_ns)
+            ),
+        });
+    }
+    // 4. Fewer than 11 tasklets.
+    let revolver = s
+        .hardware
+        .as_ref()
+        .map_or(MIN_TASKLETS_DEFAULT, |h| h.revolver_cycles);
+    let few: Vec<&LaunchReport> = r
+        .launches
+        .iter()
+        .filter(|l| l.tasklets > 0 && l.tasklets < revolver)
+        .collect();
+    if !few.is_empty() {
+        let t = few.iter().map(|l| l.tasklets).max().unwrap_or(0);
+        let ipc = few.iter().map(|l| l.ipc).fold(0.0, f64::max);
+        out.push(Advice {
+            id: "few_tasklets".into(),
+            message: format!(
+                "{} launch(es) ran with {} tasklet(s) per DPU, fewer than {}: a tasklet issues at most once every {} cycles, so the DPU's pipeline stays partly idle (IPC {:.2}); build the DPU program with -DNR_TASKLETS=16 or more.",
+                few.len(),
+                t,
+                revolver,
+                revolver,
+                ipc
+            ),
+        });
+    }
+    // 5. MRAM transfers below 256 bytes.
+    let (bytes, reqs): (u64, u64) = r
+        .launches
+        .iter()
+        .fold((0, 0), |(b, q), l| (b + l.dma_bytes, q + l.dma_requests));
+    if reqs >= 256 && bytes < SMALL_DMA_BYTES * reqs {
+        let alpha = s.hardware.as_ref().map_or(77, |h| h.dma_read_alpha);
+        out.push(Advice {
+            id: "small_mram_transfers".into(),
+            message: format!(
+                "the kernels' MRAM transfers average {:.0} bytes ({} requests): each DMA costs about {} cycles plus 0.5 cycle per byte, so transfers of 256 to 2048 bytes (mram_read/mram_write into WRAM buffers) amortize the fixed cost.",
+                bytes as f64 / reqs as f64,
+                reqs,
+                alpha
+            ),
+        });
+    }
+    out
+}
+
+/// The report of the run so far (the host clock is settled to now and every rank joined).
+pub fn report() -> Report {
+    timeline::with_state(|s| {
+        s.settle();
+        build(s)
+    })
+}
+
+impl Report {
+    /// The report as a text table.
+    pub fn to_text(&self) -> String {
+        let mut o = String::new();
+        let total = self.total_ns.max(1);
+        let _ = writeln!(
+            o,
+            "OpenPIM run report: hardware {} ({} MHz); virtual time {} (host code measured, DPUs and bus modeled)",
+            if self.hardware.profile.is_empty() {
+                "-"
+            } else {
+                &self.hardware.profile
+            },
+            self.hardware.frequency_mhz,
+            ms(self.total_ns)
+        );
+        let _ = writeln!(o, "\n{:<12} {:>14} {:>7}", "phase", "time", "share");
+        for p in Phase::ALL {
+            let v = self.phases.get(p);
+            let _ = writeln!(
+                o,
+                "{:<12} {:>14} {:>6.1}%",
+                p.label(),
+                ms(v),
+                100.0 * v as f64 / total as f64
+            );
+        }
+        let _ = writeln!(
+            o,
+            "{:<12} {:>14} {:>6.1}%",
+            "total",
+            ms(self.total_ns),
+            100.0
+        );
+        if !self.ranks.is_empty() {
+            let _ = writeln!(
+                o,
+                "\n{:<5} {:>5} {:>13} {:>13} {:>13} {:>13} {:>13} {:>13} {:>8}",
+                "rank",
+                "DPUs",
+                "allocated",
+                "CPU-DPU",
+                "kernel",
+                "DPU-CPU",
+                "load",
+                "idle",
+                "launches"
+            );
+            for r in &self.ranks {
+                let _ = writeln!(
+                    o,
+                    "{:<5} {:>5} {:>13} {:>13} {:>13} {:>13} {:>13} {:>13} {:>8}",
+                    r.rank,
+                    r.dpus,
+                    ms(r.allocated_ns),
+                    ms(r.busy.cpu_dpu_ns),
+                    ms(r.busy.dpu_kernel_ns),
+                    ms(r.busy.dpu_cpu_ns),
+                    ms(r.busy.alloc_load_ns),
+                    ms(r.idle_ns),
+                    r.launches
+                );
+            }
+        }
+        if !self.launches.is_empty() {
+            let _ = writeln!(
+                o,
+                "\n{:<4} {:>5} {:>5} {:>4} {:>12} {:>12} {:>14} {:>5} {:>12} {:>12} {:>6} {:>6}",
+                "#",
+                "ranks",
+                "DPUs",
+                "tsk",
+                "cycles",
+                "time",
+                "instructions",
+                "IPC",
+                "DMA bytes",
+                "DMA time",
+                "util",
+                "sync"
+            );
+            const MAX_ROWS: usize = 40;
+            for l in self.launches.iter().take(MAX_ROWS) {
+                let _ = writeln!(
+                    o,
+                    "{:<4} {:>5} {:>5} {:>4} {:>12} {:>12} {:>14} {:>5.2} {:>12} {:>12} {:>5.0}% {:>5.0}%",
+                    l.id,
+                    l.ranks,
+                    l.dpus,
+                    l.tasklets,
+                    l.cycles,
+                    ms(l.end_ns - l.start_ns),
+                    l.instructions,
+                    l.ipc,
+                    l.dma_bytes,
+                    ms(l.dma_time_ns),
+                    100.0 * l.tasklet_utilisation,
+                    100.0 * l.sync_wait_fraction
+                );
+            }
+            if self.launches.len() > MAX_ROWS {
+                let _ = writeln!(
+                    o,
+                    "... {} more launches (all in the JSON report)",
+                    self.launches.len() - MAX_ROWS
+                );
+            }
+        }
+        let t = &self.transfers;
+        let _ = writeln!(
+            o,
+            "\ntransfers: to DPUs {} serial, {} parallel, {} broadcast ({} bytes); from DPUs {} serial, {} parallel ({} bytes); host interleaving measured {}",
+            t.serial_to_dpu,
+            t.parallel_to_dpu,
+            t.broadcast_to_dpu,
+            t.bytes_to_dpus,
+            t.serial_from_dpu,
+            t.parallel_from_dpu,
+            t.bytes_from_dpus,
+            ms(t.host_interleave_ns)
+        );
+        if self.advice.is_empty() {
+            let _ = writeln!(o, "\nadvice: none");
+        } else {
+            let _ = writeln!(o, "\nadvice:");
+            for a in &self.advice {
+                let _ = writeln!(o, "- [{}] {}", a.id, a.message);
+            }
+        }
+        o
+    }
+
+    /// The report as JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+    }
+}
+
+/// One Chrome trace event (trace event format, "X" complete events and "M" metadata).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TraceEvent {
+    pub name: String,
+    pub cat: String,
+    pub ph: String,
+    /// Microseconds.
+    pub ts: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dur: Option<f64>,
+    pub pid: u32,
+    pub tid: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub args: Option<serde_json::Value>,
+}
+
+/// A Chrome/Perfetto trace.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Trace {
+    #[serde(rename = "traceEvents")]
+    pub trace_events: Vec<TraceEvent>,
+    #[serde(rename = "displayTimeUnit")]
+    pub display_time_unit: String,
+}
+
+/// The trace of the run so far: track 0 is the host, track `r + 1` rank `r`.
+pub fn trace() -> Trace {
+    timeline::with_state(|s| {
+        s.settle();
+        let mut ev = Vec::new();
+        let meta = |tid: u32, name: String| TraceEvent {
+            name: "thread_name".into(),
+            cat: "__metadata".into(),
+            ph: "M".into(),
+            ts: 0.0,
+            dur: None,
+            pid: 1,
+            tid,
+            args: Some(serde_json::json!({ "name": name })),
+        };
+        ev.push(TraceEvent {
+            name: "process_name".into(),
+            cat: "__metadata".into(),
+            ph: "M".into(),
+            ts: 0.0,
+            dur: None,
+            pid: 1,
+            tid: 0,
+            args: Some(serde_json::json!({ "name": "OpenPIM virtual timeline" })),
+        });
+        ev.push(meta(0, "host".into()));
+        let span_event = |sp: &openpim_machine::Span, tid: u32| TraceEvent {
+            name: if sp.name == "wait" {
+                format!("wait ({})", sp.phase.label())
+            } else {
+                sp.name.to_string()
+            },
+            cat: sp.phase.key().into(),
+            ph: "X".into(),
+            ts: sp.start as f64 / 1000.0,
+            dur: Some(sp.len() as f64 / 1000.0),
+            pid: 1,
+            tid,
+            args: Some(serde_json::json!({ "phase": sp.phase.label() })),
+        };
+        for sp in s.clock.host_track().spans() {
+            ev.push(span_event(sp, 0));
+        }
+        for r in 0..s.clock.nr_ranks() {
+            let Some(track) = s.clock.rank_track(r) else {
+                continue;
+            };
+            if track.spans().is_empty() && !s.ranks.contains_key(&r) {
+                continue;
+            }
+            ev.push(meta(r + 1, format!("rank {r}")));
+            for sp in track.spans() {
+                ev.push(span_event(sp, r + 1));
+            }
+        }
+        Trace {
+            trace_events: ev,
+            display_time_unit: "ns".into(),
+        }
+    })
+}
+
+/// Writes what `OPENPIM_REPORT` / `OPENPIM_TRACE` ask for (at the program's exit). Errors are
+/// printed on stderr, never fatal.
+pub fn write_requested_outputs() {
+    let report_req = std::env::var(REPORT_ENV)
+        .ok()
+        .filter(|v| !v.is_empty() && v != "0");
+    let trace_req = std::env::var(TRACE_ENV).ok().filter(|v| !v.is_empty());
+    if report_req.is_none() && trace_req.is_none() {
+        return;
+    }
+    if let Some(req) = report_req {
+        let r = report();
+        if req == "1" || req == "text" || req == "-" {
+            eprint!("{}", r.to_text());
+        } else if let Err(e) = std::fs::write(&req, r.to_json()) {
+            eprintln!("openpim: cannot write the report to {req}: {e}");
+        }
+    }
+    if let Some(path) = trace_req {
+        let t = trace();
+        match serde_json::to_string(&t) {
+            Ok(text) => {
+                if let Err(e) = std::fs::write(&path, text) {
+                    eprintln!("openpim: cannot write the trace to {path}: {e}");
+                }
+            }
+            Err(e) => eprintln!("openpim: cannot encode the trace: {e}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openpim_machine::Span;
+
+    #[test]
+    fn idle_gaps() {
+        let spans = [
+            Span {
+                start: 10,
+                end: 20,
+                phase: Phase::CpuDpu,
+                name: "x",
+            },
+            Span {
+                start: 50,
+                end: 60,
+                phase: Phase::DpuKernel,
+                name: "y",
+            },
+        ];
+        assert_eq!(idle_in(&spans, 0, 100), (80, 40));
+        assert_eq!(idle_in(&spans, 15, 55), (30, 30));
+        assert_eq!(idle_in(&[], 5, 9), (4, 4));
+    }
+
+    #[test]
+    fn phases_total() {
+        let p = Phases {
+            cpu_dpu_ns: 1,
+            dpu_kernel_ns: 2,
+            inter_dpu_ns: 3,
+            dpu_cpu_ns: 4,
+            host_ns: 5,
+            alloc_load_ns: 6,
+        };
+        assert_eq!(p.total(), 21);
+        assert_eq!(p.get(Phase::Host), 5);
+    }
+}

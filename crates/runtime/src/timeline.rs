@@ -1,0 +1,519 @@
+//! The run's virtual timeline: where the host runtime feeds the virtual clock.
+//!
+//! - Host code between SDK calls advances the host clock by its real duration: every SDK entry
+//!   point holds an [`SdkCall`] guard; the time from the end of one call to the start of the
+//!   next is measured with a monotonic clock and counted as host time. Time spent inside SDK
+//!   calls is the emulator's and is never counted as such.
+//! - Each rank operation gets a modeled duration: DPU kernels `max cycles / frequency`;
+//!   transfers from the bus model ([`openpim_machine::BusModel`]), or the real time of the
+//!   host-side byte interleaving ([`crate::interleave`]) when that is longer (the real SDK
+//!   pipelines the two); program loading as a broadcast of the program image.
+//! - Operations are placed on their rank's timeline at the host time they were issued;
+//!   synchronous calls and `dpu_sync` then join the host with the ranks.
+
+use std::cell::Cell;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use openpim_machine::{Direction, Nanos, Phase, VirtualClock, XferKind};
+
+use crate::program::Program;
+use crate::rank::{Rank, RankOp, XferItem};
+use crate::stats::{self, LaunchRecord};
+
+/// When (host time) an operation was issued, and the bytes of the whole call it belongs to
+/// (for the host-wide bus limit).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Issue {
+    pub at: Nanos,
+    pub call_bytes: u64,
+}
+
+/// A launch placed on the timeline.
+#[derive(Debug, Clone)]
+pub struct LaunchEntry {
+    pub rank: u32,
+    pub issue_ns: Nanos,
+    pub start_ns: Nanos,
+    pub end_ns: Nanos,
+    pub frequency_mhz: u32,
+    pub record: LaunchRecord,
+}
+
+/// Transfer counters.
+#[derive(Debug, Clone, Default)]
+pub struct XferTotals {
+    /// Rank operations by direction (to, from) and kind (serial, parallel, broadcast).
+    pub ops: [[u64; 3]; 2],
+    /// Bytes by direction (all DPUs).
+    pub bytes: [u64; 2],
+    /// Modeled bus time by direction, summed over rank operations.
+    pub bus_ns: [u64; 2],
+    /// Measured host interleaving time, summed.
+    pub interleave_ns: u64,
+    /// Rank operations whose fixed per-call cost is at least half of their duration.
+    pub small_ops: u64,
+    /// Duration of those operations, summed.
+    pub small_ops_ns: u64,
+    /// Serial transfers that were part of a run of at least [`SERIAL_RUN`] consecutive serial
+    /// transfers of the same size and direction on DPUs of one rank.
+    pub serial_in_loops: u64,
+    /// Such runs.
+    pub serial_loops: u64,
+}
+
+/// A run of this many serial transfers in a row counts as "serial transfers in a loop".
+pub const SERIAL_RUN: u64 = 8;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct SerialKey {
+    rank: u32,
+    dir: Direction,
+    len: usize,
+}
+
+/// Life of a rank slot: allocation intervals on the host clock.
+#[derive(Debug, Clone, Default)]
+pub struct RankLife {
+    pub intervals: Vec<(Nanos, Option<Nanos>)>,
+    pub dpus: u32,
+}
+
+/// The machine the report describes (the first allocation's).
+#[derive(Debug, Clone)]
+pub struct HardwareInfo {
+    pub name: String,
+    pub frequency_mhz: u32,
+    pub revolver_cycles: u32,
+    pub dma_read_alpha: u32,
+    pub bus_latency_ns: u64,
+}
+
+/// Everything the timeline knows.
+#[derive(Debug)]
+pub struct State {
+    pub clock: VirtualClock,
+    depth: u32,
+    last_exit: Option<Instant>,
+    issues: HashMap<u32, VecDeque<Issue>>,
+    pub launches: Vec<LaunchEntry>,
+    pub xfers: XferTotals,
+    pub ranks: BTreeMap<u32, RankLife>,
+    pub hardware: Option<HardwareInfo>,
+    serial: Option<(SerialKey, u64)>,
+    /// SDK calls seen.
+    pub sdk_calls: u64,
+}
+
+impl State {
+    fn new() -> State {
+        State {
+            clock: VirtualClock::new(),
+            depth: 0,
+            last_exit: None,
+            issues: HashMap::new(),
+            launches: Vec::new(),
+            xfers: XferTotals::default(),
+            ranks: BTreeMap::new(),
+            hardware: None,
+            serial: None,
+            sdk_calls: 0,
+        }
+    }
+
+    fn end_serial_run(&mut self) {
+        if let Some((_, n)) = self.serial.take() {
+            if n >= SERIAL_RUN {
+                self.xfers.serial_in_loops += n;
+                self.xfers.serial_loops += 1;
+            }
+        }
+    }
+
+    fn note_transfer(&mut self, key: Option<SerialKey>) {
+        match (key, self.serial) {
+            (Some(k), Some((cur, n))) if cur == k => self.serial = Some((cur, n + 1)),
+            (Some(k), _) => {
+                self.end_serial_run();
+                self.serial = Some((k, 1));
+            }
+            (None, _) => self.end_serial_run(),
+        }
+    }
+
+    /// Accounts the host time since the last SDK call, and joins every rank: the end of the
+    /// run. Idempotent.
+    pub fn settle(&mut self) {
+        if self.depth == 0 {
+            if let Some(last) = self.last_exit {
+                let now = Instant::now();
+                let gap = now.duration_since(last).as_nanos() as u64;
+                self.clock.host_work(gap, Phase::Host, "host");
+                self.last_exit = Some(now);
+            }
+        }
+        let ranks: Vec<u32> = (0..self.clock.nr_ranks()).collect();
+        self.clock.join(ranks);
+        self.end_serial_run();
+    }
+}
+
+static STATE: Mutex<Option<State>> = Mutex::new(None);
+
+/// Runs `f` on the timeline's state.
+pub fn with_state<T>(f: impl FnOnce(&mut State) -> T) -> T {
+    let mut g: MutexGuard<'_, Option<State>> = STATE.lock().unwrap_or_else(|e| e.into_inner());
+    f(g.get_or_insert_with(State::new))
+}
+
+thread_local! {
+    /// Set while a synchronous call executes a rank operation on this thread.
+    static SYNC_ISSUE: Cell<Option<Issue>> = const { Cell::new(None) };
+    /// Bytes of the asynchronous call being queued by this thread.
+    static CALL_BYTES: Cell<u64> = const { Cell::new(0) };
+    /// True while this thread runs a queued (asynchronous) callback.
+    static IN_QUEUED_CALLBACK: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Marks the extent of one SDK call (hold it for the call's duration). The host time between
+/// the end of the previous call and the start of this one is the program's own host work.
+pub struct SdkCall(());
+
+impl SdkCall {
+    /// Enters an SDK call.
+    pub fn enter() -> SdkCall {
+        let now = Instant::now();
+        with_state(|s| {
+            if s.depth == 0 {
+                if let Some(last) = s.last_exit {
+                    let gap = now.saturating_duration_since(last).as_nanos() as u64;
+                    s.clock.host_work(gap, Phase::Host, "host");
+                }
+            }
+            s.depth += 1;
+            s.sdk_calls += 1;
+        });
+        SdkCall(())
+    }
+}
+
+impl Drop for SdkCall {
+    fn drop(&mut self) {
+        let now = Instant::now();
+        with_state(|s| {
+            s.depth = s.depth.saturating_sub(1);
+            if s.depth == 0 {
+                s.last_exit = Some(now);
+            }
+        });
+    }
+}
+
+/// Host-side time of user code run inside an SDK call (a synchronous callback).
+pub(crate) fn callback_ran(ns: u64) {
+    if IN_QUEUED_CALLBACK.with(|c| c.get()) {
+        return; // accounted on the rank's timeline
+    }
+    with_state(|s| {
+        s.clock.host_work(ns, Phase::Host, "callback");
+    });
+}
+
+/// A rank was allocated.
+pub(crate) fn rank_allocated(rank: &Rank) {
+    let hw = &rank.machine().hardware;
+    with_state(|s| {
+        let now = s.clock.now();
+        if s.hardware.is_none() {
+            s.hardware = Some(HardwareInfo {
+                name: hw.name.clone(),
+                frequency_mhz: hw.dpu.frequency_mhz,
+                revolver_cycles: hw.dpu.revolver_cycles,
+                dma_read_alpha: hw.dma.read_alpha_cycles,
+                bus_latency_ns: hw.bus_spec().call_latency_ns,
+            });
+        }
+        let life = s.ranks.entry(rank.id()).or_default();
+        life.intervals.push((now, None));
+        life.dpus = life.dpus.max(rank.nr_dpus());
+    });
+}
+
+/// A rank slot was returned (its set freed).
+pub(crate) fn rank_released(slot: u32) {
+    with_state(|s| {
+        // The rank's last operations end before it is released.
+        let ready = s.clock.rank_ready(slot);
+        let at = s.clock.now().max(ready);
+        if let Some(life) = s.ranks.get_mut(&slot) {
+            if let Some(iv) = life.intervals.last_mut() {
+                if iv.1.is_none() {
+                    iv.1 = Some(at);
+                }
+            }
+        }
+    });
+}
+
+/// The issue of a call made now, moving `call_bytes` in total.
+pub(crate) fn issue_now(call_bytes: u64) -> Issue {
+    with_state(|s| Issue {
+        at: s.clock.now(),
+        call_bytes,
+    })
+}
+
+/// Runs `f` (a synchronous execution of a rank operation) with its issue.
+pub(crate) fn with_sync_issue<T>(issue: Issue, f: impl FnOnce() -> T) -> T {
+    let before = SYNC_ISSUE.with(|c| c.replace(Some(issue)));
+    struct Restore(Option<Issue>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            SYNC_ISSUE.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(before);
+    f()
+}
+
+/// Sets the byte count of the asynchronous call this thread is queuing.
+pub(crate) fn set_call_bytes(bytes: u64) {
+    CALL_BYTES.with(|c| c.set(bytes));
+}
+
+/// An operation was queued on a rank: remember when.
+pub(crate) fn on_enqueue(rank: u32) {
+    let call_bytes = CALL_BYTES.with(|c| c.get());
+    with_state(|s| {
+        let at = s.clock.now();
+        s.issues
+            .entry(rank)
+            .or_default()
+            .push_back(Issue { at, call_bytes });
+    });
+}
+
+/// The last queued operation of a rank could not be queued after all.
+pub(crate) fn cancel_enqueue(rank: u32) {
+    with_state(|s| {
+        if let Some(q) = s.issues.get_mut(&rank) {
+            q.pop_back();
+        }
+    });
+}
+
+/// The issue of the operation about to run on `rank` on this thread.
+fn current_issue(rank: u32) -> Issue {
+    if let Some(i) = SYNC_ISSUE.with(|c| c.get()) {
+        return i;
+    }
+    with_state(|s| {
+        let now = s.clock.now();
+        s.issues
+            .get_mut(&rank)
+            .and_then(|q| q.pop_front())
+            .unwrap_or(Issue {
+                at: now,
+                call_bytes: 0,
+            })
+    })
+}
+
+/// The host waits for `ranks` (the end of a synchronous call, or `dpu_sync`).
+pub(crate) fn join(ranks: impl IntoIterator<Item = u32>) {
+    let ranks: Vec<u32> = ranks.into_iter().collect();
+    with_state(|s| {
+        s.clock.join(ranks);
+    });
+}
+
+/// Joins the host with ranks when dropped (the end of a synchronous call, error or not).
+pub(crate) struct JoinOnDrop(pub Vec<u32>);
+
+impl Drop for JoinOnDrop {
+    fn drop(&mut self) {
+        join(std::mem::take(&mut self.0));
+    }
+}
+
+/// Bytes moved by a call's rank operations, all ranks together.
+pub(crate) fn call_bytes(ops: &[(Arc<Rank>, RankOp)]) -> u64 {
+    ops.iter()
+        .map(|(_, op)| match op {
+            RankOp::Write { len, items } | RankOp::Read { len, items } => {
+                *len as u64 * items.len() as u64
+            }
+            _ => 0,
+        })
+        .sum()
+}
+
+/// What an operation is, captured before it runs.
+pub(crate) enum Pending {
+    Load {
+        bytes: u64,
+        dpus: u32,
+    },
+    Xfer {
+        dir: Direction,
+        len: usize,
+        items: Vec<XferItem>,
+    },
+    Launch,
+    Other,
+}
+
+impl Pending {
+    pub(crate) fn of(op: &RankOp) -> Pending {
+        match op {
+            RankOp::Load { program, dpus } => Pending::Load {
+                bytes: image_bytes(program),
+                dpus: dpus.len() as u32,
+            },
+            RankOp::Write { len, items } => Pending::Xfer {
+                dir: Direction::ToDpu,
+                len: *len,
+                items: items.clone(),
+            },
+            RankOp::Read { len, items } => Pending::Xfer {
+                dir: Direction::FromDpu,
+                len: *len,
+                items: items.clone(),
+            },
+            RankOp::Launch { .. } => Pending::Launch,
+            RankOp::Callback(_) => Pending::Other,
+        }
+    }
+}
+
+/// Bytes a program load writes to each DPU (code, WRAM image, MRAM segments).
+fn image_bytes(p: &Arc<Program>) -> u64 {
+    let mram: usize = p.mram_segments().iter().map(|(_, b)| b.len()).sum();
+    (p.text().len() + p.wram_image().len() + mram) as u64
+}
+
+/// How a transfer's items use the bus.
+fn classify(items: &[XferItem]) -> XferKind {
+    if items.len() <= 1 {
+        XferKind::Serial
+    } else if items.iter().all(|i| i.buf == items[0].buf) {
+        XferKind::Broadcast
+    } else {
+        XferKind::Parallel
+    }
+}
+
+/// Places a finished operation of `rank` on the timeline.
+pub(crate) fn finish(rank: &Rank, pending: Pending) {
+    let hw = &rank.machine().hardware;
+    match pending {
+        Pending::Other => {}
+        Pending::Load { bytes, dpus } => {
+            let bus = hw.bus_model();
+            let d = bus.rank_transfer_ns(XferKind::Broadcast, Direction::ToDpu, bytes, dpus);
+            let issue = current_issue(rank.id());
+            with_state(|s| {
+                s.clock
+                    .rank_op(rank.id(), issue.at, d, Phase::AllocLoad, "dpu_load");
+            });
+        }
+        Pending::Xfer { dir, len, items } => {
+            let kind = classify(&items);
+            let bus = hw.bus_model();
+            let dpus = items.len() as u32;
+            let modeled = bus.rank_transfer_ns(kind, dir, len as u64, dpus);
+            // SAFETY: the operation that just ran had the same contract: every item's buffer
+            // is valid for `len` bytes until the transfer has run, which is now.
+            let host = unsafe {
+                crate::interleave::interleave(
+                    len,
+                    &items,
+                    hw.topology.dpus_per_rank,
+                    hw.topology.chips_per_rank,
+                    kind == XferKind::Broadcast,
+                )
+            };
+            let issue = current_issue(rank.id());
+            let capped = modeled.max(bus.host_bound_ns(issue.call_bytes));
+            let d = capped.max(host);
+            let (phase, name, di) = match dir {
+                Direction::ToDpu => (Phase::CpuDpu, "transfer to DPUs", 0),
+                Direction::FromDpu => (Phase::DpuCpu, "transfer from DPUs", 1),
+            };
+            let ki = match kind {
+                XferKind::Serial => 0,
+                XferKind::Parallel => 1,
+                XferKind::Broadcast => 2,
+            };
+            let serial_key = (kind == XferKind::Serial).then(|| SerialKey {
+                rank: rank.id(),
+                dir,
+                len,
+            });
+            with_state(|s| {
+                s.clock.rank_op(rank.id(), issue.at, d, phase, name);
+                let x = &mut s.xfers;
+                x.ops[di][ki] += 1;
+                x.bytes[di] += len as u64 * u64::from(dpus);
+                x.bus_ns[di] += modeled;
+                x.interleave_ns += host;
+                if d > 0 && bus.call_latency_ns() * 2 >= d {
+                    x.small_ops += 1;
+                    x.small_ops_ns += d;
+                }
+                s.note_transfer(serial_key);
+            });
+        }
+        Pending::Launch => {
+            let Some(record) = stats::take_launch(rank.id()) else {
+                return;
+            };
+            let mhz = u64::from(hw.dpu.frequency_mhz.max(1));
+            let d = (record.max_cycles * 1000).div_ceil(mhz);
+            let issue = current_issue(rank.id());
+            with_state(|s| {
+                let span = s
+                    .clock
+                    .rank_op(rank.id(), issue.at, d, Phase::DpuKernel, "dpu_launch");
+                s.launches.push(LaunchEntry {
+                    rank: rank.id(),
+                    issue_ns: issue.at,
+                    start_ns: span.start,
+                    end_ns: span.end,
+                    frequency_mhz: hw.dpu.frequency_mhz,
+                    record,
+                });
+                s.note_transfer(None);
+            });
+        }
+    }
+}
+
+/// A queued callback of `rank` ran for `ns` (real time of user code on the host).
+pub(crate) fn queued_callback(rank: u32, ns: u64) {
+    let issue = current_issue(rank);
+    with_state(|s| {
+        s.clock.rank_op(rank, issue.at, ns, Phase::Host, "callback");
+    });
+}
+
+/// Runs a queued callback with the marker that keeps its time off the host timeline.
+pub(crate) fn in_queued_callback<T>(f: impl FnOnce() -> T) -> T {
+    let before = IN_QUEUED_CALLBACK.with(|c| c.replace(true));
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            IN_QUEUED_CALLBACK.with(|c| c.set(self.0));
+        }
+    }
+    let _r = Restore(before);
+    f()
+}
+
+/// Forgets the timeline: the clock restarts at 0 at the next SDK call, and past launches,
+/// transfers and allocations are dropped (for tests, or to measure one region of a program;
+/// ranks allocated before are then not known to the report).
+pub fn reset() {
+    *STATE.lock().unwrap_or_else(|e| e.into_inner()) = Some(State::new());
+}

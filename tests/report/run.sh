@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Report tests: small UPMEM programs (host.c, task.c) that each trigger one piece of advice of
+# the run report (or none), run with OPENPIM_REPORT / OPENPIM_TRACE as `openpim run --report
+# --trace` sets them. Checks the advice, validates the JSON report against
+# docs/report.schema.json (with python's jsonschema when installed, else a structural check),
+# the trace's tracks, and the text table. Prints one PASS/FAIL line per check and
+# "N passed, M failed"; exits non-zero on any failure.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+export PATH="$root/sdk/bin:$PATH"
+export LD_LIBRARY_PATH="$root/target/release${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export OPENPIM_QUIET=1
+unset OPENPIM_REPORT OPENPIM_TRACE
+
+passed=0
+failed=0
+ok() { echo "PASS $1"; passed=$((passed + 1)); }
+ko() { echo "FAIL $1"; [ -n "${2:-}" ] && sed 's/^/    /' <<<"$2"; failed=$((failed + 1)); }
+
+if ! out=$(make -s -C "$here" 2>&1); then
+    ko "build" "$out"
+    echo "$passed passed, $failed failed"
+    exit 1
+fi
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# scenario -> the advice ids it must produce (space separated, sorted)
+declare -A expect=(
+    [good]=""
+    [idle]="idle_ranks"
+    [serial]="serial_transfers_in_loops"
+    [small]="small_transfers"
+    [tasklets]="few_tasklets"
+    [dma]="small_mram_transfers"
+)
+for scenario in good idle serial small tasklets dma; do
+    json="$tmp/$scenario.json"
+    trace="$tmp/$scenario.trace.json"
+    if ! out=$(cd "$here" && OPENPIM_REPORT="$json" OPENPIM_TRACE="$trace" ./bin/host "$scenario" 2>&1); then
+        ko "$scenario (program failed)" "$out"
+        continue
+    fi
+    if ! out=$(python3 "$here/check_report.py" "$root/docs/report.schema.json" "$json" "$trace" "${expect[$scenario]}" 2>&1); then
+        ko "$scenario" "$out"
+    else
+        ok "$scenario ($out)"
+    fi
+done
+
+# The text table on stderr, program output untouched on stdout.
+if out=$(cd "$here" && OPENPIM_REPORT=1 ./bin/host good 2>"$tmp/table.txt") \
+    && grep -q "^DPU kernel" "$tmp/table.txt" && grep -q "^advice: none" "$tmp/table.txt"; then
+    ok "text table"
+else
+    ko "text table" "$(cat "$tmp/table.txt")"
+fi
+
+# The CLI sets the variables.
+if [ -x "$root/target/release/openpim" ] \
+    && (cd "$here" && "$root/target/release/openpim" run --report="$tmp/cli.json" --trace="$tmp/cli.trace.json" -- ./bin/host tasklets) \
+    && python3 "$here/check_report.py" "$root/docs/report.schema.json" "$tmp/cli.json" "$tmp/cli.trace.json" "few_tasklets" >/dev/null; then
+    ok "openpim run --report --trace"
+else
+    ko "openpim run --report --trace"
+fi
+
+# The phase plot (only where matplotlib is installed; scripts/setup.sh installs it).
+if python3 -c 'import matplotlib' >/dev/null 2>&1 && [ -f "$tmp/cli.json" ]; then
+    if "$root/target/release/openpim" plot "$tmp/cli.json" -o "$tmp/cli.png" >/dev/null \
+        && [ "$(head -c 4 "$tmp/cli.png" | od -An -c | tr -d ' ')" = "211PNG" ]; then
+        ok "openpim plot"
+    else
+        ko "openpim plot"
+    fi
+else
+    echo "note: matplotlib missing: openpim plot not checked"
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
