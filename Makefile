@@ -2,11 +2,12 @@
 #   make demo   fresh machine: installs what it needs, builds, runs the demo on the emulator
 #   make test   everything: unit tests, header checks, the conformance suite, the report tests
 #   make bench  the benchmarks (tables on stdout)
+#   make fidelity  the fidelity suite: emulated vs published UPMEM measurements (bench/fidelity)
 SHELL := /bin/bash
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 CARGO ?= cargo
 
-.PHONY: all setup build demo test test-rust test-conformance bench lint clean
+.PHONY: all setup build demo test test-rust test-conformance bench fidelity lint clean
 
 all: build
 
@@ -29,6 +30,9 @@ test: build
 
 bench: build
 	bench/run.sh
+
+fidelity: build
+	bench/fidelity/run.py
 
 lint:
 	$(CARGO) fmt --all -- --check

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# OpenPIM benchmarks: simulation speed, host memory, conformance-suite wall time.
+# OpenPIM benchmarks: simulation speed, host memory, conformance-suite wall time, and the
+# fidelity suite (bench/fidelity, about 1 minute; skipped with BENCH_SKIP_FIDELITY=1).
 # Prints one table; run from anywhere after `make build` (or via `make bench`).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -42,4 +43,10 @@ if [ "${BENCH_SKIP_SUITE:-0}" != 1 ]; then
   t1=$(date +%s.%N)
   summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed' /tmp/openpim-bench-suite.log | tail -1)
   printf '%-58s %8.1f s  (%s)\n' "conformance suite wall time" "$(calc "$t1-$t0")" "$summary"
+fi
+
+# 4. Fidelity: emulated vs published measurements of real UPMEM hardware (its own table).
+if [ "${BENCH_SKIP_FIDELITY:-0}" != 1 ]; then
+  printf '\n'
+  "$root/bench/fidelity/run.py"
 fi

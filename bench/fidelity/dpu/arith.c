@@ -1,0 +1,90 @@
+/* (d) Arithmetic throughput. Each tasklet owns a 1 KiB WRAM array (256 x 32-bit or 128 x
+ * 64-bit elements) and runs, `reps` times, a loop that for every element loads it, applies one
+ * operation with a scalar operand and stores the result back:  x = a[i]; x = x OP s; a[i] = x.
+ * That is the whole per-element work: load, operation, store and loop control (the published
+ * microbenchmark's structure). Integer multiply/divide and all floating point go through the
+ * DPU runtime's software routines, as on the DPU. The timed part is tasklet 0's perfcounter
+ * between two barriers; throughput = NR_TASKLETS x elements x reps / time. */
+#include <barrier.h>
+#include <defs.h>
+#include <perfcounter.h>
+#include <stdint.h>
+
+#include "../common.h"
+
+#define BYTES 1024
+
+__host struct bench_args args;
+__host struct bench_result result;
+__host uint64_t sums[NR_TASKLETS];
+
+static uint64_t buffers[NR_TASKLETS][BYTES / 8];
+
+BARRIER_INIT(bar, NR_TASKLETS);
+
+#define KERNEL(NAME, T, OP)                                                                  \
+    static void __attribute__((noinline)) NAME(T *a, uint32_t n, T s)                         \
+    {                                                                                        \
+        for (uint32_t i = 0; i < n; i++) {                                                   \
+            T x = a[i];                                                                      \
+            x = x OP s;                                                                      \
+            a[i] = x;                                                                        \
+        }                                                                                    \
+    }
+#define KERNELS(TN, T)                                                                       \
+    KERNEL(TN##_add, T, +) KERNEL(TN##_sub, T, -) KERNEL(TN##_mul, T, *) KERNEL(TN##_div, T, /)
+
+KERNELS(i32, int32_t)
+KERNELS(i64, int64_t)
+KERNELS(f32, float)
+KERNELS(f64, double)
+
+#define DISPATCH(TN, T, OPN, BUF, S)                                                         \
+    switch (OPN) {                                                                           \
+    case O_ADD: TN##_add((T *)(BUF), n, (S)); break;                                          \
+    case O_SUB: TN##_sub((T *)(BUF), n, (S)); break;                                          \
+    case O_MUL: TN##_mul((T *)(BUF), n, (S)); break;                                          \
+    default: TN##_div((T *)(BUF), n, (S)); break;                                             \
+    }
+
+int main(void)
+{
+    uint32_t id = me();
+    uint32_t type = args.op / 4, opn = args.op % 4, reps = args.reps;
+    void *buf = buffers[id];
+    /* The scalar comes from the host (3), so that the compiler cannot specialise the kernels
+     * for a constant (e.g. turn a division by 3 into a multiplication). */
+    int32_t s32 = (int32_t)args.scalar;
+    int64_t s64 = (int64_t)args.scalar;
+    float sf = (float)s32 * 0.5f;
+    double sd = (double)s32 * 0.5;
+    uint32_t n = (type == T_INT32 || type == T_FLOAT) ? BYTES / 4 : BYTES / 8;
+    /* Operands: moderate, non-zero values (so that float/double stay normal numbers). */
+    for (uint32_t i = 0; i < n; i++) {
+        switch (type) {
+        case T_INT32: ((int32_t *)buf)[i] = (int32_t)(100000 + 37 * i + id); break;
+        case T_INT64: ((int64_t *)buf)[i] = (int64_t)(10000000000LL + 37 * i + id); break;
+        case T_FLOAT: ((float *)buf)[i] = 1000.0f + (float)i * 0.75f + (float)id; break;
+        default: ((double *)buf)[i] = 1000.0 + (double)i * 0.75 + (double)id; break;
+        }
+    }
+    barrier_wait(&bar);
+    if (id == 0)
+        perfcounter_config(COUNT_CYCLES, true);
+    barrier_wait(&bar);
+    for (uint32_t r = 0; r < reps; r++) {
+        switch (type) {
+        case T_INT32: DISPATCH(i32, int32_t, opn, buf, s32) break;
+        case T_INT64: DISPATCH(i64, int64_t, opn, buf, s64) break;
+        case T_FLOAT: DISPATCH(f32, float, opn, buf, sf) break;
+        default: DISPATCH(f64, double, opn, buf, sd) break;
+        }
+    }
+    barrier_wait(&bar);
+    sums[id] = buffers[id][0];
+    if (id == 0) {
+        result.cycles = perfcounter_get();
+        result.check = sums[0];
+    }
+    return 0;
+}
