@@ -50,6 +50,35 @@ for scenario in good idle serial small tasklets dma; do
     fi
 done
 
+# What counts as host time (timing.c): "check" is a python condition on the report's phases
+# (seconds: host, kernel) and the program's printed values.
+declare -A timing=(
+    [async]="host < 1.3 * baseline and kernel > 0"
+    [cb_nested]="host < 0.5 * nested_launch and kernel > 0"
+    [cb_parallel]="0.09 < host < 0.25"
+)
+for scenario in async cb_nested cb_parallel; do
+    json="$tmp/timing-$scenario.json"
+    if ! out=$(cd "$here" && OPENPIM_REPORT="$json" ./bin/timing "$scenario" 2>&1); then
+        ko "timing $scenario (program failed)" "$out"
+        continue
+    fi
+    if got=$(OUT="$out" python3 - "$json" "${timing[$scenario]}" 2>&1 <<'PY'
+import json, os, sys
+r = json.load(open(sys.argv[1]))
+v = {k: float(x) for k, x in (line.split() for line in os.environ["OUT"].splitlines() if line)}
+v["host"] = r["phases"]["host_ns"] / 1e9
+v["kernel"] = r["phases"]["dpu_kernel_ns"] / 1e9
+print(", ".join(f"{k} {x:.3f}" for k, x in sorted(v.items())))
+sys.exit(0 if eval(sys.argv[2], {}, v) else 1)
+PY
+    ); then
+        ok "timing $scenario ($got)"
+    else
+        ko "timing $scenario: want ${timing[$scenario]}" "$got"
+    fi
+done
+
 # The text table on stderr, program output untouched on stdout.
 if out=$(cd "$here" && OPENPIM_REPORT=1 ./bin/host good 2>"$tmp/table.txt") \
     && grep -q "^DPU kernel" "$tmp/table.txt" && grep -q "^advice: none" "$tmp/table.txt"; then

@@ -111,6 +111,10 @@ pub fn entry(func: &'static str, f: impl FnOnce() -> Result<(), Fail>) -> DpuErr
 
 /// Runs an entry point that returns a value; on panic returns `default`.
 pub fn entry_value<T>(func: &'static str, default: T, f: impl FnOnce() -> T) -> T {
+    // Iterators and small queries are SDK calls too: the emulator's handle checks in them
+    // are not the program's host time.
+    crate::exit::ensure_registered();
+    let _call = openpim_runtime::timeline::SdkCall::enter();
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(v) => v,
         Err(_) => {
@@ -166,5 +170,21 @@ pub fn describe(code: DpuError) -> &'static str {
         DPU_ERR_SG_NOT_MRAM_SYMBOL => "scatter-gather transfer to a non-MRAM symbol",
         DPU_ERR_ASYNC_JOBS => "cannot run: asynchronous jobs are pending",
         _ => "unknown error",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn value_entry_points_are_sdk_calls() {
+        // Iterators, dpu_error_to_string and the like run emulator code (handle checks): the
+        // time in them is not the program's host time, so they mark an SDK call like the rest.
+        let calls = || openpim_runtime::timeline::with_state(|s| s.sdk_calls);
+        let before = calls();
+        let n = entry_value("dpu_test_value", 0u32, || 7);
+        assert_eq!(n, 7);
+        assert!(calls() > before, "entry_value did not mark an SDK call");
     }
 }

@@ -391,13 +391,17 @@ impl Rank {
         let spawned = std::thread::Builder::new()
             .name(format!("openpim-callback-{}", self.id))
             .spawn(move || {
-                let r = catch_unwind(AssertUnwindSafe(|| as_callback_of(&ranks, job)))
-                    .unwrap_or_else(|p| {
-                        Err(Error::Internal(format!(
-                            "callback panicked: {}",
-                            panic_message(&*p)
-                        )))
-                    });
+                // A non-blocking callback holds neither the host nor its ranks: its time is on
+                // no timeline.
+                let (r, _) = crate::timeline::in_queued_callback(|| {
+                    catch_unwind(AssertUnwindSafe(|| as_callback_of(&ranks, job)))
+                });
+                let r = r.unwrap_or_else(|p| {
+                    Err(Error::Internal(format!(
+                        "callback panicked: {}",
+                        panic_message(&*p)
+                    )))
+                });
                 queue.finish(r, true);
             });
         if let Err(e) = spawned {
@@ -414,11 +418,10 @@ impl Rank {
         match op {
             RankOp::Callback(job) => {
                 self.queue.lock().in_callback += 1;
-                let started = std::time::Instant::now();
-                let r = crate::timeline::in_queued_callback(|| {
+                let (r, ns) = crate::timeline::in_queued_callback(|| {
                     catch_unwind(AssertUnwindSafe(|| as_callback_of(&[self.id], job)))
                 });
-                crate::timeline::queued_callback(self.id, started.elapsed().as_nanos() as u64);
+                crate::timeline::queued_callback(self.id, ns);
                 let mut q = self.queue.lock();
                 q.in_callback -= 1;
                 self.queue.changed.notify_all();

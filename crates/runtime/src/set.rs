@@ -549,10 +549,10 @@ impl DpuSet {
         let ranks = self.ranks();
         let ids: Vec<u32> = ranks.iter().map(|r| r.id()).collect();
         let call = |cb: &Callback, scope: CallbackScope| {
-            // User code on the host: real time (queued callbacks count on their rank).
-            let started = std::time::Instant::now();
-            let r = cb(scope);
-            crate::timeline::callback_ran(started.elapsed().as_nanos() as u64);
+            // User code on the host: real time, less its nested SDK calls (queued callbacks
+            // count on their rank, parallel ones as the longest).
+            let (r, ns) = crate::timeline::user_code(|| cb(scope));
+            crate::timeline::callback_ran(ns);
             r.map_err(|code| Error::CallbackFailed { code })
         };
         if !flags.asynchronous {
@@ -561,25 +561,32 @@ impl DpuSet {
                 return as_callback_of(&ids, || call(&cb, CallbackScope::Whole));
             }
             if flags.parallel && ranks.len() > 1 {
+                let mut longest = 0;
                 let results: Vec<Result<()>> = std::thread::scope(|s| {
                     let handles: Vec<_> = (0..ranks.len() as u32)
                         .map(|i| {
                             let cb = &cb;
                             let id = ids[i as usize];
                             s.spawn(move || {
-                                as_callback_of(&[id], || call(cb, CallbackScope::Rank(i)))
+                                crate::timeline::collect_callback_time(|| {
+                                    as_callback_of(&[id], || call(cb, CallbackScope::Rank(i)))
+                                })
                             })
                         })
                         .collect();
                     handles
                         .into_iter()
-                        .map(|h| {
-                            h.join().unwrap_or_else(|_| {
-                                Err(Error::Internal("callback panicked".into()))
-                            })
+                        .map(|h| match h.join() {
+                            Ok((r, ns)) => {
+                                longest = longest.max(ns);
+                                r
+                            }
+                            Err(_) => Err(Error::Internal("callback panicked".into())),
                         })
                         .collect()
                 });
+                // The callbacks ran side by side: the host waited for the longest.
+                crate::timeline::callback_ran(longest);
                 return merge(results);
             }
             for i in 0..ranks.len() as u32 {

@@ -2,8 +2,10 @@
 //!
 //! - Host code between SDK calls advances the host clock by its real duration: every SDK entry
 //!   point holds an [`SdkCall`] guard; the time from the end of one call to the start of the
-//!   next is measured with a monotonic clock and counted as host time. Time spent inside SDK
-//!   calls is the emulator's and is never counted as such.
+//!   next is measured with a monotonic clock, less the time the thread waited for a core
+//!   (the emulator simulating an asynchronous launch competes for the host's cores), and
+//!   counted as host time. Time spent inside SDK calls is the emulator's and is never counted
+//!   as such; user callbacks count, less the SDK calls they make.
 //! - Each rank operation gets a modeled duration: DPU kernels `max cycles / frequency`;
 //!   transfers from the bus model ([`openpim_machine::BusModel`]), or the real time of the
 //!   host-side byte interleaving ([`crate::interleave`]) when that is longer (the real SDK
@@ -95,7 +97,8 @@ pub struct HardwareInfo {
 pub struct State {
     pub clock: VirtualClock,
     depth: u32,
-    last_exit: Option<Instant>,
+    /// When the last SDK call ended (no call in progress since).
+    last_exit: Option<HostMark>,
     issues: HashMap<u32, VecDeque<Issue>>,
     pub launches: Vec<LaunchEntry>,
     pub xfers: XferTotals,
@@ -147,15 +150,82 @@ impl State {
     pub fn settle(&mut self) {
         if self.depth == 0 {
             if let Some(last) = self.last_exit {
-                let now = Instant::now();
-                let gap = now.duration_since(last).as_nanos() as u64;
-                self.clock.host_work(gap, Phase::Host, "host");
+                let now = HostMark::now();
+                self.clock.host_work(now.since(&last), Phase::Host, "host");
                 self.last_exit = Some(now);
             }
         }
         let ranks: Vec<u32> = (0..self.clock.nr_ranks()).collect();
         self.clock.join(ranks);
         self.end_serial_run();
+    }
+}
+
+/// A point of real time on a host thread, to measure the program's host code between SDK
+/// calls.
+#[derive(Debug, Clone, Copy)]
+struct HostMark {
+    at: Instant,
+    /// The thread (`pthread_self`: usable even in exit handlers, after the thread's locals
+    /// are gone).
+    thread: libc::pthread_t,
+    /// The thread's run-queue delay so far (see [`run_queue_delay_ns`]).
+    delay: Option<u64>,
+}
+
+impl HostMark {
+    fn now() -> HostMark {
+        HostMark {
+            delay: run_queue_delay_ns(),
+            at: Instant::now(),
+            // SAFETY: pthread_self has no preconditions.
+            thread: unsafe { libc::pthread_self() },
+        }
+    }
+
+    /// The host code's time from `earlier` to this mark: the real time, less the time the
+    /// thread was ready to run but waited for a core. That wait is taken by the emulator's
+    /// own threads (simulating an asynchronous launch on the host's cores, measured to make
+    /// host code up to 3x slower on 2 cores) or by other processes; on the real system the
+    /// DPUs compute and the host code has its core. Across threads the delays are not
+    /// comparable, and the real time is taken as is.
+    fn since(&self, earlier: &HostMark) -> Nanos {
+        let wall = self.at.saturating_duration_since(earlier.at).as_nanos() as u64;
+        match (earlier.delay, self.delay) {
+            (Some(a), Some(b)) if self.thread == earlier.thread => {
+                wall.saturating_sub(b.saturating_sub(a))
+            }
+            _ => wall,
+        }
+    }
+}
+
+/// Time the calling thread has spent runnable but waiting for a CPU, ns (Linux schedstat's
+/// second field); `None` where the kernel does not tell.
+fn run_queue_delay_ns() -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::FileExt;
+        thread_local! {
+            // Opened once per thread: "thread-self" is resolved when the file is opened.
+            static SCHEDSTAT: Option<std::fs::File> =
+                std::fs::File::open("/proc/thread-self/schedstat").ok();
+        }
+        // `try_with`: the exit report runs after the main thread's locals are destroyed.
+        SCHEDSTAT
+            .try_with(|f| {
+                let f = f.as_ref()?;
+                let mut buf = [0u8; 96];
+                let n = f.read_at(&mut buf, 0).ok()?;
+                let text = std::str::from_utf8(&buf[..n]).ok()?;
+                text.split_whitespace().nth(1)?.parse().ok()
+            })
+            .ok()
+            .flatten()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
     }
 }
 
@@ -172,35 +242,55 @@ thread_local! {
     static SYNC_ISSUE: Cell<Option<Issue>> = const { Cell::new(None) };
     /// Bytes of the asynchronous call being queued by this thread.
     static CALL_BYTES: Cell<u64> = const { Cell::new(0) };
-    /// True while this thread runs a queued (asynchronous) callback.
+    /// True while this thread runs a queued (asynchronous) callback: the host is not waiting
+    /// for it, so neither its time nor the synchronous calls it makes move the host clock.
     static IN_QUEUED_CALLBACK: Cell<bool> = const { Cell::new(false) };
+    /// SDK calls this thread is inside (a user callback starts a fresh count of 0).
+    static THREAD_DEPTH: Cell<u32> = const { Cell::new(0) };
+    /// Real time this thread spent inside SDK calls (outermost ones), ns: subtracted from the
+    /// real time of user callbacks, because it is the emulator's.
+    static THREAD_SDK_NS: Cell<u64> = const { Cell::new(0) };
+    /// Where user callback time goes instead of the host clock (see [`collect_callback_time`]).
+    static CALLBACK_SINK: Cell<Option<u64>> = const { Cell::new(None) };
 }
 
 /// Marks the extent of one SDK call (hold it for the call's duration). The host time between
 /// the end of the previous call and the start of this one is the program's own host work.
-pub struct SdkCall(());
+pub struct SdkCall {
+    /// Start of the call when it is this thread's outermost one.
+    outermost: Option<Instant>,
+}
 
 impl SdkCall {
     /// Enters an SDK call.
     pub fn enter() -> SdkCall {
-        let now = Instant::now();
+        let now = HostMark::now();
+        let outermost = THREAD_DEPTH.with(|d| {
+            let depth = d.get();
+            d.set(depth + 1);
+            (depth == 0).then_some(now.at)
+        });
         with_state(|s| {
             if s.depth == 0 {
                 if let Some(last) = s.last_exit {
-                    let gap = now.saturating_duration_since(last).as_nanos() as u64;
-                    s.clock.host_work(gap, Phase::Host, "host");
+                    s.clock.host_work(now.since(&last), Phase::Host, "host");
                 }
             }
             s.depth += 1;
             s.sdk_calls += 1;
         });
-        SdkCall(())
+        SdkCall { outermost }
     }
 }
 
 impl Drop for SdkCall {
     fn drop(&mut self) {
-        let now = Instant::now();
+        let now = HostMark::now();
+        THREAD_DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+        if let Some(start) = self.outermost {
+            let ns = now.at.saturating_duration_since(start).as_nanos() as u64;
+            THREAD_SDK_NS.with(|t| t.set(t.get() + ns));
+        }
         with_state(|s| {
             s.depth = s.depth.saturating_sub(1);
             if s.depth == 0 {
@@ -210,14 +300,61 @@ impl Drop for SdkCall {
     }
 }
 
-/// Host-side time of user code run inside an SDK call (a synchronous callback).
-pub(crate) fn callback_ran(ns: u64) {
-    if IN_QUEUED_CALLBACK.with(|c| c.get()) {
-        return; // accounted on the rank's timeline
+/// Runs user code called back from inside an SDK call; returns its result and its real
+/// duration minus the time it spent in nested SDK calls (the emulator's; what those calls
+/// model is on the clock already).
+pub(crate) fn user_code<T>(f: impl FnOnce() -> T) -> (T, Nanos) {
+    // The callback is outside the SDK: nested calls are outermost calls of this thread.
+    let depth = THREAD_DEPTH.with(|d| d.replace(0));
+    let sdk_before = THREAD_SDK_NS.with(|t| t.get());
+    struct Restore(u32);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            THREAD_DEPTH.with(|d| d.set(self.0));
+        }
     }
-    with_state(|s| {
-        s.clock.host_work(ns, Phase::Host, "callback");
+    let restore = Restore(depth);
+    let started = HostMark::now();
+    let out = f();
+    let elapsed = HostMark::now().since(&started);
+    drop(restore);
+    let nested = THREAD_SDK_NS.with(|t| t.get()).saturating_sub(sdk_before);
+    (out, elapsed.saturating_sub(nested))
+}
+
+/// Host-side time of user code run inside an SDK call (a callback): on the host clock, or
+/// into the sink of [`collect_callback_time`] when this thread has one.
+pub(crate) fn callback_ran(ns: Nanos) {
+    let collected = CALLBACK_SINK.with(|c| match c.get() {
+        Some(t) => {
+            c.set(Some(t + ns));
+            true
+        }
+        None => false,
     });
+    if !collected {
+        with_state(|s| {
+            s.clock.host_work(ns, Phase::Host, "callback");
+        });
+    }
+}
+
+/// Runs `f`, collecting the callback time it reports ([`callback_ran`]) instead of putting
+/// it on the host clock; returns it. Callbacks that run concurrently (parallel callbacks)
+/// overlap, so their caller charges the longest, not the sum.
+pub(crate) fn collect_callback_time<T>(f: impl FnOnce() -> T) -> (T, Nanos) {
+    let before = CALLBACK_SINK.with(|c| c.replace(Some(0)));
+    struct Restore(Option<u64>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            CALLBACK_SINK.with(|c| c.set(self.0));
+        }
+    }
+    let restore = Restore(before);
+    let out = f();
+    let ns = CALLBACK_SINK.with(|c| c.get()).unwrap_or(0);
+    drop(restore);
+    (out, ns)
 }
 
 /// A rank was allocated.
@@ -322,6 +459,11 @@ fn current_issue(rank: u32) -> Issue {
 
 /// The host waits for `ranks` (the end of a synchronous call, or `dpu_sync`).
 pub(crate) fn join(ranks: impl IntoIterator<Item = u32>) {
+    if IN_QUEUED_CALLBACK.with(|c| c.get()) {
+        // A synchronous call made by a queued callback: the rank's thread waits, the host
+        // does not.
+        return;
+    }
     let ranks: Vec<u32> = ranks.into_iter().collect();
     with_state(|s| {
         s.clock.join(ranks);
@@ -490,16 +632,18 @@ pub(crate) fn finish(rank: &Rank, pending: Pending) {
     }
 }
 
-/// A queued callback of `rank` ran for `ns` (real time of user code on the host).
-pub(crate) fn queued_callback(rank: u32, ns: u64) {
+/// A queued callback of `rank` ran user code for `ns` (real time on the host): the rank's
+/// queue is held that long.
+pub(crate) fn queued_callback(rank: u32, ns: Nanos) {
     let issue = current_issue(rank);
     with_state(|s| {
         s.clock.rank_op(rank, issue.at, ns, Phase::Host, "callback");
     });
 }
 
-/// Runs a queued callback with the marker that keeps its time off the host timeline.
-pub(crate) fn in_queued_callback<T>(f: impl FnOnce() -> T) -> T {
+/// Runs a queued callback (on a rank's thread, or a non-blocking one on its own thread):
+/// keeps it off the host clock; returns the time of its user code.
+pub(crate) fn in_queued_callback<T>(f: impl FnOnce() -> T) -> (T, Nanos) {
     let before = IN_QUEUED_CALLBACK.with(|c| c.replace(true));
     struct Restore(bool);
     impl Drop for Restore {
@@ -508,7 +652,7 @@ pub(crate) fn in_queued_callback<T>(f: impl FnOnce() -> T) -> T {
         }
     }
     let _r = Restore(before);
-    f()
+    collect_callback_time(f)
 }
 
 /// Forgets the timeline: the clock restarts at 0 at the next SDK call, and past launches,
