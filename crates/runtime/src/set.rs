@@ -208,11 +208,12 @@ impl DpuSet {
     /// Runs per-rank operations, synchronously or queued.
     fn submit(&self, ops: Vec<(Arc<Rank>, RankOp)>, asynchronous: bool) -> Result<()> {
         if asynchronous {
+            // The call's size applies to the operations queued here only; reset it so that
+            // work queued later by another path (e.g. a callback) does not inherit it.
             crate::timeline::set_call_bytes(crate::timeline::call_bytes(&ops));
-            for (r, op) in ops {
-                r.enqueue(op)?;
-            }
-            Ok(())
+            let queued = ops.into_iter().try_for_each(|(r, op)| r.enqueue(op));
+            crate::timeline::set_call_bytes(0);
+            queued
         } else {
             self.run_sync(ops)
         }
