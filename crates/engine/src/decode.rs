@@ -12,10 +12,13 @@
 //! Two sentinel ops follow the program: `FellOff` (reached by running past the last
 //! instruction) and `Stall` (where a tasklet waits out the issue slots of an arithmetic call).
 //!
-//! After specialisation, the fusion pass ([`find_pairs`]) marks pairs of consecutive RV32I
-//! instructions that the real DPU executes as one instruction (the rules and their sources
-//! are in the crate documentation, "Issue-slot corrections"). The mark lives in a byte array
-//! parallel to the ops, so `Op` stays 8 bytes and the unfused interpretation is unchanged.
+//! After specialisation, the fusion passes mark the ops whose successor issues in the same
+//! slot, because the real DPU executes them as one instruction (the rules and their sources
+//! are in the crate documentation, "Issue-slot corrections"): [`find_pairs`] (rules 1-4,
+//! pairs), [`mark_ecall_setups`] (rule 5, the operand set-up of an `ecall`) and
+//! [`mark_carries`] (rule 6, 64-bit add/sub). Marks chain: when ops `i` and `i + 1` are both
+//! marked, ops `i..=i + 2` issue in one slot. The mark lives in a byte array parallel to the
+//! ops, so `Op` stays 8 bytes and the unfused interpretation is unchanged.
 
 use openpim_isa::{decode as isa_decode, reg, Insn};
 
@@ -25,7 +28,7 @@ pub(crate) mod fuse {
     /// Not the first op of a pair.
     pub const NONE: u8 = 0;
     /// Always one issue slot (ALU op + branch on its result, constant + compare-and-branch,
-    /// 32-bit constant + its consumer).
+    /// 32-bit constant + its consumer, call set-up + `ecall`, free carry ops).
     pub const ALWAYS: u8 = 1;
     /// Word pair, first op accesses the lower word: one slot when its address is 8-aligned.
     pub const PAIR_LO: u8 = 2;
@@ -120,10 +123,11 @@ impl Program {
     ///
     /// A trailing partial word is padded with zero bytes (and so decodes as illegal).
     ///
-    /// Pairs of RV32I instructions that the DPU executes as one instruction issue in one slot
-    /// (the DPU ISA's fused ALU+branch, compare-and-branch with an immediate, 64-bit
-    /// register-pair load/store and 32-bit immediates; see the crate documentation,
-    /// "Issue-slot corrections"). [`Program::decode_with`] can turn this off.
+    /// RV32I instructions that the DPU executes as one instruction issue in one slot (the
+    /// DPU ISA's fused ALU+branch, compare-and-branch with an immediate, 64-bit register-pair
+    /// load/store, 32-bit immediates, register and immediate operands of its system
+    /// instructions, and add/sub with carry; see the crate documentation, "Issue-slot
+    /// corrections"). [`Program::decode_with`] can turn this off.
     pub fn decode(text_base: u32, text: &[u8]) -> Program {
         Program::decode_with(text_base, text, true)
     }
@@ -149,7 +153,10 @@ impl Program {
         let mut fuse = vec![fuse::NONE; ops.len()];
         let mut pairs = 0;
         if fuse_pairs {
+            let insns: Vec<Insn> = words.iter().map(|&w| isa_decode(w)).collect();
             find_pairs(text_base, &words, &mut fuse);
+            mark_ecall_setups(&insns, &mut fuse);
+            mark_carries(&insns, &ops, &mut fuse);
             for (op, kind) in ops.iter_mut().zip(fuse.iter_mut()) {
                 if *kind != fuse::NONE {
                     if mark_fused(op, *kind) {
@@ -169,12 +176,14 @@ impl Program {
         }
     }
 
-    /// Number of instruction pairs that issue in one slot when control falls through them.
+    /// Number of instructions marked to issue together with the next one when control falls
+    /// through them (each is one fused pair; marks may chain).
     pub fn fused_pair_count(&self) -> usize {
         self.pairs
     }
 
-    /// Whether the instruction at `pc` and the next one form a pair that issues in one slot.
+    /// Whether the instruction after the one at `pc` issues in the slot of the one at `pc`
+    /// (when control falls through from `pc`).
     pub fn fuses_with_next(&self, pc: u32) -> bool {
         self.index_of(pc)
             .is_some_and(|i| self.fuse[i as usize] != fuse::NONE)
@@ -606,8 +615,8 @@ fn mark_fused(op: &mut Op, kind: u8) -> bool {
     true
 }
 
-/// Marks the fused pairs of `words` in `fuse` (greedily from the start: an instruction
-/// belongs to at most one pair); returns the number of pairs.
+/// Rules 1-4: marks the fused pairs of `words` in `fuse` (greedily from the start: an
+/// instruction belongs to at most one of these pairs); returns the number of pairs.
 fn find_pairs(base: u32, words: &[u32], fuse: &mut [u8]) -> usize {
     let mut pairs = 0;
     let mut i = 0;
@@ -623,6 +632,284 @@ fn find_pairs(base: u32, words: &[u32], fuse: &mut [u8]) -> usize {
         }
     }
     pairs
+}
+
+/// Marks op `j - 1` so that op `j` issues in its slot (rules 5 and 6). Marks chain: a
+/// marked op may itself be the second op of a pair. Only `NONE` or `ALWAYS` marks are
+/// compatible (a word-pair mark means op `j` is the second access of a pair).
+fn mark_free(fuse: &mut [u8], j: usize) {
+    debug_assert!(j > 0 && matches!(fuse[j - 1], fuse::NONE | fuse::ALWAYS));
+    fuse[j - 1] = fuse::ALWAYS;
+}
+
+/// Rule 5: the operand set-up of an environment call. A `mv rd, rs` (`addi rd, rs, 0`) or
+/// a `li rd, imm` (`addi rd, x0, imm`) writing a register other than `x0`/`sp`.
+fn is_call_setup(insn: Insn) -> bool {
+    match insn {
+        Insn::Addi(x) => x.rd != reg::ZERO && x.rd != reg::SP && (x.rs1 == reg::ZERO || x.imm == 0),
+        _ => false,
+    }
+}
+
+/// Rule 5: marks every op of the maximal run of [`is_call_setup`] instructions that directly
+/// precedes an `ecall`, so that the run and the `ecall` issue in one slot.
+fn mark_ecall_setups(insns: &[Insn], fuse: &mut [u8]) {
+    for (e, insn) in insns.iter().enumerate() {
+        if !matches!(insn, Insn::Ecall(_)) {
+            continue;
+        }
+        let mut j = e;
+        while j > 0 && is_call_setup(insns[j - 1]) {
+            j -= 1;
+        }
+        for k in j + 1..=e {
+            mark_free(fuse, k);
+        }
+    }
+}
+
+/// Rule 6: the longest straight-line window (in instructions, from the first op of a
+/// 64-bit add/sub pattern to its carry consumer).
+const CARRY_WINDOW: usize = 6;
+
+/// Whether `insn` may lie inside a carry window: not a branch, jump, environment call or
+/// anything else that leaves the straight line.
+fn straight_line(insn: Insn) -> bool {
+    !matches!(
+        insn,
+        Insn::Beq(_)
+            | Insn::Bne(_)
+            | Insn::Blt(_)
+            | Insn::Bge(_)
+            | Insn::Bltu(_)
+            | Insn::Bgeu(_)
+            | Insn::Jal(_)
+            | Insn::Jalr(_)
+            | Insn::Ecall(_)
+            | Insn::Ebreak(_)
+            | Insn::Illegal(_)
+    )
+}
+
+/// The op indices where control may arrive other than by falling through: branch and jump
+/// targets, and the return points after calls. (Indirect jumps other than returns, such as
+/// jump tables, are not followed.)
+fn entry_points(insns: &[Insn], ops: &[Op]) -> Vec<bool> {
+    let n = insns.len();
+    let mut entry = vec![false; n + 1];
+    for (i, (insn, op)) in insns.iter().zip(ops).enumerate() {
+        match *op {
+            Op::Beq { target, .. }
+            | Op::Bne { target, .. }
+            | Op::Blt { target, .. }
+            | Op::Bge { target, .. }
+            | Op::Bltu { target, .. }
+            | Op::Bgeu { target, .. }
+            | Op::J { target }
+            | Op::Jal { target, .. } => entry[target as usize] = true,
+            _ => {}
+        }
+        if let Insn::Jal(_) | Insn::Jalr(_) = insn {
+            if insn.dest() != Some(reg::ZERO) {
+                entry[i + 1] = true;
+            }
+        }
+    }
+    entry
+}
+
+/// One window of straight-line code `[start, end]` searched for a rule-6 pattern.
+struct Window<'a> {
+    insns: &'a [Insn],
+    start: usize,
+}
+
+impl Window<'_> {
+    /// The last instruction in `[start, before)` that writes `r` (never `x0`).
+    fn writer(&self, r: u8, before: usize) -> Option<usize> {
+        if r == reg::ZERO {
+            return None;
+        }
+        (self.start..before)
+            .rev()
+            .find(|&i| self.insns[i].dest() == Some(r))
+    }
+
+    /// Whether no instruction in `[from, to)` writes `r`.
+    fn unchanged(&self, r: u8, from: usize, to: usize) -> bool {
+        r == reg::ZERO || (from..to).all(|i| self.insns[i].dest() != Some(r))
+    }
+
+    /// A copy `mv x, src` before `before` (the copy that keeps an operand `src` of the
+    /// add/sub at `before` for the carry computation at `c`, which overwrites `x`): its index.
+    fn copy_of(&self, x: u8, src: u8, before: usize, c: usize) -> Option<usize> {
+        let m = self.writer(x, c)?;
+        match self.insns[m] {
+            Insn::Addi(mv)
+                if m < before
+                    && mv.imm == 0
+                    && mv.rs1 == src
+                    && src != reg::ZERO
+                    && src != x
+                    && self.unchanged(src, m, before) =>
+            {
+                Some(m)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The ops of one 64-bit add/sub: `low` = the low-word op, its carry (borrow) computation
+/// and the copy kept for it (if any); `high` = the high-word op (if any) and the carry
+/// consumer. On the DPU each group is one instruction (`add`/`sub`, then `addc`/`subc`).
+struct Carry {
+    low: [Option<usize>; 3],
+    high: [Option<usize>; 2],
+}
+
+/// Rule 6 for a 64-bit add whose carry consumer is `add _, c, y` at `k` (either order).
+fn carry_of_add(w: &Window, k: usize, c_reg: u8, y: Option<u8>) -> Option<Carry> {
+    // The carry: `sltu c, lo, x` ...
+    let c = w.writer(c_reg, k)?;
+    let Insn::Sltu(cmp) = w.insns[c] else {
+        return None;
+    };
+    // ... of the low add `add lo, a, b` / `addi lo, a, imm`, `x` being one of its operands
+    // (still holding the operand's value) or a copy of one, which the carry overwrites.
+    let l = w.writer(cmp.rs1, c)?;
+    let operands = match w.insns[l] {
+        Insn::Add(r) => [r.rs1, r.rs2],
+        Insn::Addi(x) if x.rs1 != reg::ZERO && x.imm != 0 => [x.rs1, x.rs1],
+        _ => return None,
+    };
+    let x = cmp.rs2;
+    let copy = if operands.contains(&x) && x != reg::ZERO && w.unchanged(x, l, c) {
+        None
+    } else if x == c_reg {
+        Some(operands.iter().find_map(|&src| w.copy_of(x, src, l, c))?)
+    } else {
+        return None;
+    };
+    // The high add `add h, ah, bh` / `addi h, ah, imm`, if `y` is its result.
+    let h = y.and_then(|y| w.writer(y, k)).filter(|&h| {
+        h != l
+            && match w.insns[h] {
+                Insn::Add(_) => true,
+                Insn::Addi(x) => x.rs1 != reg::ZERO,
+                _ => false,
+            }
+    });
+    Some(Carry {
+        low: [copy, Some(l), Some(c)],
+        high: [h, Some(k)],
+    })
+}
+
+/// Rule 6 for a 64-bit subtract whose borrow consumer is `sub _, y, c_reg` at `k`.
+fn carry_of_sub(w: &Window, k: usize, y: u8, c_reg: u8) -> Option<Carry> {
+    // The borrow: `sltu c, p, q` ...
+    let c = w.writer(c_reg, k)?;
+    let Insn::Sltu(cmp) = w.insns[c] else {
+        return None;
+    };
+    let is_sub =
+        |i: usize, p: u8, q: u8| matches!(w.insns[i], Insn::Sub(r) if r.rs1 == p && r.rs2 == q);
+    // ... either `sltu c, a, lo` after `sub lo, a, b` (`a` unchanged, or a copy of it that
+    // the borrow overwrites) ...
+    let mut found = None;
+    if let Some(l) = w.writer(cmp.rs2, c) {
+        if let Insn::Sub(s) = w.insns[l] {
+            if s.rs1 == cmp.rs1 && w.unchanged(cmp.rs1, l, c) {
+                found = Some((None, l));
+            } else if cmp.rs1 == c_reg {
+                if let Some(m) = w.copy_of(cmp.rs1, s.rs1, l, c) {
+                    found = Some((Some(m), l));
+                }
+            }
+        }
+    }
+    // ... or `sltu c, a, b` before or after `sub lo, a, b` (`a`, `b` unchanged in between).
+    if found.is_none() {
+        let (p, q) = (cmp.rs1, cmp.rs2);
+        let l = (w.start..k)
+            .filter(|&l| l != c && is_sub(l, p, q))
+            .find(|&l| {
+                let (from, to) = if l < c { (l, c) } else { (c, l) };
+                w.unchanged(p, from, to) && w.unchanged(q, from, to)
+            })?;
+        found = Some((None, l));
+    }
+    let (copy, l) = found?;
+    // The high subtract `sub h, ah, bh`, if `y` is its result.
+    let h = w
+        .writer(y, k)
+        .filter(|&h| h != l && matches!(w.insns[h], Insn::Sub(_)));
+    Some(Carry {
+        low: [copy, Some(l), Some(c)],
+        high: [h, Some(k)],
+    })
+}
+
+/// Rule 6: 64-bit add and subtract. For each carry consumer `add hi, h, c` / `add hi, c, h`
+/// / `addi hi, c, imm` / `sub hi, h, c` whose `c` is an `sltu` recomputing the carry
+/// (borrow) of a low-word add/sub in the same straight-line window, every op of each group
+/// (see [`Carry`]) but its first issues for free, in the slot of the op before it.
+fn mark_carries(insns: &[Insn], ops: &[Op], fuse: &mut [u8]) {
+    let n = insns.len();
+    let entry = entry_points(insns, ops);
+    let markable = |i: usize| {
+        let mut op = ops[i];
+        mark_fused(&mut op, fuse::ALWAYS)
+    };
+    for k in 1..n {
+        // The carry consumer: `add hi, x, y` (either operand the carry), `addi hi, c, imm`
+        // (a high part that is a constant: the DPU's `addc hi, zero, imm`) or `sub hi, h, c`.
+        let rd = match insns[k] {
+            Insn::Add(r) | Insn::Sub(r) if r.rs1 != r.rs2 => r.rd,
+            Insn::Addi(x) if x.rs1 != reg::ZERO && x.imm != 0 => x.rd,
+            _ => continue,
+        };
+        if rd == reg::ZERO || rd == reg::SP || entry[k] {
+            continue;
+        }
+        // The window: straight-line code up to and including `k`, entered only at its
+        // first instruction.
+        let mut start = k;
+        while start > 0
+            && k - (start - 1) < CARRY_WINDOW
+            && straight_line(insns[start - 1])
+            && !entry[start]
+        {
+            start -= 1;
+        }
+        let w = Window { insns, start };
+        let found = match insns[k] {
+            Insn::Add(r) => carry_of_add(&w, k, r.rs2, Some(r.rs1))
+                .or_else(|| carry_of_add(&w, k, r.rs1, Some(r.rs2))),
+            Insn::Addi(x) => carry_of_add(&w, k, x.rs1, None),
+            Insn::Sub(r) => carry_of_sub(&w, k, r.rs1, r.rs2),
+            _ => None,
+        };
+        let Some(carry) = found else {
+            continue;
+        };
+        // Every op but the first of each group issues with the op before it.
+        let mut free = Vec::with_capacity(3);
+        for group in [&carry.low[..], &carry.high[..]] {
+            let mut g: Vec<usize> = group.iter().flatten().copied().collect();
+            g.sort_unstable();
+            free.extend_from_slice(&g[1..]);
+        }
+        let ok = free.iter().all(|&j| {
+            j > w.start && matches!(fuse[j - 1], fuse::NONE | fuse::ALWAYS) && markable(j - 1)
+        });
+        if ok {
+            for j in free {
+                mark_free(fuse, j);
+            }
+        }
+    }
 }
 
 #[cfg(test)]

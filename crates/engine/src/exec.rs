@@ -1122,6 +1122,36 @@ impl<'a> Dpu<'a> {
                     }
                 }
             }
+            ecall::FADD32 | ecall::FSUB32 | ecall::FMUL32 | ecall::FDIV32 => {
+                let (x, y) = (f32::from_bits(a0), f32::from_bits(a1));
+                let (r, slots) = match nr_call {
+                    ecall::FADD32 => (x + y, tm.fadd32_slots),
+                    ecall::FSUB32 => (x - y, tm.fsub32_slots),
+                    ecall::FMUL32 => (x * y, tm.fmul32_slots),
+                    _ => (x / y, tm.fdiv32_slots),
+                };
+                // NaN payloads and signs differ between hosts: one canonical quiet NaN.
+                let bits = if r.is_nan() { 0x7fc0_0000 } else { r.to_bits() };
+                set(self, reg::A0, bits);
+                slots
+            }
+            ecall::FADD64 | ecall::FSUB64 | ecall::FMUL64 | ecall::FDIV64 => {
+                let x = f64::from_bits(u64::from(a0) | (u64::from(a1) << 32));
+                let y = f64::from_bits(u64::from(a2) | (u64::from(a3) << 32));
+                let (r, slots) = match nr_call {
+                    ecall::FADD64 => (x + y, tm.fadd64_slots),
+                    ecall::FSUB64 => (x - y, tm.fsub64_slots),
+                    ecall::FMUL64 => (x * y, tm.fmul64_slots),
+                    _ => (x / y, tm.fdiv64_slots),
+                };
+                let bits = if r.is_nan() {
+                    0x7ff8_0000_0000_0000
+                } else {
+                    r.to_bits()
+                };
+                set64(self, reg::A0, bits);
+                slots
+            }
             nr => return Err(Fault::UnknownEcall { nr }),
         };
         if slots == 0 {

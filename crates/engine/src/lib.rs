@@ -29,9 +29,9 @@
 //! `e = s + alpha + ceil(beta_milli * n / 1000)`; the requesting tasklet's next issue is at
 //! `max(e, c + revolver_cycles)`. The data is copied when the request issues.
 //!
-//! The arithmetic calls (`MUL32` ... `DIVS64`) issue once (the `ecall`) and then occupy
-//! `*_slots` further issues of the calling tasklet, each under the revolver rule; those issues
-//! count as instructions.
+//! The arithmetic calls (`MUL32` ... `DIVS64`, `FADD32` ... `FDIV64`) issue once (the `ecall`)
+//! and then occupy `*_slots` further issues of the calling tasklet, each under the revolver
+//! rule; those issues count as instructions.
 //!
 //! A tasklet woken by `RESUME` issued at cycle `c` may issue at
 //! `max(c + 1, its last issue + revolver_cycles)`.
@@ -44,20 +44,28 @@
 //! # Issue-slot corrections
 //!
 //! The engine runs RV32I, but the timing must be the DPU's, and the DPU ISA does in one
-//! instruction several things RV32I needs two for. [`Program::decode`] therefore marks
-//! *pairs* of consecutive RV32I instructions that the real DPU executes as one instruction;
-//! such a pair **issues in one slot** (one cycle, one revolver turn of its tasklet, one
-//! instruction in [`RunOutcome::instructions`] and in the performance counter). The facts
-//! about the DPU ISA come from its instruction formats as implemented in uPIMulator
-//! (VIA-Research/uPIMulator, `linker/kernel/instruction`): ALU operations with a condition
+//! instruction several things RV32I needs two or more for. [`Program::decode`] therefore
+//! marks RV32I instructions whose successor the real DPU executes in the same instruction;
+//! such a *pair* **issues in one slot** (one cycle, one revolver turn of its tasklet, one
+//! instruction in [`RunOutcome::instructions`] and in the performance counter). Marks chain:
+//! when instructions `i` and `i + 1` are both marked, `i`, `i + 1` and `i + 2` issue in one
+//! slot (rules 5 and 6 use this). The facts about the DPU ISA come from its instruction
+//! formats as implemented in uPIMulator (VIA-Research/uPIMulator,
+//! `linker/kernel/instruction`): ALU operations with a condition
 //! and a jump target (`RRRCI`/`RRICI`: `add rc, ra, rb, cond, pc`; 8-bit immediates;
 //! conditions on the result such as z/nz/mi/pl, and for `sub` also the comparisons
 //! lts/ltu/ges/...), compare-and-branch against zero-register forms with 11-bit immediates
 //! (`ZRICI`: `sub zero, ra, imm, cond, pc`, which the assembler spells `jlt ra, imm, pc` and
 //! so on), 64-bit pair loads and stores (`ld dc, ra, off` / `sd ra, off, db`), 32-bit
 //! immediates in ALU operations (`RRI`: `add rc, ra, imm32`, `move rc, imm32`) and 24-bit
-//! signed load/store offsets (`ERRI`). The rules, applied greedily from the start of the
-//! program (an instruction belongs to at most one pair):
+//! signed load/store offsets (`ERRI`). Further DPU facts used by rules 5 and 6: the DPU's
+//! instructions name any of its 24 registers and carry immediates directly; its system
+//! instructions take their operands that way (`ldma`/`sdma` take the WRAM and MRAM address
+//! registers and an immediate size, `acquire`/`release` an immediate bit, the performance
+//! counter is read by one instruction), so there is no calling convention to satisfy; and
+//! its `add`/`sub` set a carry flag that `addc`/`subc` consume, so a 64-bit add or subtract
+//! is two instructions. Rules 1-4 are applied greedily from the start of the program (an
+//! instruction belongs to at most one of their pairs); rules 5 and 6 then add their marks:
 //!
 //! 1. **ALU op + branch on its result.** An ALU instruction writing `rd` (not `x0`/`sp`)
 //!    followed by a conditional branch that compares `rd` with `x0`. Immediate forms must fit
@@ -79,14 +87,43 @@
 //!    `add/sub/and/or/xor` with `t` as exactly one operand, a load or store with base `t`
 //!    whose absolute address fits 24 bits signed (any WRAM address; not MRAM), or `jalr`
 //!    through `t` (`call`/`jump` to an absolute address).
+//! 5. **Operand set-up of an environment call.** The maximal run of register moves
+//!    (`mv rd, rs` = `addi rd, rs, 0`) and small constants (`li rd, imm` = `addi rd, x0,
+//!    imm`) directly before an `ecall` issues with the `ecall`, in one slot: RV32I must put
+//!    the call number in `a7` and the arguments in `a0..`, the DPU's system instruction names
+//!    its registers and immediates directly. Writes to `x0`/`sp` and any other instruction
+//!    (`addi a0, sp, 16`, `add`, a load, ...) end the run. `lui`/`auipc` are not part of it:
+//!    a 32-bit constant is an address (a WRAM/MRAM buffer, a format string) that the DPU too
+//!    must `move` into the register its `ldma`/`sdma` reads (rule 4 still pairs `lui` with
+//!    its consumer). The restore after a runtime wrapper's call (`mv a7, a3` after the
+//!    `ecall` in `__mulsi3: mv a3, a7; li a7, 20; ecall; mv a7, a3; ret`) is not covered and
+//!    issues alone.
+//! 6. **64-bit add/sub with carry.** gcc computes the carry of a 64-bit add as `add lo, a,
+//!    b` (or `addi lo, a, imm`) then `sltu c, lo, a` (or `b`, or a copy `mv x, a` made
+//!    before the add that the `sltu` overwrites), the high word as `add h, ah, bh` (or
+//!    `addi`) and then `add hi, h, c` (either operand order); a subtract as `sub lo, a, b`
+//!    with the borrow `sltu c, a, lo` (or a copy of `a`), or `sltu c, a, b` before or after
+//!    it, then `sub h, ah, bh; sub hi, h, c` (`neg` is `sub lo, x0, a` with `snez` =
+//!    `sltu c, x0, a`). The DPU does this as `add`+`addc` (`sub`+`subc`): the low group
+//!    (copy, low op, carry) and the high group (high op, consumer) each cost one slot, every
+//!    op of a group but its first issuing in the slot of the op before it. Without a high op
+//!    in the window (64-bit + 32-bit: `add hi, c, ah`; a constant high part: `addi hi, c,
+//!    imm`) only the low group is combined (the consumer is the DPU's `addc hi, ah, 0` /
+//!    `addc hi, zero, imm`). The pattern must lie in a straight-line window of at most 6
+//!    instructions ending at the consumer, with no branch, jump or `ecall` inside and no
+//!    branch target, jump target or return point after its first instruction, and every
+//!    register must carry the value the pattern needs (the `sltu`
+//!    compares the sum with an unchanged operand, the consumer reads that `sltu`'s result
+//!    and the high op's result). A `sltu` comparing unrelated registers is not a carry.
 //!
 //! The second op of a pair issues together with the first only when control falls through
 //! from the first into it; when a branch or jump targets the second op directly, it issues
-//! alone. Both ops execute exactly as without fusion (same results, same faults; a fault in
-//! the second op is reported at its own pc, and the pair is then not counted). Each fused
-//! issue is counted in [`RunStats::fused_pairs`], so RV32I instructions executed =
-//! `instructions + fused_pairs`. [`Program::decode_with`] with `fuse_pairs = false` turns
-//! the correction off (every RV32I instruction issues alone).
+//! alone (so control arriving in the middle of a rule-5 run issues the rest of the run with
+//! the `ecall`). All ops execute exactly as without fusion (same results, same faults; a
+//! fault in the second op is reported at its own pc, and the slot is then not counted).
+//! Each op issued in the slot of its predecessor is counted in [`RunStats::fused_pairs`], so
+//! RV32I instructions executed = `instructions + fused_pairs`. [`Program::decode_with`] with
+//! `fuse_pairs = false` turns the correction off (every RV32I instruction issues alone).
 //!
 //! When a run stops on a fault raised by an instruction issued at cycle `c`,
 //! [`RunOutcome::cycles`] is `c + 1` and the faulting instruction is not counted in
@@ -146,6 +183,17 @@ pub mod ecall {
     pub const MUL64: u32 = 23;
     pub const DIVU64: u32 = 24;
     pub const DIVS64: u32 = 25;
+    /// IEEE-754 binary32 add/sub/mul/div: `a0 = a0 op a1` (bit patterns).
+    pub const FADD32: u32 = 26;
+    pub const FSUB32: u32 = 27;
+    pub const FMUL32: u32 = 28;
+    pub const FDIV32: u32 = 29;
+    /// IEEE-754 binary64 add/sub/mul/div: `a0:a1 = a0:a1 op a2:a3` (bit patterns, low word
+    /// first).
+    pub const FADD64: u32 = 30;
+    pub const FSUB64: u32 = 31;
+    pub const FMUL64: u32 = 32;
+    pub const FDIV64: u32 = 33;
 
     /// `FAULT` codes (`a0`).
     pub const FAULT_HEAP_EXHAUSTED: u32 = 1;
@@ -176,23 +224,42 @@ pub struct Timing {
     pub div32_slots: u32,
     pub mul64_slots: u32,
     pub div64_slots: u32,
+    /// Issue slots charged for the floating-point environment calls (the body of the DPU's
+    /// soft-float routine).
+    pub fadd32_slots: u32,
+    pub fsub32_slots: u32,
+    pub fmul32_slots: u32,
+    pub fdiv32_slots: u32,
+    pub fadd64_slots: u32,
+    pub fsub64_slots: u32,
+    pub fmul64_slots: u32,
+    pub fdiv64_slots: u32,
     /// Stop the DPU with `Fault::CycleLimit` after this many cycles (None = no limit).
     pub max_cycles: Option<u64>,
 }
 
 impl Timing {
     /// The UPMEM v1A figures of `DESIGN.md` §3 (revolver 11, α 77/61, β 0.5) with the
-    /// `mul_step`/`div_step` costs of the DPU's runtime routines; no cycle limit.
+    /// arithmetic-call costs of `profiles/upmem-v1a.toml` (a test of the machine crate keeps
+    /// the two equal); no cycle limit.
     pub fn upmem_default() -> Timing {
         Timing {
             revolver_cycles: 11,
             dma_read_alpha: 77,
             dma_write_alpha: 61,
             dma_beta_milli: 500,
-            mul32_slots: 32,
-            div32_slots: 34,
-            mul64_slots: 100,
-            div64_slots: 140,
+            mul32_slots: 27,
+            div32_slots: 24,
+            mul64_slots: 129,
+            div64_slots: 243,
+            fadd32_slots: 64,
+            fsub32_slots: 69,
+            fmul32_slots: 176,
+            fdiv32_slots: 1022,
+            fadd64_slots: 98,
+            fsub64_slots: 105,
+            fmul64_slots: 653,
+            fdiv64_slots: 2180,
             max_cycles: None,
         }
     }

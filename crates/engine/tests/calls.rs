@@ -87,6 +87,158 @@ fn divs64() {
     assert_eq!(call(25, [al, ah, 0, 0]), [u32::MAX, u32::MAX, al, ah]);
 }
 
+/// FADD32..FDIV32 (26..29) on bit patterns; returns a0 (a1..a3 must be unchanged).
+fn f32_call(nr: u32, x: u32, y: u32) -> u32 {
+    let r = call(nr, [x, y, 0x5555_0002, 0x5555_0003]);
+    assert_eq!(
+        r[1..],
+        [y, 0x5555_0002, 0x5555_0003],
+        "call {nr} wrote a1..a3"
+    );
+    r[0]
+}
+
+/// FADD64..FDIV64 (30..33) on bit patterns; returns a0:a1 (a2, a3 must be unchanged).
+fn f64_call(nr: u32, x: u64, y: u64) -> u64 {
+    let (xl, xh) = split(x);
+    let (yl, yh) = split(y);
+    let r = call(nr, [xl, xh, yl, yh]);
+    assert_eq!(r[2..], [yl, yh], "call {nr} wrote a2, a3");
+    u64::from(r[0]) | (u64::from(r[1]) << 32)
+}
+
+const NAN32: u32 = 0x7fc0_0000;
+const NAN64: u64 = 0x7ff8_0000_0000_0000;
+
+#[test]
+fn float32_calls() {
+    let f = |v: f32| v.to_bits();
+    let (add, sub, mul, div) = (26, 27, 28, 29);
+    // Normal values, with rounding (round to nearest, ties to even).
+    assert_eq!(f32_call(add, f(1.5), f(-0.25)), f(1.25));
+    assert_eq!(f32_call(add, f(0.1), f(0.2)), 0x3e99_999a);
+    assert_eq!(f32_call(add, 0x4b80_0000, 0x3f80_0000), 0x4b80_0000); // 2^24 + 1: tie to even
+    assert_eq!(f32_call(add, 0x4b80_0001, 0x3f80_0000), 0x4b80_0002); // tie, rounds up to even
+    assert_eq!(f32_call(sub, f(1.0), f(1.0)), 0); // +0
+    assert_eq!(f32_call(sub, f(-0.0), f(0.0)), 0x8000_0000); // -0
+    assert_eq!(f32_call(sub, f(3.0), f(0.5)), f(2.5));
+    assert_eq!(f32_call(mul, f(1.5), f(-0.25)), f(-0.375));
+    assert_eq!(f32_call(mul, f(1.1), f(1.1)), 0x3f9a_e148);
+    assert_eq!(f32_call(div, f(1.0), f(3.0)), 0x3eaa_aaab);
+    assert_eq!(f32_call(div, f(-7.0), f(2.0)), f(-3.5));
+    // Subnormals: as operands and as results (gradual underflow, no flush to zero).
+    assert_eq!(f32_call(add, 1, 1), 2);
+    assert_eq!(f32_call(sub, 0x0080_0000, 1), 0x007f_ffff); // FLT_MIN - smallest subnormal
+    assert_eq!(f32_call(mul, 0x0080_0000, f(0.5)), 0x0040_0000);
+    assert_eq!(f32_call(div, 1, f(2.0)), 0); // half of the smallest subnormal: tie to even (0)
+    assert_eq!(f32_call(div, 3, f(2.0)), 2); // 1.5 ulp -> 2 (even)
+    assert_eq!(f32_call(mul, 0x0000_1000, f(1024.0)), 0x0040_0000);
+    // Overflow and infinities.
+    assert_eq!(f32_call(mul, f(f32::MAX), f(2.0)), f(f32::INFINITY));
+    assert_eq!(
+        f32_call(add, f(f32::NEG_INFINITY), f(1e30)),
+        f(f32::NEG_INFINITY)
+    );
+    assert_eq!(f32_call(div, f(1.0), f(f32::INFINITY)), 0);
+    // Division by zero: a signed infinity.
+    assert_eq!(f32_call(div, f(1.0), 0), f(f32::INFINITY));
+    assert_eq!(f32_call(div, f(1.0), 0x8000_0000), f(f32::NEG_INFINITY));
+    assert_eq!(f32_call(div, f(-2.0), 0), f(f32::NEG_INFINITY));
+    // NaN results, whatever the operands' payloads and signs: the canonical quiet NaN.
+    assert_eq!(f32_call(sub, f(f32::INFINITY), f(f32::INFINITY)), NAN32);
+    assert_eq!(f32_call(add, f(f32::INFINITY), f(f32::NEG_INFINITY)), NAN32);
+    assert_eq!(f32_call(mul, f(f32::INFINITY), 0x8000_0000), NAN32);
+    assert_eq!(f32_call(div, 0, 0), NAN32);
+    assert_eq!(f32_call(div, f(f32::INFINITY), f(f32::INFINITY)), NAN32);
+    assert_eq!(f32_call(add, 0xffc1_2345, f(1.0)), NAN32); // negative quiet NaN with payload
+    assert_eq!(f32_call(mul, f(2.0), 0x7f80_0001), NAN32); // signalling NaN
+}
+
+#[test]
+fn float64_calls() {
+    use std::f64::consts::{E, PI};
+    let f = |v: f64| v.to_bits();
+    let (add, sub, mul, div) = (30, 31, 32, 33);
+    assert_eq!(f64_call(add, f(0.1), f(0.2)), f(0.1 + 0.2));
+    assert_eq!(f64_call(add, f(0.1), f(0.2)), 0x3fd3_3333_3333_3334);
+    assert_eq!(
+        f64_call(add, f(9007199254740992.0), f(1.0)),
+        f(9007199254740992.0)
+    ); // tie to even
+    assert_eq!(f64_call(sub, f(PI), f(-2.5e10)), f(PI + 2.5e10));
+    assert_eq!(f64_call(sub, f(-0.0), f(0.0)), 1 << 63);
+    assert_eq!(f64_call(mul, f(PI), f(-2.5e10)), f(-78539816339.74483));
+    assert_eq!(f64_call(mul, f(1.1), f(1.1)), 0x3ff3_5c28_f5c2_8f5d);
+    assert_eq!(f64_call(div, f(1.0), f(3.0)), 0x3fd5_5555_5555_5555);
+    assert_eq!(f64_call(div, f(E), f(7.0)), f(E / 7.0));
+    // Subnormals.
+    assert_eq!(f64_call(add, 1, 1), 2);
+    assert_eq!(
+        f64_call(sub, 0x0010_0000_0000_0000, 1),
+        0x000f_ffff_ffff_ffff
+    );
+    assert_eq!(
+        f64_call(mul, 0x0010_0000_0000_0000, f(0.25)),
+        0x0004_0000_0000_0000
+    );
+    assert_eq!(f64_call(div, 1, f(2.0)), 0);
+    assert_eq!(f64_call(div, 3, f(2.0)), 2);
+    assert_eq!(f64_call(mul, f(1e-300), f(1e-10)), f(1e-310));
+    // Overflow, infinities, division by zero.
+    assert_eq!(f64_call(mul, f(f64::MAX), f(1.5)), f(f64::INFINITY));
+    assert_eq!(
+        f64_call(sub, f(f64::NEG_INFINITY), f(f64::MAX)),
+        f(f64::NEG_INFINITY)
+    );
+    assert_eq!(f64_call(div, f(-5.0), f(f64::INFINITY)), 1 << 63);
+    assert_eq!(f64_call(div, f(1.0), 0), f(f64::INFINITY));
+    assert_eq!(f64_call(div, f(1.0), 1 << 63), f(f64::NEG_INFINITY));
+    // NaN results: the canonical quiet NaN.
+    assert_eq!(f64_call(sub, f(f64::INFINITY), f(f64::INFINITY)), NAN64);
+    assert_eq!(f64_call(mul, 0, f(f64::NEG_INFINITY)), NAN64);
+    assert_eq!(f64_call(div, 0, 1 << 63), NAN64);
+    assert_eq!(f64_call(add, 0xfff8_dead_beef_0001, f(1.0)), NAN64);
+    assert_eq!(f64_call(div, f(1.0), 0x7ff0_0000_0000_0001), NAN64); // signalling NaN
+}
+
+#[test]
+fn float_calls_preserve_other_registers() {
+    for nr in 26..=33u32 {
+        let mut p = P::new();
+        // Every register except x0 and sp gets a distinct value; a0..a3 hold 1.5 / 2.0.
+        let mark = |r: u8| 0x1357_0000 + u32::from(r);
+        for r in 1..32u8 {
+            if r != SP && r != A7 {
+                p.li(r, mark(r));
+            }
+        }
+        if nr < 30 {
+            p.li(A0, 1.5f32.to_bits()).li(A1, 2.0f32.to_bits());
+        } else {
+            let (l, h) = split(1.5f64.to_bits());
+            p.li(A0, l).li(A1, h);
+            let (l, h) = split(2.0f64.to_bits());
+            p.li(A2, l).li(A3, h);
+        }
+        p.sys(nr);
+        let r = regs_after(&p.0);
+        let results: &[u8] = if nr < 30 { &[A0] } else { &[A0, A1] };
+        for reg in 1..32u8 {
+            if reg == SP || results.contains(&reg) {
+                continue;
+            }
+            let want = match reg {
+                A7 => nr,
+                A1 if nr < 30 => 2.0f32.to_bits(),
+                A2 if nr >= 30 => split(2.0f64.to_bits()).0,
+                A3 if nr >= 30 => split(2.0f64.to_bits()).1,
+                _ => mark(reg),
+            };
+            assert_eq!(r[usize::from(reg)], want, "call {nr} changed x{reg}");
+        }
+    }
+}
+
 #[test]
 fn atomic_acquire_release() {
     let mut p = P::new();

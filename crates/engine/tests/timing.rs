@@ -194,6 +194,69 @@ fn arithmetic_calls_occupy_issue_slots() {
 }
 
 #[test]
+fn float_calls_charge_their_profile_slots() {
+    // li a0; li a1; li a2; li a3; li a7 + ecall; exit: 12 issues + the call's slots, on one
+    // tasklet: cycles = 11 * (issues - 1) + 1. Every call is charged its own key.
+    let tm = timing();
+    let cases = [
+        (26, tm.fadd32_slots),
+        (27, tm.fsub32_slots),
+        (28, tm.fmul32_slots),
+        (29, tm.fdiv32_slots),
+        (30, tm.fadd64_slots),
+        (31, tm.fsub64_slots),
+        (32, tm.fmul64_slots),
+        (33, tm.fdiv64_slots),
+    ];
+    for (nr, slots) in cases {
+        let mut p = P::new();
+        p.li(A0, 0x3fc0_0000).li(A1, 0x4000_0000);
+        p.li(A2, 0).li(A3, 0x4000_0000).sys(nr).exit();
+        let (out, _) = run_p(&p, 1);
+        assert_eq!(out.fault, None);
+        let issues = 12 + u64::from(slots);
+        assert_eq!(out.instructions, issues, "call {nr}");
+        assert_eq!(out.cycles, 11 * (issues - 1) + 1, "call {nr}");
+        assert_eq!(out.stats.tasklets[0].instructions, issues, "call {nr}");
+        // A profile that makes the call free: only the 12 issues remain.
+        let mut free = timing();
+        free.fadd32_slots = 0;
+        free.fsub32_slots = 0;
+        free.fmul32_slots = 0;
+        free.fdiv32_slots = 0;
+        free.fadd64_slots = 0;
+        free.fsub64_slots = 0;
+        free.fmul64_slots = 0;
+        free.fdiv64_slots = 0;
+        let out = Dpu::new().run(&p, &boot(1), &free);
+        assert_eq!(
+            (out.instructions, out.cycles),
+            (12, 11 * 11 + 1),
+            "call {nr}"
+        );
+    }
+    // The test timing uses the shipped profile's costs (checked against the profile in
+    // openpim-machine's tests).
+    assert_eq!(cases.map(|c| c.1), [64, 69, 176, 1022, 98, 105, 653, 2180]);
+}
+
+#[test]
+fn float_slots_share_the_pipeline() {
+    // 11 tasklets each do one FDIV64: one issue per cycle throughout.
+    let mut p = P::new();
+    p.li(A0, 0)
+        .li(A1, 0x3ff0_0000)
+        .li(A2, 0)
+        .li(A3, 0x4008_0000)
+        .sys(33)
+        .exit();
+    let (out, _) = run_p(&p, 11);
+    assert_eq!(out.fault, None);
+    assert_eq!(out.instructions, 11 * (12 + 2180));
+    assert_eq!(out.cycles, 11 * (12 + 2180));
+}
+
+#[test]
 fn arithmetic_slots_share_the_pipeline() {
     // 12 tasklets each do one DIVU32 (34 slots): 1 IPC throughout.
     let mut p = P::new();

@@ -314,6 +314,18 @@ impl MachineConfig {
             "arithmetic (issue slots): mul32 {}, div32 {}, mul64 {}, div64 {}",
             hw.cost.mul32, hw.cost.div32, hw.cost.mul64, hw.cost.div64
         );
+        let _ = writeln!(
+            s,
+            "floating point (issue slots): float add {} sub {} mul {} div {}, double add {} sub {} mul {} div {}",
+            hw.cost.fadd32,
+            hw.cost.fsub32,
+            hw.cost.fmul32,
+            hw.cost.fdiv32,
+            hw.cost.fadd64,
+            hw.cost.fsub64,
+            hw.cost.fmul64,
+            hw.cost.fdiv64
+        );
         match c.max_cycles {
             Some(m) => {
                 let _ = writeln!(s, "cycle limit per launch: {m}");

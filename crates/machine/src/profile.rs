@@ -77,7 +77,7 @@ pub struct DmaSpec {
     pub beta_millicycles_per_byte: u32,
 }
 
-/// Issue slots charged for the software arithmetic routines.
+/// Issue slots charged for the software arithmetic routines. Every key is required.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CostSpec {
@@ -85,6 +85,16 @@ pub struct CostSpec {
     pub div32: u32,
     pub mul64: u32,
     pub div64: u32,
+    /// IEEE-754 float (binary32) add/sub/mul/div: the body of the DPU's soft-float routine.
+    pub fadd32: u32,
+    pub fsub32: u32,
+    pub fmul32: u32,
+    pub fdiv32: u32,
+    /// IEEE-754 double (binary64) add/sub/mul/div.
+    pub fadd64: u32,
+    pub fsub64: u32,
+    pub fmul64: u32,
+    pub fdiv64: u32,
 }
 
 /// How DPUs are grouped.
@@ -235,6 +245,14 @@ impl HardwareProfile {
             div32_slots: self.cost.div32,
             mul64_slots: self.cost.mul64,
             div64_slots: self.cost.div64,
+            fadd32_slots: self.cost.fadd32,
+            fsub32_slots: self.cost.fsub32,
+            fmul32_slots: self.cost.fmul32,
+            fdiv32_slots: self.cost.fdiv32,
+            fadd64_slots: self.cost.fadd64,
+            fsub64_slots: self.cost.fsub64,
+            fmul64_slots: self.cost.fmul64,
+            fdiv64_slots: self.cost.fdiv64,
             max_cycles,
         }
     }
@@ -315,6 +333,35 @@ mod tests {
     }
 
     #[test]
+    fn float_costs_in_both_profiles_and_required() {
+        for name in builtin_names() {
+            let c = HardwareProfile::load(name).unwrap().cost;
+            assert_eq!(
+                [c.fadd32, c.fsub32, c.fmul32, c.fdiv32],
+                [64, 69, 176, 1022],
+                "{name}"
+            );
+            assert_eq!(
+                [c.fadd64, c.fsub64, c.fmul64, c.fdiv64],
+                [98, 105, 653, 2180],
+                "{name}"
+            );
+        }
+        // A user profile written before the float keys existed: a clear error naming the key.
+        let text = include_str!("../../../profiles/upmem-v1a.toml");
+        let old = text.replace("fadd32 = 64\n", "");
+        let e = HardwareProfile::parse("old.toml", &old).unwrap_err();
+        let msg = e.to_string();
+        assert!(matches!(e, ProfileError::Invalid { .. }), "{msg}");
+        assert!(
+            msg.contains("old.toml") && msg.contains("missing field `fadd32`"),
+            "{msg}"
+        );
+        let e = HardwareProfile::parse("x", &text.replace("fdiv64 = 2180\n", "")).unwrap_err();
+        assert!(e.to_string().contains("fdiv64"), "{e}");
+    }
+
+    #[test]
     fn bus_section_loaded_overridden_and_rejected() {
         for name in builtin_names() {
             let p = HardwareProfile::load(name).unwrap();
@@ -369,7 +416,22 @@ mod tests {
         let t = p.timing(Some(10));
         assert_eq!(t.revolver_cycles, 11);
         assert_eq!(t.mul32_slots, p.cost.mul32);
+        assert_eq!(
+            [
+                t.fadd32_slots,
+                t.fsub32_slots,
+                t.fmul32_slots,
+                t.fdiv32_slots,
+                t.fadd64_slots,
+                t.fsub64_slots,
+                t.fmul64_slots,
+                t.fdiv64_slots
+            ],
+            [64, 69, 176, 1022, 98, 105, 653, 2180]
+        );
         assert_eq!(t.max_cycles, Some(10));
         assert!((p.cycles_to_seconds(350_000_000) - 1.0).abs() < 1e-12);
+        // The engine's built-in default is the default profile's timing.
+        assert_eq!(p.timing(None), Timing::upmem_default());
     }
 }

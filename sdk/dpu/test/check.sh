@@ -51,12 +51,29 @@ no_libgcc_intdiv() { # ELF
     done
 }
 
+# The float/double add, sub, mul, div present must be the runtime's (environment call, charged
+# the DPU's soft-float cost), never libgcc's.
+float_ops_ours() { # ELF
+    local f=$1 s dis
+    for s in __addsf3 __subsf3 __mulsf3 __divsf3 __adddf3 __subdf3 __muldf3 __divdf3; do
+        elf "$f" sym "$s" >/dev/null || continue
+        dis=$(riscv64-unknown-elf-objdump -d --disassemble="$s" "$f")
+        grep -q ecall <<<"$dis" || { echo "$s is not the runtime's (libgcc's soft-float linked)"; return 1; }
+    done
+}
+
 echo "== runtime library"
 check "make -C sdk/dpu" make -s -C "$root/sdk/dpu"
 lib=$root/build/dpu/libdpurt.a
 for s in __mulsi3 __divsi3 __udivsi3 __modsi3 __umodsi3 __muldi3 __divdi3 __udivdi3 __moddi3 __umoddi3 \
+    __addsf3 __subsf3 __mulsf3 __divsf3 __adddf3 __subdf3 __muldf3 __divdf3 \
     memcpy memset memmove memcmp strlen printf mem_alloc barrier_wait handshake_notify sem_take; do
     if riscv64-unknown-elf-nm --defined-only "$lib" 2>/dev/null | grep -q " T $s\$"; then ok "libdpurt defines $s"; else ko "libdpurt defines $s"; fi
+done
+for s in __addsf3 __subsf3 __mulsf3 __divsf3 __adddf3 __subdf3 __muldf3 __divdf3 __mulsi3 __udivdi3; do
+    if riscv64-unknown-elf-nm --defined-only "$root/build/dpu/libgcc-dpu.a" 2>/dev/null | grep -q " T $s\$"; then
+        ko "libgcc-dpu.a does not define $s"
+    else ok "libgcc-dpu.a does not define $s"; fi
 done
 
 echo "== arithmetic (int, long long, float, double)"
@@ -65,7 +82,9 @@ for opt in -O0 -O2 -Os; do
     [[ -f $out/arith$opt ]] || continue
     check "arith $opt layout" elf "$out/arith$opt" layout
     check "arith $opt: mul/div through environment calls" no_libgcc_intdiv "$out/arith$opt"
-    for s in __mulsi3 __divsi3 __moddi3 __udivdi3 __muldf3 __divdf3 __mulsf3 __divsf3; do
+    check "arith $opt: float/double add/sub/mul/div through environment calls" float_ops_ours "$out/arith$opt"
+    for s in __mulsi3 __divsi3 __moddi3 __udivdi3 __addsf3 __subsf3 __mulsf3 __divsf3 __adddf3 __subdf3 __muldf3 \
+        __divdf3 __fixsfsi __floatsisf __extendsfdf2 __gtdf2; do
         if elf "$out/arith$opt" sym $s >/dev/null; then ok "arith $opt has $s"; else ko "arith $opt has $s"; fi
     done
     eq "arith $opt NR_TASKLETS default" "$(elf "$out/arith$opt" word __sys_nr_tasklets)" 1
@@ -82,6 +101,7 @@ for flags in "-O2" "-O0 -g" "-O3 -flto" "-O2 -flto=thin -std=c99" "-Os -std=c11 
     [[ -f $f ]] || continue
     check "$name layout" elf "$f" layout
     check "$name no libgcc mul/div" no_libgcc_intdiv "$f"
+    check "$name no libgcc float add/sub/mul/div" float_ops_ours "$f"
     eq "$name NR_TASKLETS" "$(elf "$f" word __sys_nr_tasklets)" 16
     eq "$name STDOUT_BUFFER_INIT" "$(elf "$f" sym __stdout_buffer_size)" 0x1000
     for b in my_barrier second_barrier; do

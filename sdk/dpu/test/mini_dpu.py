@@ -33,6 +33,34 @@ def sx(v, bits):
     return v - (1 << bits) if v >> (bits - 1) else v
 
 
+def float_call(nr, a0, a1, a2, a3):
+    """FADD32..FDIV32 (26..29) and FADD64..FDIV64 (30..33): returns [a0, a1] after the call.
+    Python floats are IEEE doubles; a float operation done in double and rounded once to float
+    is correctly rounded (double has more than 2 * 24 + 2 bits)."""
+    single = nr < 30
+    if single:
+        x, y = (struct.unpack("<f", struct.pack("<I", v))[0] for v in (a0, a1))
+    else:
+        x, y = (struct.unpack("<d", struct.pack("<Q", lo | (hi << 32)))[0] for lo, hi in ((a0, a1), (a2, a3)))
+    op = (nr - 26) % 4
+    if op == 3 and y == 0.0:
+        if x != x or x == 0.0:
+            z = float("nan")
+        else:
+            z = float("inf") if (struct.pack("<d", x)[7] >> 7) == (struct.pack("<d", y)[7] >> 7) else -float("inf")
+    else:
+        z = (x + y, x - y, x * y, x / y if op == 3 else 0.0)[op]
+    if z != z:
+        return [0x7FC00000, a1] if single else [0, 0x7FF80000]
+    if single:
+        try:
+            return [struct.unpack("<I", struct.pack("<f", z))[0], a1]
+        except OverflowError:  # finite double that rounds to infinity as a float
+            return [0xFF800000 if z < 0 else 0x7F800000, a1]
+    bits = struct.unpack("<Q", struct.pack("<d", z))[0]
+    return [bits & 0xFFFFFFFF, bits >> 32]
+
+
 class Dpu:
     def __init__(self, elf):
         self.elf = elf
@@ -372,6 +400,8 @@ class Dpu:
                             q &= M
                             m &= M
                             r[10], r[11], r[12], r[13] = q & 0xFFFFFFFF, q >> 32, m & 0xFFFFFFFF, m >> 32
+                    elif 26 <= nr <= 33:
+                        r[10], r[11] = float_call(nr, a0, a1, a2, a3)
                     else:
                         raise Fault(f"unknown ecall {nr}")
                 else:

@@ -1,8 +1,132 @@
 /* Checks the DPU runtime test (see task.c) for both builds. */
 #include <dpu.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+/* Operand pairs for the float/double add/sub/mul/div check: every pair of EDGE values, then
+ * pseudo-random ones (random bit patterns, and moderate values with close exponents). */
+#define NF 256
+static float fa[NF], fb[NF];
+static double da[NF], db[NF];
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint64_t next_random(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+static float f_of(uint32_t b)
+{
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+}
+
+static double d_of(uint64_t b)
+{
+    double d;
+    memcpy(&d, &b, 8);
+    return d;
+}
+
+static void make_operands(void)
+{
+    static const uint32_t fedge[] = {
+        0x00000000, 0x80000000, /* +0, -0 */
+        0x00000001, 0x807fffff, /* smallest subnormal, -largest subnormal */
+        0x00800000, 0x7f7fffff, /* FLT_MIN, FLT_MAX */
+        0x7f800000, 0xff800000, /* +inf, -inf */
+        0x7fc00000, 0x7fa00001, /* quiet NaN, signalling NaN */
+        0x3f800000, 0xbfc00000, /* 1, -1.5 */
+        0x3dcccccd, 0x4b800001, /* 0.1f, 2^24 + 2 */
+    };
+    static const uint64_t dedge[] = {
+        0x0000000000000000ull, 0x8000000000000000ull, 0x0000000000000001ull, 0x800fffffffffffffull,
+        0x0010000000000000ull, 0x7fefffffffffffffull, 0x7ff0000000000000ull, 0xfff0000000000000ull,
+        0x7ff8000000000000ull, 0x7ff4000000000001ull, 0x3ff0000000000000ull, 0xbff8000000000000ull,
+        0x3fb999999999999aull, 0x4340000000000001ull,
+    };
+    const int ne = (int)(sizeof(fedge) / sizeof(fedge[0]));
+    int i = 0;
+    for (int x = 0; x < ne; x++) {
+        for (int y = 0; y < ne; y++, i++) {
+            fa[i] = f_of(fedge[x]);
+            fb[i] = f_of(fedge[y]);
+            da[i] = d_of(dedge[x]);
+            db[i] = d_of(dedge[y]);
+        }
+    }
+    for (; i < NF; i++) {
+        uint64_t r1 = next_random(), r2 = next_random();
+        if (i % 2) { /* any bit pattern */
+            fa[i] = f_of((uint32_t)r1);
+            fb[i] = f_of((uint32_t)(r1 >> 32));
+            da[i] = d_of(r1);
+            db[i] = d_of(r2);
+        } else { /* moderate values: cancellation in sub, rounding ties in add */
+            fa[i] = (float)((int32_t)(uint32_t)r1) / (float)(1 << 20);
+            fb[i] = (float)((int32_t)(uint32_t)(r1 >> 32)) / (float)(1 << (int)(r2 % 24));
+            da[i] = (double)(int64_t)r1 / 1099511627776.0;
+            db[i] = (double)(int64_t)r2 / (double)(1ull << (r1 % 50));
+        }
+    }
+}
+
+/* Same bits, or both NaN (the DPU gives one canonical NaN; NaN payloads are host-specific). */
+static int same_float(float got, float want)
+{
+    return (isnan(got) && isnan(want)) || memcmp(&got, &want, 4) == 0;
+}
+
+static int same_double(double got, double want)
+{
+    return (isnan(got) && isnan(want)) || memcmp(&got, &want, 8) == 0;
+}
+
+static int check_ieee(const char *binary, struct dpu_set_t dpu)
+{
+    static float fr[4][NF];
+    static double dr[4][NF];
+    static const char op[4] = { '+', '-', '*', '/' };
+    int wrong = 0;
+    DPU_ASSERT(dpu_copy_from(dpu, "fr", 0, fr, sizeof(fr)));
+    DPU_ASSERT(dpu_copy_from(dpu, "dr", 0, dr, sizeof(dr)));
+    for (int i = 0; i < NF; i++) {
+        volatile float p = fa[i], q = fb[i];
+        volatile double u = da[i], v = db[i];
+        float rf[4] = { p + q, p - q, p * q, p / q };
+        double rd[4] = { u + v, u - v, u * v, u / v };
+        for (int k = 0; k < 4; k++) {
+            if (!same_float(fr[k][i], rf[k])) {
+                uint32_t g, w, x, y;
+                memcpy(&g, &fr[k][i], 4);
+                memcpy(&w, &rf[k], 4);
+                memcpy(&x, &fa[i], 4);
+                memcpy(&y, &fb[i], 4);
+                if (wrong++ < 8)
+                    printf("%s: float %08x %c %08x = %08x, expected %08x\n", binary, x, op[k], y, g, w);
+            }
+            if (!same_double(dr[k][i], rd[k])) {
+                uint64_t g, w, x, y;
+                memcpy(&g, &dr[k][i], 8);
+                memcpy(&w, &rd[k], 8);
+                memcpy(&x, &da[i], 8);
+                memcpy(&y, &db[i], 8);
+                if (wrong++ < 8)
+                    printf("%s: double %016" PRIx64 " %c %016" PRIx64 " = %016" PRIx64 ", expected %016" PRIx64 "\n",
+                        binary, x, op[k], y, g, w);
+            }
+        }
+    }
+    if (wrong)
+        printf("%s: %d of %d float/double results differ from the host's\n", binary, wrong, 8 * NF);
+    return wrong != 0;
+}
 
 static int check(const char *binary, uint32_t nr_tasklets)
 {
@@ -21,6 +145,10 @@ static int check(const char *binary, uint32_t nr_tasklets)
     DPU_ASSERT(dpu_load(set, binary, NULL));
     DPU_ASSERT(dpu_copy_to(set, "i64_in", 0, in, sizeof(in)));
     DPU_ASSERT(dpu_copy_to(set, "f64_in", 0, &f64, 8));
+    DPU_ASSERT(dpu_copy_to(set, "fa", 0, fa, sizeof(fa)));
+    DPU_ASSERT(dpu_copy_to(set, "fb", 0, fb, sizeof(fb)));
+    DPU_ASSERT(dpu_copy_to(set, "da", 0, da, sizeof(da)));
+    DPU_ASSERT(dpu_copy_to(set, "db", 0, db, sizeof(db)));
     DPU_ASSERT(dpu_copy_to(set, DPU_MRAM_HEAP_POINTER_NAME, 0, pattern, sizeof(pattern)));
     DPU_ASSERT(dpu_copy_to(set, "counter64", 0, &c0, 8));
     DPU_ASSERT(dpu_copy_to(set, "marr", 0, marr, sizeof(marr)));
@@ -68,6 +196,7 @@ static int check(const char *binary, uint32_t nr_tasklets)
                 binary, f64o[0], f64o[1], f64o[2], f32o[0], f32o[1], rd[0], rd[1], rd[2], rf[0], rf[1]);
             bad = 1;
         }
+        bad |= check_ieee(binary, dpu);
         if (nr_tasklets < 4)
             continue;
         uint32_t rec, direct;
@@ -114,6 +243,7 @@ static int check(const char *binary, uint32_t nr_tasklets)
 
 int main(void)
 {
+    make_operands();
     int bad = check("./bin/dpu_runtime", 4);
     bad |= check("./bin/dpu_runtime_default", 1);
     printf("%s dpu_runtime\n", bad ? "FAIL" : "OK");

@@ -1,5 +1,7 @@
 /* DPU runtime odds and ends, one job per tasklet:
- *  0: <string.h> functions; 64-bit integer and floating-point arithmetic
+ *  0: <string.h> functions; 64-bit integer and floating-point arithmetic; float and double
+ *     add/sub/mul/div of NF operand pairs (edge cases: zeros, subnormals, infinities, NaNs,
+ *     overflow, rounding ties; the host compares every result bit for bit)
  *  1: a recursion that needs ~2 KiB of stack (only tasklet 1 gets 4 KiB through
  *     -DSTACK_SIZE_TASKLET_1; the default is set to 1024 bytes); check_stack()
  *  2: mram_read_unaligned / mram_write_unaligned
@@ -21,6 +23,9 @@ __host uint64_t u64_out[2];
 __host double f64_in;
 __host double f64_out[3];
 __host float f32_out[2];
+#define NF 256
+__host float fa[NF], fb[NF], fr[4][NF];
+__host double da[NF], db[NF], dr[4][NF];
 __host uint32_t recursion_result;
 __host int32_t stack_left[2];
 __host uint8_t unaligned_read[24];
@@ -75,6 +80,19 @@ static void job_strings_and_math(void)
     float f = (float)d;
     f32_out[0] = f / 3.0f + 0.1f;
     f32_out[1] = (float)(int32_t)(f * 1000.0f) / 1000.0f;
+
+    for (int i = 0; i < NF; i++) {
+        float p = fa[i], q = fb[i];
+        fr[0][i] = p + q;
+        fr[1][i] = p - q;
+        fr[2][i] = p * q;
+        fr[3][i] = p / q;
+        double u = da[i], v = db[i];
+        dr[0][i] = u + v;
+        dr[1][i] = u - v;
+        dr[2][i] = u * v;
+        dr[3][i] = u / v;
+    }
 }
 
 int main(void)

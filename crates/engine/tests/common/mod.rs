@@ -68,6 +68,14 @@ pub fn timing() -> Timing {
         div32_slots: 34,
         mul64_slots: 100,
         div64_slots: 140,
+        fadd32_slots: 64,
+        fsub32_slots: 69,
+        fmul32_slots: 176,
+        fdiv32_slots: 1022,
+        fadd64_slots: 98,
+        fsub64_slots: 105,
+        fmul64_slots: 653,
+        fdiv64_slots: 2180,
         max_cycles: Some(50_000_000),
     }
 }

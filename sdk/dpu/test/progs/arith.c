@@ -1,5 +1,6 @@
-/* Integer (32/64-bit), float and double arithmetic: must link the runtime's mul/div
- * (environment calls) and libgcc's soft-float only, with no duplicate symbols. */
+/* Integer (32/64-bit), float and double arithmetic: must link the runtime's integer mul/div
+ * and float/double add/sub/mul/div (environment calls) and libgcc's other soft-float routines
+ * (conversions, comparisons) only, with no duplicate symbols. */
 #include <stdint.h>
 #include <stdio.h>
 #include <defs.h>
@@ -40,12 +41,14 @@ int main(void)
     out_f[1] = in_f[0] / in_f[1];
     out_f[2] = in_f[0] + in_f[1];
     out_f[3] = (float)in_i[2];
+    out_f[4] = in_f[0] - in_f[1];
     out_i[4] = (int32_t)(in_f[0] * 1000.0f);
     out_d[0] = in_d[0] * in_d[1];
     out_d[1] = in_d[0] / in_d[1];
     out_d[2] = in_d[0] - in_d[1];
     out_d[3] = (double)in_l[0];
     out_d[4] = (double)in_f[1];
+    out_d[5] = in_d[0] + in_d[1];
     out_l[3] = (int64_t)in_d[1];
     out_ul[3] = (uint64_t)(in_d[0] * 1e9);
     out_i[5] = in_d[0] > in_d[1];
