@@ -5,7 +5,9 @@
  *   COPY-DMA  C = A (DMA in, DMA out, no WRAM pass)   COPY  C = A (through a WRAM loop)
  *   ADD       C = A + B                                SCALE C = s * A
  *   TRIAD     C = A + s * B
- * The timed part (tasklet 0's perfcounter between two barriers) is the whole streaming loop. */
+ * Timing follows the published microbenchmark (PrIM STREAM on MRAM): the tasklets start
+ * together behind a barrier and each times its own whole streaming loop; the result is the
+ * longest of these times. */
 #include <alloc.h>
 #include <barrier.h>
 #include <defs.h>
@@ -20,6 +22,7 @@ __host struct bench_result result;
 __host uint64_t sums[NR_TASKLETS];
 
 BARRIER_INIT(bar, NR_TASKLETS);
+static uint64_t tasklet_cycles[NR_TASKLETS];
 
 typedef __mram_ptr uint64_t *mptr;
 
@@ -80,10 +83,15 @@ int main(void)
     if (id == 0)
         perfcounter_config(COUNT_CYCLES, true);
     barrier_wait(&bar);
+    uint64_t t0 = perfcounter_get();
     sums[id] = stream(id, wa, wb, args.op, args.size, args.n, args.scalar);
+    tasklet_cycles[id] = perfcounter_get() - t0;
     barrier_wait(&bar);
     if (id == 0) {
-        result.cycles = perfcounter_get();
+        uint64_t most = 0;
+        for (uint32_t t = 0; t < NR_TASKLETS; t++)
+            most = tasklet_cycles[t] > most ? tasklet_cycles[t] : most;
+        result.cycles = most;
         result.check = sums[0];
     }
     return 0;
