@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # OpenPIM benchmarks: simulation speed, host memory, conformance-suite wall time, and the
-# fidelity suite (bench/fidelity, about 1 minute; skipped with BENCH_SKIP_FIDELITY=1).
+# interleaving benchmark (bench/interleave; BENCH_SKIP_INTERLEAVE=1 skips it) and the fidelity
+# suite (bench/fidelity, about 1 minute; skipped with BENCH_SKIP_FIDELITY=1).
 # Prints one table; run from anywhere after `make build` (or via `make bench`).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -45,7 +46,13 @@ if [ "${BENCH_SKIP_SUITE:-0}" != 1 ]; then
   printf '%-58s %8.1f s  (%s)\n' "conformance suite wall time" "$(calc "$t1-$t0")" "$summary"
 fi
 
-# 4. Fidelity: emulated vs published measurements of real UPMEM hardware (its own table).
+# 4. The host-side byte interleaving of transfers, GB/s per rank (its own table; ~2.2 GB).
+if [ "${BENCH_SKIP_INTERLEAVE:-0}" != 1 ]; then
+  printf '\n'
+  "$root/bench/interleave/run.sh"
+fi
+
+# 5. Fidelity: emulated vs published measurements of real UPMEM hardware (its own table).
 if [ "${BENCH_SKIP_FIDELITY:-0}" != 1 ]; then
   printf '\n'
   "$root/bench/fidelity/run.py"

@@ -2,10 +2,15 @@
 //!
 //! - Host code between SDK calls advances the host clock by its real duration: every SDK entry
 //!   point holds an [`SdkCall`] guard; the time from the end of one call to the start of the
-//!   next is measured with a monotonic clock, less the time the thread waited for a core
-//!   (the emulator simulating an asynchronous launch competes for the host's cores), and
-//!   counted as host time. Time spent inside SDK calls is the emulator's and is never counted
-//!   as such; user callbacks count, less the SDK calls they make.
+//!   next on the same thread is measured with a monotonic clock, less the time the thread
+//!   waited for a core (the emulator simulating an asynchronous launch competes for the
+//!   host's cores), and counted as host time. Time spent inside SDK calls is the emulator's
+//!   and is never counted as such; user callbacks count, less the SDK calls they make.
+//! - With several host threads, each thread's host code counts (the SDK-call depth is per
+//!   thread), and real time in which several threads run host code counts once. While
+//!   another thread is inside an SDK call, a thread's host code counts by its CPU time: it
+//!   may be waiting for that call (joining the thread that makes it, say), whose time is the
+//!   emulator's; if it computes, its CPU time is its real time.
 //! - Each rank operation gets a modeled duration: DPU kernels `max cycles / frequency`;
 //!   transfers from the bus model ([`openpim_machine::BusModel`]), or the real time of the
 //!   host-side byte interleaving ([`crate::interleave`]) when that is longer (the real SDK
@@ -15,6 +20,7 @@
 
 use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -96,9 +102,17 @@ pub struct HardwareInfo {
 #[derive(Debug)]
 pub struct State {
     pub clock: VirtualClock,
-    depth: u32,
-    /// When the last SDK call ended (no call in progress since).
-    last_exit: Option<HostMark>,
+    /// Threads inside an SDK call (made by host code, not by a user callback).
+    in_sdk: u32,
+    /// Real time with at least one thread inside an SDK call, ns, up to `busy_since`.
+    sdk_busy_ns: u64,
+    /// Since when `in_sdk` is not 0.
+    busy_since: Option<Instant>,
+    /// Real time up to which host code is accounted (threads' host code overlaps: it counts
+    /// once), with [`State::busy_at`] then.
+    counted_until: Option<(Instant, u64)>,
+    /// When the last SDK call of any thread ended.
+    last_exit: Option<ExitMark>,
     issues: HashMap<u32, VecDeque<Issue>>,
     pub launches: Vec<LaunchEntry>,
     pub xfers: XferTotals,
@@ -113,7 +127,10 @@ impl State {
     fn new() -> State {
         State {
             clock: VirtualClock::new(),
-            depth: 0,
+            in_sdk: 0,
+            sdk_busy_ns: 0,
+            busy_since: None,
+            counted_until: None,
             last_exit: None,
             issues: HashMap::new(),
             launches: Vec::new(),
@@ -145,14 +162,48 @@ impl State {
         }
     }
 
+    /// Real time with some thread inside an SDK call, from the start up to `t`, ns.
+    fn busy_at(&self, t: Instant) -> u64 {
+        self.sdk_busy_ns
+            + self
+                .busy_since
+                .map_or(0, |b| t.saturating_duration_since(b).as_nanos() as u64)
+    }
+
+    /// Accounts host code from `last` (the end of an SDK call) to `now` (the start of the next
+    /// one on the same thread, or the end of the run), less what is accounted already (other
+    /// threads' host code in the same real time). The part of it in which other threads were
+    /// inside SDK calls counts by the thread's CPU time (see the module's documentation); the
+    /// rest by its real time, less its waits for a core. Across threads (a thread's first
+    /// call: its host code since the last call of any thread) there are no statistics: only
+    /// the real time with no SDK call in progress counts.
+    fn host_code(&mut self, last: &ExitMark, now: &HostMark) {
+        let (start, busy_start) = match self.counted_until {
+            Some((c, b)) if c > last.mark.at => (c, b),
+            _ => (last.mark.at, last.busy),
+        };
+        let wall = now.at.saturating_duration_since(start).as_nanos() as u64;
+        let busy_now = self.busy_at(now.at);
+        let others = busy_now.saturating_sub(busy_start).min(wall);
+        let (cpu, delay) = now.sched_since(&last.mark).unwrap_or((0, 0));
+        let ns = (wall - others).saturating_sub(delay) + others.min(cpu);
+        self.clock.host_work(ns, Phase::Host, "host");
+        if self.counted_until.is_none_or(|(c, _)| c < now.at) {
+            self.counted_until = Some((now.at, busy_now));
+        }
+    }
+
     /// Accounts the host time since the last SDK call, and joins every rank: the end of the
     /// run. Idempotent.
     pub fn settle(&mut self) {
-        if self.depth == 0 {
+        if self.in_sdk == 0 {
             if let Some(last) = self.last_exit {
                 let now = HostMark::now();
-                self.clock.host_work(now.since(&last), Phase::Host, "host");
-                self.last_exit = Some(now);
+                self.host_code(&last, &now);
+                self.last_exit = Some(ExitMark {
+                    mark: now,
+                    busy: self.busy_at(now.at),
+                });
             }
         }
         let ranks: Vec<u32> = (0..self.clock.nr_ranks()).collect();
@@ -171,16 +222,44 @@ struct HostMark {
     thread: libc::pthread_t,
     /// The thread's run-queue delay so far (see [`run_queue_delay_ns`]).
     delay: Option<u64>,
+    /// The thread's CPU time so far, ns.
+    cpu: u64,
 }
 
 impl HostMark {
+    /// Now, at the end of an SDK call (or of the run): the thread's statistics first (system
+    /// calls, the emulator's time), the clock last.
     fn now() -> HostMark {
         HostMark {
             delay: run_queue_delay_ns(),
+            cpu: crate::interleave::thread_cpu_ns(),
             at: Instant::now(),
             // SAFETY: pthread_self has no preconditions.
             thread: unsafe { libc::pthread_self() },
         }
+    }
+
+    /// Now, at the start of an SDK call: the clock first, so that reading the statistics is
+    /// not counted as the program's host code.
+    fn entering() -> HostMark {
+        let at = Instant::now();
+        HostMark {
+            at,
+            delay: run_queue_delay_ns(),
+            cpu: crate::interleave::thread_cpu_ns(),
+            // SAFETY: pthread_self has no preconditions.
+            thread: unsafe { libc::pthread_self() },
+        }
+    }
+
+    /// The thread's CPU time and run-queue delay from `earlier` to this mark, ns (`None`
+    /// across threads, or where the kernel does not tell).
+    fn sched_since(&self, earlier: &HostMark) -> Option<(u64, u64)> {
+        if self.thread != earlier.thread {
+            return None;
+        }
+        let delay = self.delay?.saturating_sub(earlier.delay?);
+        Some((self.cpu.saturating_sub(earlier.cpu), delay))
     }
 
     /// The host code's time from `earlier` to this mark: the real time, less the time the
@@ -199,6 +278,17 @@ impl HostMark {
         }
     }
 }
+
+/// The end of an SDK call: when, and the real time with some thread inside an SDK call so
+/// far ([`State::busy_at`]).
+#[derive(Debug, Clone, Copy)]
+struct ExitMark {
+    mark: HostMark,
+    busy: u64,
+}
+
+/// Which timeline (see [`reset`]) the thread-local marks belong to.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
 
 /// Time the calling thread has spent runnable but waiting for a CPU, ns (Linux schedstat's
 /// second field); `None` where the kernel does not tell.
@@ -247,6 +337,11 @@ thread_local! {
     static IN_QUEUED_CALLBACK: Cell<bool> = const { Cell::new(false) };
     /// SDK calls this thread is inside (a user callback starts a fresh count of 0).
     static THREAD_DEPTH: Cell<u32> = const { Cell::new(0) };
+    /// SDK calls this thread is inside, for the host clock (calls made by user callbacks run
+    /// on other threads are not counted; on this thread, they are inside a call).
+    static HOST_DEPTH: Cell<u32> = const { Cell::new(0) };
+    /// When this thread's last outermost SDK call ended, with the timeline generation.
+    static HOST_LAST_EXIT: Cell<Option<(u64, ExitMark)>> = const { Cell::new(None) };
     /// Real time this thread spent inside SDK calls (outermost ones), ns: subtracted from the
     /// real time of user callbacks, because it is the emulator's.
     static THREAD_SDK_NS: Cell<u64> = const { Cell::new(0) };
@@ -259,27 +354,68 @@ thread_local! {
 pub struct SdkCall {
     /// Start of the call when it is this thread's outermost one.
     outermost: Option<Instant>,
+    /// Its part in the host clock.
+    host: HostRole,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum HostRole {
+    /// Made by a user callback on a thread other than the host code's (a queued,
+    /// non-blocking or parallel callback): none (the callback's time is accounted apart).
+    None,
+    /// Inside another SDK call of the thread.
+    Inner,
+    /// The thread's outermost call: ends the thread's host code.
+    Outermost,
+}
+
+/// True on a thread running a user callback for an SDK call of another thread.
+fn in_callback_thread() -> bool {
+    CALLBACK_SINK.with(|c| c.get().is_some())
 }
 
 impl SdkCall {
     /// Enters an SDK call.
     pub fn enter() -> SdkCall {
-        let now = HostMark::now();
+        let now = HostMark::entering();
         let outermost = THREAD_DEPTH.with(|d| {
             let depth = d.get();
             d.set(depth + 1);
             (depth == 0).then_some(now.at)
         });
-        with_state(|s| {
-            if s.depth == 0 {
-                if let Some(last) = s.last_exit {
-                    s.clock.host_work(now.since(&last), Phase::Host, "host");
+        let host = if in_callback_thread() {
+            HostRole::None
+        } else {
+            HOST_DEPTH.with(|d| {
+                let depth = d.get();
+                d.set(depth + 1);
+                if depth == 0 {
+                    HostRole::Outermost
+                } else {
+                    HostRole::Inner
                 }
+            })
+        };
+        let mine = match host {
+            HostRole::Outermost => HOST_LAST_EXIT.with(|c| c.get()),
+            _ => None,
+        };
+        with_state(|s| {
+            if host == HostRole::Outermost {
+                // The thread's host code since its last call (its first: since anyone's).
+                let generation = GENERATION.load(Ordering::Relaxed);
+                let mine = mine.filter(|(g, _)| *g == generation).map(|(_, e)| e);
+                if let Some(last) = mine.or(s.last_exit) {
+                    s.host_code(&last, &now);
+                }
+                if s.in_sdk == 0 {
+                    s.busy_since = Some(now.at);
+                }
+                s.in_sdk += 1;
             }
-            s.depth += 1;
             s.sdk_calls += 1;
         });
-        SdkCall { outermost }
+        SdkCall { outermost, host }
     }
 }
 
@@ -291,12 +427,27 @@ impl Drop for SdkCall {
             let ns = now.at.saturating_duration_since(start).as_nanos() as u64;
             THREAD_SDK_NS.with(|t| t.set(t.get() + ns));
         }
-        with_state(|s| {
-            s.depth = s.depth.saturating_sub(1);
-            if s.depth == 0 {
-                s.last_exit = Some(now);
-            }
-        });
+        if self.host == HostRole::None {
+            return;
+        }
+        HOST_DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+        if self.host == HostRole::Outermost {
+            let exit = with_state(|s| {
+                s.in_sdk = s.in_sdk.saturating_sub(1);
+                if s.in_sdk == 0 {
+                    if let Some(b) = s.busy_since.take() {
+                        s.sdk_busy_ns += now.at.saturating_duration_since(b).as_nanos() as u64;
+                    }
+                }
+                let exit = ExitMark {
+                    mark: now,
+                    busy: s.busy_at(now.at),
+                };
+                s.last_exit = Some(exit);
+                (GENERATION.load(Ordering::Relaxed), exit)
+            });
+            HOST_LAST_EXIT.with(|c| c.set(Some(exit)));
+        }
     }
 }
 
@@ -659,5 +810,8 @@ pub(crate) fn in_queued_callback<T>(f: impl FnOnce() -> T) -> (T, Nanos) {
 /// transfers and allocations are dropped (for tests, or to measure one region of a program;
 /// ranks allocated before are then not known to the report).
 pub fn reset() {
-    *STATE.lock().unwrap_or_else(|e| e.into_inner()) = Some(State::new());
+    let mut g = STATE.lock().unwrap_or_else(|e| e.into_inner());
+    // Every thread's last SDK call belongs to the old timeline.
+    GENERATION.fetch_add(1, Ordering::Relaxed);
+    *g = Some(State::new());
 }
