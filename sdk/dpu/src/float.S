@@ -6,9 +6,9 @@
  * copy of libgcc without its own versions of these eight (build/dpu/libgcc-dpu.a); libgcc
  * still provides conversions, comparisons and negation.
  *
- * Same register footprint as arith.S: only the result registers (a0, or a0:a1) change; a7
- * (the call number) is saved in a3 (float helpers, whose arguments are a0 and a1) or t0
- * (double helpers, whose arguments are a0:a1 and a2:a3).
+ * Registers changed: the result (a0, or a0:a1) and the scratch register that keeps a7 (the
+ * call number) across the call: a3 for the float helpers (arguments a0 and a1), t0 for the
+ * double helpers (arguments a0:a1 and a2:a3); both are caller-saved in the RISC-V ABI.
  */
 #define FUNC(name)  .section .text.name, "ax", @progbits; .globl name; .type name, @function; .balign 4; name:
 #define END(name)   .size name, . - name
