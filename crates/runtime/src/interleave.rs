@@ -264,6 +264,35 @@ unsafe fn words_portable(rows: &[*const u8; 8], out: &mut [Line]) {
     }
 }
 
+/// The three unpacking rounds of the SIMD kernels, for one vector width (the unpack
+/// intrinsics of that width as arguments): bytes of row pairs (0,1), (2,3), ...; then 16-bit
+/// pairs (rows 0-3 and 4-7); then 32-bit pairs. Returns the 8 result vectors, the bus words
+/// (0,1), (2,3), (4,5), (6,7) of the even words of each 128-bit lane, then of the odd ones.
+#[cfg(target_arch = "x86_64")]
+macro_rules! unpack_rounds {
+    ($r:expr, $lo8:ident, $hi8:ident, $lo16:ident, $hi16:ident, $lo32:ident, $hi32:ident) => {{
+        let r = $r;
+        let (a0, a1) = ($lo8(r[0], r[1]), $hi8(r[0], r[1]));
+        let (a2, a3) = ($lo8(r[2], r[3]), $hi8(r[2], r[3]));
+        let (a4, a5) = ($lo8(r[4], r[5]), $hi8(r[4], r[5]));
+        let (a6, a7) = ($lo8(r[6], r[7]), $hi8(r[6], r[7]));
+        let (b0, b1) = ($lo16(a0, a2), $hi16(a0, a2));
+        let (b2, b3) = ($lo16(a1, a3), $hi16(a1, a3));
+        let (b4, b5) = ($lo16(a4, a6), $hi16(a4, a6));
+        let (b6, b7) = ($lo16(a5, a7), $hi16(a5, a7));
+        [
+            $lo32(b0, b4),
+            $hi32(b0, b4),
+            $lo32(b1, b5),
+            $hi32(b1, b5),
+            $lo32(b2, b6),
+            $hi32(b2, b6),
+            $lo32(b3, b7),
+            $hi32(b3, b7),
+        ]
+    }};
+}
+
 /// [`Kernel::Sse2`]: the 8x8 byte transposition as three rounds of unpacking (bytes of row
 /// pairs, then 16-bit pairs, then 32-bit pairs), two words per step.
 ///
@@ -278,35 +307,16 @@ unsafe fn words_sse2(rows: &[*const u8; 8], out: &mut [Line]) {
         // SAFETY: 16 bytes at word k of each row are readable (k + 2 <= out.len()).
         let r: [__m128i; 8] =
             std::array::from_fn(|c| unsafe { _mm_loadu_si128(rows[c].add(k * 8).cast()) });
-        // Bytes of rows (0,1), (2,3), ...: `lo` for word k, `hi` for word k + 1.
-        let a0 = _mm_unpacklo_epi8(r[0], r[1]);
-        let a1 = _mm_unpackhi_epi8(r[0], r[1]);
-        let a2 = _mm_unpacklo_epi8(r[2], r[3]);
-        let a3 = _mm_unpackhi_epi8(r[2], r[3]);
-        let a4 = _mm_unpacklo_epi8(r[4], r[5]);
-        let a5 = _mm_unpackhi_epi8(r[4], r[5]);
-        let a6 = _mm_unpacklo_epi8(r[6], r[7]);
-        let a7 = _mm_unpackhi_epi8(r[6], r[7]);
-        // Rows 0-3 and 4-7 of bytes 0-3 (lo) and 4-7 (hi).
-        let b0 = _mm_unpacklo_epi16(a0, a2);
-        let b1 = _mm_unpackhi_epi16(a0, a2);
-        let b2 = _mm_unpacklo_epi16(a1, a3);
-        let b3 = _mm_unpackhi_epi16(a1, a3);
-        let b4 = _mm_unpacklo_epi16(a4, a6);
-        let b5 = _mm_unpackhi_epi16(a4, a6);
-        let b6 = _mm_unpacklo_epi16(a5, a7);
-        let b7 = _mm_unpackhi_epi16(a5, a7);
         // Bus words (0,1), (2,3), (4,5), (6,7) of word k, then of word k + 1.
-        let c = [
-            _mm_unpacklo_epi32(b0, b4),
-            _mm_unpackhi_epi32(b0, b4),
-            _mm_unpacklo_epi32(b1, b5),
-            _mm_unpackhi_epi32(b1, b5),
-            _mm_unpacklo_epi32(b2, b6),
-            _mm_unpackhi_epi32(b2, b6),
-            _mm_unpacklo_epi32(b3, b7),
-            _mm_unpackhi_epi32(b3, b7),
-        ];
+        let c = unpack_rounds!(
+            r,
+            _mm_unpacklo_epi8,
+            _mm_unpackhi_epi8,
+            _mm_unpacklo_epi16,
+            _mm_unpackhi_epi16,
+            _mm_unpacklo_epi32,
+            _mm_unpackhi_epi32
+        );
         for (i, v) in c.into_iter().enumerate() {
             // SAFETY: lines k and k + 1 of `out` are 8 vectors from dst + 4k.
             unsafe { _mm_storeu_si128(dst.add(k * 4 + i), v) };
@@ -329,31 +339,16 @@ unsafe fn words_avx2(rows: &[*const u8; 8], out: &mut [Line]) {
         // SAFETY: 32 bytes at word k of each row are readable (k + 4 <= out.len()).
         let r: [__m256i; 8] =
             std::array::from_fn(|c| unsafe { _mm256_loadu_si256(rows[c].add(k * 8).cast()) });
-        let a0 = _mm256_unpacklo_epi8(r[0], r[1]);
-        let a1 = _mm256_unpackhi_epi8(r[0], r[1]);
-        let a2 = _mm256_unpacklo_epi8(r[2], r[3]);
-        let a3 = _mm256_unpackhi_epi8(r[2], r[3]);
-        let a4 = _mm256_unpacklo_epi8(r[4], r[5]);
-        let a5 = _mm256_unpackhi_epi8(r[4], r[5]);
-        let a6 = _mm256_unpacklo_epi8(r[6], r[7]);
-        let a7 = _mm256_unpackhi_epi8(r[6], r[7]);
-        let b0 = _mm256_unpacklo_epi16(a0, a2);
-        let b1 = _mm256_unpackhi_epi16(a0, a2);
-        let b2 = _mm256_unpacklo_epi16(a1, a3);
-        let b3 = _mm256_unpackhi_epi16(a1, a3);
-        let b4 = _mm256_unpacklo_epi16(a4, a6);
-        let b5 = _mm256_unpackhi_epi16(a4, a6);
-        let b6 = _mm256_unpacklo_epi16(a5, a7);
-        let b7 = _mm256_unpackhi_epi16(a5, a7);
         // Low halves: bus words of word k (c0-c3) and k + 1 (c4-c7); high halves: k + 2, k + 3.
-        let c0 = _mm256_unpacklo_epi32(b0, b4);
-        let c1 = _mm256_unpackhi_epi32(b0, b4);
-        let c2 = _mm256_unpacklo_epi32(b1, b5);
-        let c3 = _mm256_unpackhi_epi32(b1, b5);
-        let c4 = _mm256_unpacklo_epi32(b2, b6);
-        let c5 = _mm256_unpackhi_epi32(b2, b6);
-        let c6 = _mm256_unpacklo_epi32(b3, b7);
-        let c7 = _mm256_unpackhi_epi32(b3, b7);
+        let [c0, c1, c2, c3, c4, c5, c6, c7] = unpack_rounds!(
+            r,
+            _mm256_unpacklo_epi8,
+            _mm256_unpackhi_epi8,
+            _mm256_unpacklo_epi16,
+            _mm256_unpackhi_epi16,
+            _mm256_unpacklo_epi32,
+            _mm256_unpackhi_epi32
+        );
         let v = [
             _mm256_permute2x128_si256::<0x20>(c0, c1),
             _mm256_permute2x128_si256::<0x20>(c2, c3),
@@ -386,33 +381,16 @@ unsafe fn words_avx512(rows: &[*const u8; 8], out: &mut [Line]) {
         // SAFETY: 64 bytes at word k of each row are readable (k + 8 <= out.len()).
         let r: [__m512i; 8] =
             std::array::from_fn(|c| unsafe { _mm512_loadu_si512(rows[c].add(k * 8).cast()) });
-        let a0 = _mm512_unpacklo_epi8(r[0], r[1]);
-        let a1 = _mm512_unpackhi_epi8(r[0], r[1]);
-        let a2 = _mm512_unpacklo_epi8(r[2], r[3]);
-        let a3 = _mm512_unpackhi_epi8(r[2], r[3]);
-        let a4 = _mm512_unpacklo_epi8(r[4], r[5]);
-        let a5 = _mm512_unpackhi_epi8(r[4], r[5]);
-        let a6 = _mm512_unpacklo_epi8(r[6], r[7]);
-        let a7 = _mm512_unpackhi_epi8(r[6], r[7]);
-        let b0 = _mm512_unpacklo_epi16(a0, a2);
-        let b1 = _mm512_unpackhi_epi16(a0, a2);
-        let b2 = _mm512_unpacklo_epi16(a1, a3);
-        let b3 = _mm512_unpackhi_epi16(a1, a3);
-        let b4 = _mm512_unpacklo_epi16(a4, a6);
-        let b5 = _mm512_unpackhi_epi16(a4, a6);
-        let b6 = _mm512_unpacklo_epi16(a5, a7);
-        let b7 = _mm512_unpackhi_epi16(a5, a7);
         // Quarter q: bus words of word k + 2q (c[0..4]) and k + 2q + 1 (c[4..8]).
-        let c = [
-            _mm512_unpacklo_epi32(b0, b4),
-            _mm512_unpackhi_epi32(b0, b4),
-            _mm512_unpacklo_epi32(b1, b5),
-            _mm512_unpackhi_epi32(b1, b5),
-            _mm512_unpacklo_epi32(b2, b6),
-            _mm512_unpackhi_epi32(b2, b6),
-            _mm512_unpacklo_epi32(b3, b7),
-            _mm512_unpackhi_epi32(b3, b7),
-        ];
+        let c = unpack_rounds!(
+            r,
+            _mm512_unpacklo_epi8,
+            _mm512_unpackhi_epi8,
+            _mm512_unpacklo_epi16,
+            _mm512_unpackhi_epi16,
+            _mm512_unpacklo_epi32,
+            _mm512_unpackhi_epi32
+        );
         for (odd, c) in [(0, &c[..4]), (1, &c[4..])] {
             // Quarters 0, 1 of (c0, c1) and (c2, c3), then quarters 2, 3.
             let t0 = _mm512_shuffle_i64x2::<0x44>(c[0], c[1]);
