@@ -1,0 +1,306 @@
+#!/usr/bin/env python3
+"""Published UPMEM programs, unmodified, on OpenPIM.
+
+Each program is copied from ../shared/third_party (never edited there), built by its own
+Makefile with OpenPIM's SDK commands on PATH, run, and judged by its own check (PrIM's
+"[OK]" line and mismatch messages, SimplePIM's comparison with its CPU result, dpu_demo's
+checksum comparison).
+
+    tests/programs/run.py                 the CI subset (a few minutes)
+    tests/programs/run.py --all           every program: PrIM 16 x {1, 4, 64} DPUs,
+                                          SimplePIM 6, dpu_demo C and Python
+    tests/programs/run.py --list          the names, one a line
+    tests/programs/run.py NAME...         only these (e.g. prim/VA@64 simplepim/red)
+
+Environment: PROGRAMS_TIMEOUT (seconds per program, default 600), PROGRAMS_VERBOSE=1
+(print every program's output), PROGRAMS_KEEP=1 (keep the build folder), THIRD_PARTY
+(default ../shared/third_party beside the repository).
+Prints one PASS/FAIL line per program with its wall time, then "N passed, M failed".
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SHARED = Path(os.environ.get("OPENPIM_SHARED", ROOT.parent / "shared"))
+THIRD_PARTY = Path(os.environ.get("THIRD_PARTY", SHARED / "third_party"))
+INPUTS = SHARED / "calibration" / "inputs"
+
+# PrIM at 64 DPUs: exactly the runs of shared/calibration/prim-64dpu-runs.md.
+# (make variables, host arguments; {inputs} is the generated-inputs folder)
+PRIM_64 = {
+    "BFS": ("", "./bin/host_code -v 1 -f {inputs}/bfs_synth_64k.txt"),
+    "BS": ("", "./bin/bs_host -w 0 -e 1 -i 262144"),
+    "GEMV": ("", "./bin/gemv_host -w 0 -e 1 -m 8192 -n 1024"),
+    "HST-L": ("", "./bin/host_code -w 0 -e 1 -b 256 -x 1"),
+    "HST-S": ("", "./bin/host_code -w 0 -e 1 -b 256 -x 1"),
+    "MLP": ("", "./bin/mlp_host -w 0 -e 1 -m 8192 -n 1024"),
+    "NW": ("BL=40 BL_IN=2", "./bin/nw_host -w 0 -e 1 -n 2560"),
+    "RED": ("VERSION=SINGLE", "./bin/host_code -w 0 -e 1 -i 6553600 -x 1"),
+    "SCAN-RSS": ("", "./bin/host_code -w 0 -e 1 -i 3932160 -x 1"),
+    "SCAN-SSA": ("", "./bin/host_code -w 0 -e 1 -i 3932160 -x 1"),
+    "SEL": ("", "./bin/host_code -w 0 -e 1 -i 3932160 -x 1"),
+    "SpMV": ("", "./bin/host_code -v 1 -f {inputs}/spmv_synth_16k.mtx"),
+    "TRNS": ("", "./bin/host_code -w 0 -e 1 -p 64 -o 12288 -x 1"),
+    "TS": ("", "./bin/ts_host -w 0 -e 1 -n 524288"),
+    "UNI": ("", "./bin/host_code -w 0 -e 1 -i 3932160 -x 1"),
+    "VA": ("", "./bin/host_code -w 0 -e 1 -i 2621440 -x 1"),
+}
+
+# PrIM at 1 and 4 DPUs: the same programs with smaller, PrIM-style sizes (a 1-DPU run of the
+# 64-DPU sizes would take minutes of emulation for nothing new). Sizes are multiples of what
+# each benchmark's partitioning needs at 1 and 4 DPUs.
+PRIM_SMALL = {
+    "BFS": ("", "./bin/host_code -v 1 -f {inputs}/bfs_synth_64k.txt"),
+    "BS": ("", "./bin/bs_host -w 0 -e 1 -i 32768"),
+    "GEMV": ("", "./bin/gemv_host -w 0 -e 1 -m 1024 -n 256"),
+    "HST-L": ("", "./bin/host_code -w 0 -e 1 -b 256 -x 1 -i 262144"),
+    "HST-S": ("", "./bin/host_code -w 0 -e 1 -b 256 -x 1 -i 262144"),
+    "MLP": ("", "./bin/mlp_host -w 0 -e 1 -m 1024 -n 256"),
+    "NW": ("BL=40 BL_IN=2", "./bin/nw_host -w 0 -e 1 -n 640"),
+    "RED": ("VERSION=SINGLE", "./bin/host_code -w 0 -e 1 -i 262144 -x 1"),
+    "SCAN-RSS": ("", "./bin/host_code -w 0 -e 1 -i 262144 -x 1"),
+    "SCAN-SSA": ("", "./bin/host_code -w 0 -e 1 -i 262144 -x 1"),
+    "SEL": ("", "./bin/host_code -w 0 -e 1 -i 262144 -x 1"),
+    "SpMV": ("", "./bin/host_code -v 1 -f {inputs}/spmv_synth_16k.mtx"),
+    "TRNS": ("", "./bin/host_code -w 0 -e 1 -p 16 -o 1024 -x 1"),
+    "TS": ("", "./bin/ts_host -w 0 -e 1 -n 65536"),
+    "UNI": ("", "./bin/host_code -w 0 -e 1 -i 262144 -x 1"),
+    "VA": ("", "./bin/host_code -w 0 -e 1 -i 262144 -x 1"),
+}
+
+# SimplePIM examples: folder, data generator (a Python script of the example's own, or None).
+SIMPLEPIM = {
+    "va": None,
+    "red": None,
+    "hist": None,
+    "linear_reg": "linear_reg.py",
+    "log_reg": "log_reg.py",
+    "kmeans": "kmeans.py",
+}
+
+# The CI subset: one program of each kind and each corner case the DMA rules exist for.
+CI_SUBSET = [
+    "prim/VA@4",
+    "prim/BS@4",
+    "prim/TRNS@4",
+    "prim/BFS@4",
+    "prim/GEMV@4",
+    "prim/HST-S@1",
+    "prim/SEL@64",
+    "simplepim/red",
+    "simplepim/va",
+    "dpu_demo/c",
+    "dpu_demo/python",
+]
+
+FAIL_PATTERNS = [
+    re.compile(r"\[.*ERROR.*\]"),
+    re.compile(r"Mismatch at"),
+    re.compile(r"results differ", re.I),
+]
+
+
+@dataclasses.dataclass
+class Program:
+    name: str
+    src: Path  # folder to copy
+    work_sub: str  # folder inside the copy to build and run in
+    make_args: list[str]
+    prepare: list[str] | None  # a command run before make (data generation)
+    run: list[str]
+    ok_pattern: re.Pattern[str] | None  # must appear in the output
+    env: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+def prim(bench: str, ndpus: int) -> Program:
+    table = PRIM_64 if ndpus == 64 else PRIM_SMALL
+    make_vars, args = table[bench]
+    run = args.format(inputs=INPUTS).split()
+    # BFS and SpMV print only mismatches: success is a clean exit without one.
+    ok = None if bench in ("BFS", "SpMV") else re.compile(r"\[.*OK.*\]")
+    return Program(
+        name=f"prim/{bench}@{ndpus}",
+        src=THIRD_PARTY / "prim-benchmarks" / bench,
+        work_sub=".",
+        make_args=[f"NR_DPUS={ndpus}", "NR_TASKLETS=16", *make_vars.split()],
+        prepare=None,
+        run=run,
+        ok_pattern=ok,
+    )
+
+
+def simplepim(example: str) -> Program:
+    gen = SIMPLEPIM[example]
+    return Program(
+        name=f"simplepim/{example}",
+        # The examples include ../../lib: copy the whole framework.
+        src=THIRD_PARTY / "SimplePIM",
+        work_sub=f"benchmarks/{example}",
+        make_args=[],
+        prepare=[sys.executable, gen] if gen else None,
+        run=["./bin/host"],
+        ok_pattern=None,
+    )
+
+
+def dpu_demo(kind: str) -> Program:
+    if kind == "c":
+        run = ["./build/checksum_host"]
+    else:
+        run = [sys.executable, "host/host.py", "1", "16"]
+    return Program(
+        name=f"dpu_demo/{kind}",
+        src=THIRD_PARTY / "dpu_demo" / "checksum",
+        work_sub=".",
+        make_args=[] if kind == "c" else ["build/checksum_dpu"],
+        prepare=None,
+        run=run,
+        ok_pattern=None,
+    )
+
+
+def all_programs() -> dict[str, Program]:
+    progs: list[Program] = []
+    for ndpus in (1, 4, 64):
+        progs += [prim(b, ndpus) for b in PRIM_64]
+    progs += [simplepim(e) for e in SIMPLEPIM]
+    progs += [dpu_demo("c"), dpu_demo("python")]
+    return {p.name: p for p in progs}
+
+
+def sdk_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = f"{ROOT}/sdk/bin:{ROOT}/target/release:{env.get('PATH', '')}"
+    ld = env.get("LD_LIBRARY_PATH")
+    env["LD_LIBRARY_PATH"] = f"{ROOT}/target/release" + (f":{ld}" if ld else "")
+    py = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = f"{ROOT}/python" + (f":{py}" if py else "")
+    env["OPENPIM_ROOT"] = str(ROOT)
+    return env
+
+
+def judge(p: Program, rc: int, out: str) -> str | None:
+    """None when the program passed, else why it failed."""
+    if rc != 0:
+        return f"exit code {rc}"
+    for pat in FAIL_PATTERNS:
+        m = pat.search(out)
+        if m:
+            return f"its check failed: {m.group(0)!r}"
+    if p.name.startswith("simplepim/") and re.search(r"\bwrong\b|\bincorrect\b|not equal", out, re.I):
+        return "its check reported a wrong result"
+    if p.ok_pattern is not None and not p.ok_pattern.search(out):
+        return f"no {p.ok_pattern.pattern!r} line"
+    return None
+
+
+def run_program(p: Program, workdir: Path, timeout: int, verbose: bool) -> tuple[bool, float, str]:
+    dest = workdir / p.name.replace("/", "_").replace("@", "_")
+    shutil.copytree(p.src, dest, symlinks=True)
+    cwd = dest / p.work_sub
+    env = sdk_env()
+    env.update(p.env)
+    log: list[str] = []
+    start = time.monotonic()
+
+    def step(cmd: list[str], what: str) -> tuple[int, str]:
+        try:
+            r = subprocess.run(
+                cmd,
+                cwd=cwd,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                timeout=timeout,
+                text=True,
+                errors="replace",
+            )
+        except subprocess.TimeoutExpired as e:
+            out = e.stdout or ""
+            if isinstance(out, bytes):
+                out = out.decode(errors="replace")
+            log.append(f"$ {' '.join(cmd)}\n{out}\n(timed out after {timeout} s)")
+            return -1, out
+        log.append(f"$ {' '.join(cmd)}\n{r.stdout}")
+        return r.returncode, r.stdout
+
+    why = None
+    if p.prepare:
+        rc, _ = step(p.prepare, "prepare")
+        if rc != 0:
+            why = f"data generation failed (exit {rc})"
+    if why is None:
+        # Clean first: a copied tree may carry stale build outputs.
+        rc, _ = step(["make", "-j2", *p.make_args], "build")
+        if rc != 0:
+            why = f"build failed (exit {rc})"
+    if why is None:
+        rc, out = step(p.run, "run")
+        why = "timed out" if rc == -1 else judge(p, rc, out)
+    elapsed = time.monotonic() - start
+    text = "\n".join(log)
+    if verbose or why is not None:
+        tail = text if verbose else "\n".join(text.splitlines()[-40:])
+        print(tail, file=sys.stderr)
+    return why is None, elapsed, why or ""
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("names", nargs="*", help="programs to run (default: the CI subset)")
+    ap.add_argument("--all", action="store_true", help="every program")
+    ap.add_argument("--list", action="store_true", help="list the programs")
+    args = ap.parse_args()
+
+    progs = all_programs()
+    if args.list:
+        for n in progs:
+            print(n + ("   (CI)" if n in CI_SUBSET else ""))
+        return 0
+    if not THIRD_PARTY.is_dir():
+        print(f"error: {THIRD_PARTY} not found (set THIRD_PARTY to the third_party folder)", file=sys.stderr)
+        return 2
+    names = list(progs) if args.all else (args.names or CI_SUBSET)
+    unknown = [n for n in names if n not in progs]
+    if unknown:
+        print(f"error: unknown program(s) {', '.join(unknown)}; see --list", file=sys.stderr)
+        return 2
+
+    timeout = int(os.environ.get("PROGRAMS_TIMEOUT", "600"))
+    verbose = os.environ.get("PROGRAMS_VERBOSE") == "1"
+    keep = os.environ.get("PROGRAMS_KEEP") == "1"
+    workdir = Path(tempfile.mkdtemp(prefix="openpim-programs-"))
+    passed = failed = 0
+    total_start = time.monotonic()
+    try:
+        for n in names:
+            ok, secs, why = run_program(progs[n], workdir, timeout, verbose)
+            if ok:
+                passed += 1
+                print(f"PASS {n:24s} {secs:7.1f} s", flush=True)
+            else:
+                failed += 1
+                print(f"FAIL {n:24s} {secs:7.1f} s  {why}", flush=True)
+    finally:
+        if keep:
+            print(f"(build folder kept: {workdir})")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+    print(f"programs: {time.monotonic() - total_start:.0f} s of wall time")
+    print(f"{passed} passed, {failed} failed")
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
