@@ -10,13 +10,32 @@
 use crate::decode::{fuse, Op, Program};
 use crate::map::{ATOMIC_BASE, ATOMIC_BITS, MAX_TASKLETS, MRAM_BASE, MRAM_SIZE, WRAM_SIZE};
 use crate::{ecall, printf, BootInfo, DpuMemory, Fault, FaultReport, RunOutcome, RunStats};
-use crate::{TaskletStats, Timing};
+use crate::{DmaQuirk, DmaQuirkKind, TaskletStats, Timing};
 use openpim_isa::{decode as isa_decode, reg, Insn};
 
 const WS: usize = WRAM_SIZE as usize;
 const MAXT: usize = MAX_TASKLETS as usize;
 /// Largest DMA transfer (bytes).
-const DMA_MAX: u32 = 2048;
+/// How many tolerated-DMA records a run keeps (the count in `RunStats` has them all).
+const DMA_QUIRKS_KEPT: usize = 8;
+
+/// A DMA request as the engine performs it.
+struct DmaRequest {
+    /// WRAM address, 8-byte aligned.
+    wram: u32,
+    /// Offset into MRAM, 8-byte aligned.
+    mram_offset: u32,
+    /// Bytes moved.
+    size: u32,
+}
+
+/// The bytes a DMA instruction moves when asked for `n`: its length field holds
+/// `(n >> 3) - 1` in 8 bits, so `n` = 0 or 1..7 moves 2,048 bytes, 12 moves 8, 4,096 moves
+/// 2,048 and 2,056 moves 8 (DPU-TIMING-FACTS, "DMA length and addresses").
+pub(crate) fn dma_encoded_length(n: u32) -> u32 {
+    let field = (n >> 3).wrapping_sub(1) & 0xff;
+    (field + 1) * 8
+}
 
 /// Per-tasklet state touched by every issue, kept together.
 #[derive(Clone, Copy, Default)]
@@ -86,6 +105,8 @@ struct Dpu<'a> {
     run_stats: RunStats,
     /// Cycle at which the run ended.
     end_cycle: u64,
+    /// The first DMA requests the hardware tolerates but that are almost certainly bugs.
+    dma_quirks: Vec<DmaQuirk>,
     /// Set while the second access of a fused MRAM word pair executes: the pair is one
     /// 8-byte DMA, booked by the first access (consumed by `load_slow` / `store_slow`).
     pair_second: bool,
@@ -165,6 +186,7 @@ pub(crate) fn run(
         log: Vec::new(),
         run_stats: RunStats::default(),
         end_cycle: 0,
+        dma_quirks: Vec::new(),
         pair_second: false,
     });
 
@@ -708,6 +730,78 @@ impl<'a> Dpu<'a> {
         }
     }
 
+    /// Decodes a DMA request as the DPU's DMA instruction does (see `DmaRequest`): the length
+    /// from its 8-bit field, both addresses aligned down to 8 bytes, the MRAM address with or
+    /// without the MRAM base. What the hardware tolerates but is almost certainly a bug is
+    /// recorded as a quirk, or is a fault under `Timing::strict_dma`; ranges past the WRAM
+    /// or the 64 MiB of MRAM always fault.
+    fn dma_request(
+        &mut self,
+        t: usize,
+        pc: u32,
+        read: bool,
+        wram: u32,
+        mram: u32,
+        size: u32,
+    ) -> Result<DmaRequest, Fault> {
+        let moved = dma_encoded_length(size);
+        let (w, m) = (wram & !7, mram & !7);
+        let strict = self.timing.strict_dma;
+        let mut kinds = Vec::new();
+        if size != moved {
+            if strict {
+                return Err(Fault::DmaBadSize { size });
+            }
+            kinds.push(DmaQuirkKind::SizeEncoded);
+        }
+        if (w, m) != (wram, mram) {
+            if strict {
+                return Err(Fault::DmaMisaligned { wram, mram });
+            }
+            kinds.push(DmaQuirkKind::AlignedDown);
+        }
+        let offset = if (MRAM_BASE..MRAM_BASE + MRAM_SIZE).contains(&m) {
+            m - MRAM_BASE
+        } else if m < MRAM_SIZE && !strict {
+            kinds.push(DmaQuirkKind::MramWithoutBase);
+            m
+        } else {
+            return Err(Fault::DmaOutOfRange {
+                wram,
+                mram,
+                size: moved,
+            });
+        };
+        let n = moved as usize;
+        if w as usize + n > WS || offset as usize + n > self.mram.len() {
+            return Err(Fault::DmaOutOfRange {
+                wram,
+                mram,
+                size: moved,
+            });
+        }
+        if !kinds.is_empty() {
+            self.run_stats.dma_quirks += 1;
+            if self.dma_quirks.len() < DMA_QUIRKS_KEPT {
+                self.dma_quirks.push(DmaQuirk {
+                    tasklet: t as u32,
+                    pc: self.base.wrapping_add(pc << 2),
+                    read,
+                    kinds,
+                    wram,
+                    mram,
+                    size,
+                    moved,
+                });
+            }
+        }
+        Ok(DmaRequest {
+            wram: w,
+            mram_offset: offset,
+            size: moved,
+        })
+    }
+
     /// Books a DMA request of `n` bytes issued by tasklet `t` at cycle `now`; returns the
     /// cycle at which it completes.
     fn dma(&mut self, t: usize, now: u64, n: u32, read: bool) -> u64 {
@@ -935,33 +1029,14 @@ impl<'a> Dpu<'a> {
             ecall::DMA_MRAM_TO_WRAM | ecall::DMA_WRAM_TO_MRAM => {
                 let read = nr_call == ecall::DMA_MRAM_TO_WRAM;
                 let (mram, wram) = if read { (a0, a1) } else { (a1, a0) };
-                let n = a2;
-                if wram & 7 != 0 || mram & 7 != 0 {
-                    return Err(Fault::DmaMisaligned { wram, mram });
-                }
-                if n == 0 || n % 8 != 0 || n > DMA_MAX {
-                    return Err(Fault::DmaBadSize { size: n });
-                }
-                let moff = mram.wrapping_sub(MRAM_BASE) as usize;
-                let nn = n as usize;
-                if wram as usize + nn > WS
-                    || mram < MRAM_BASE
-                    || moff >= MRAM_SIZE as usize
-                    || moff + nn > self.mram.len()
-                {
-                    return Err(Fault::DmaOutOfRange {
-                        wram,
-                        mram,
-                        size: n,
-                    });
-                }
-                let w = wram as usize;
+                let d = self.dma_request(t, pc, read, wram, mram, a2)?;
+                let (w, m, nn) = (d.wram as usize, d.mram_offset as usize, d.size as usize);
                 if read {
-                    self.wram[w..w + nn].copy_from_slice(&self.mram[moff..moff + nn]);
+                    self.wram[w..w + nn].copy_from_slice(&self.mram[m..m + nn]);
                 } else {
-                    self.mram[moff..moff + nn].copy_from_slice(&self.wram[w..w + nn]);
+                    self.mram[m..m + nn].copy_from_slice(&self.wram[w..w + nn]);
                 }
-                let done = self.dma(t, now, n, read);
+                let done = self.dma(t, now, d.size, read);
                 return Ok(Flow::Next { wait: done });
             }
             ecall::ATOMIC_ACQUIRE => {
@@ -1073,21 +1148,20 @@ impl<'a> Dpu<'a> {
                 tm.mul32_slots
             }
             ecall::DIVU32 => {
-                let (q, r) = match (a0.checked_div(a1), a0.checked_rem(a1)) {
-                    (Some(q), Some(r)) => (q, r),
-                    _ => (u32::MAX, a0),
-                };
+                if a1 == 0 {
+                    return Err(Fault::DivisionByZero);
+                }
+                let (q, r) = (a0 / a1, a0 % a1);
                 set(self, reg::A0, q);
                 set(self, reg::A1, r);
                 tm.div32_slots
             }
             ecall::DIVS32 => {
                 let (x, y) = (a0 as i32, a1 as i32);
-                let (q, r) = if y == 0 {
-                    (-1, x)
-                } else {
-                    (x.wrapping_div(y), x.wrapping_rem(y))
-                };
+                if y == 0 {
+                    return Err(Fault::DivisionByZero);
+                }
+                let (q, r) = (x.wrapping_div(y), x.wrapping_rem(y));
                 set(self, reg::A0, q as u32);
                 set(self, reg::A1, r as u32);
                 tm.div32_slots
@@ -1095,27 +1169,23 @@ impl<'a> Dpu<'a> {
             ecall::MUL64 | ecall::DIVU64 | ecall::DIVS64 => {
                 let x = u64::from(a0) | (u64::from(a1) << 32);
                 let y = u64::from(a2) | (u64::from(a3) << 32);
+                if y == 0 && nr_call != ecall::MUL64 {
+                    return Err(Fault::DivisionByZero);
+                }
                 match nr_call {
                     ecall::MUL64 => {
                         set64(self, reg::A0, x.wrapping_mul(y));
                         tm.mul64_slots
                     }
                     ecall::DIVU64 => {
-                        let (q, r) = match (x.checked_div(y), x.checked_rem(y)) {
-                            (Some(q), Some(r)) => (q, r),
-                            _ => (u64::MAX, x),
-                        };
+                        let (q, r) = (x / y, x % y);
                         set64(self, reg::A0, q);
                         set64(self, reg::A2, r);
                         tm.div64_slots
                     }
                     _ => {
                         let (x, y) = (x as i64, y as i64);
-                        let (q, r) = if y == 0 {
-                            (-1, x)
-                        } else {
-                            (x.wrapping_div(y), x.wrapping_rem(y))
-                        };
+                        let (q, r) = (x.wrapping_div(y), x.wrapping_rem(y));
                         set64(self, reg::A0, q as u64);
                         set64(self, reg::A2, r as u64);
                         tm.div64_slots
@@ -1214,6 +1284,7 @@ impl<'a> Dpu<'a> {
             fault,
             halted,
             stats,
+            dma_quirks: std::mem::take(&mut self.dma_quirks),
         }
     }
 }

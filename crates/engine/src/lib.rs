@@ -27,7 +27,11 @@
 //! DPU's single engine serves requests in issue order. A request of `n` bytes issued at cycle
 //! `c` starts at `s = max(c, end of the previous request)` and ends at
 //! `e = s + alpha + ceil(beta_milli * n / 1000)`; the requesting tasklet's next issue is at
-//! `max(e, c + revolver_cycles)`. The data is copied when the request issues.
+//! `max(e, c + revolver_cycles)`. The data is copied when the request issues. A `DMA_*` call
+//! is decoded as the DPU's DMA instruction: `n` moves what its 8-bit length field encodes
+//! (`dma_encoded_length`), both addresses lose their low 3 bits, and an MRAM offset below
+//! 64 MiB is accepted without the MRAM base; each such request is recorded as a [`DmaQuirk`]
+//! (a fault under [`Timing::strict_dma`]). Ranges past the memories always fault.
 //!
 //! The arithmetic calls (`MUL32` ... `DIVS64`, `FADD32` ... `FDIV64`) issue once (the `ecall`)
 //! and then occupy `*_slots` further issues of the calling tasklet, each under the revolver
@@ -236,6 +240,11 @@ pub struct Timing {
     pub fdiv64_slots: u32,
     /// Stop the DPU with `Fault::CycleLimit` after this many cycles (None = no limit).
     pub max_cycles: Option<u64>,
+    /// Fault on the DMA requests the hardware tolerates but that are almost certainly bugs
+    /// (a length that is not what its field encodes, addresses not 8-byte aligned, an MRAM
+    /// address without the MRAM base), instead of performing them as the DPU does and
+    /// recording a `DmaQuirk`. The profile key `strictDma=true`, for bug hunting.
+    pub strict_dma: bool,
 }
 
 impl Timing {
@@ -261,6 +270,7 @@ impl Timing {
             fmul64_slots: 653,
             fdiv64_slots: 2180,
             max_cycles: None,
+            strict_dma: false,
         }
     }
 }
@@ -322,15 +332,21 @@ pub enum Fault {
     /// `ebreak` executed.
     #[error("breakpoint (ebreak) executed")]
     Breakpoint,
-    /// DMA with an address not 8-byte aligned.
-    #[error("DMA with misaligned address (WRAM {wram:#010x}, MRAM {mram:#010x}): both must be 8-byte aligned")]
+    /// DMA with an address not 8-byte aligned (only under `Timing::strict_dma`: the DPU
+    /// aligns both addresses down to 8 bytes).
+    #[error("DMA with misaligned address (WRAM {wram:#010x}, MRAM {mram:#010x}): both must be 8-byte aligned (strictDma)")]
     DmaMisaligned { wram: u32, mram: u32 },
-    /// DMA size not a multiple of 8 in 8..=2048.
-    #[error("DMA of {size} bytes: the size must be a multiple of 8 between 8 and 2048")]
+    /// DMA size not a multiple of 8 in 8..=2048, or an MRAM address without the MRAM base
+    /// (only under `Timing::strict_dma`: the DPU moves what the length field encodes).
+    #[error("DMA of {size} bytes: the size must be a multiple of 8 between 8 and 2048 (strictDma)")]
     DmaBadSize { size: u32 },
-    /// DMA whose WRAM or MRAM range is out of bounds.
-    #[error("DMA of {size} bytes between WRAM {wram:#010x} and MRAM {mram:#010x} is out of range")]
+    /// DMA whose WRAM or MRAM range is out of bounds: past the 64 KiB of WRAM, or an MRAM
+    /// address that is neither in 0x08000000..0x0c000000 nor an offset below 64 MiB.
+    #[error("DMA of {size} bytes between WRAM {wram:#010x} and MRAM {mram:#010x} is out of range (WRAM is 64 KiB; MRAM addresses are 0x08000000..0x0c000000, or offsets below 64 MiB)")]
     DmaOutOfRange { wram: u32, mram: u32, size: u32 },
+    /// Integer division (or remainder) by zero: the DPU's division routine executes `fault`.
+    #[error("integer division by zero (the DPU's division routine faults)")]
+    DivisionByZero,
     /// A tasklet moved `sp` below its stack.
     #[error("stack overflow: sp = {sp:#x} is below the tasklet's stack start {stack_lo:#x} (raise STACK_SIZE_DEFAULT or STACK_SIZE_TASKLET_<n>, or use less stack)")]
     StackOverflow { sp: u32, stack_lo: u32 },
@@ -450,6 +466,57 @@ pub struct RunStats {
     /// (fused pairs, see "Issue-slot corrections"); each counts once in `instructions`, so
     /// RV32I instructions executed = `instructions + fused_pairs`.
     pub fused_pairs: u64,
+    /// DMA requests performed as the hardware does although almost certainly bugs
+    /// (`DmaQuirk`).
+    pub dma_quirks: u64,
+}
+
+/// What a tolerated DMA request did that the program probably did not mean.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DmaQuirkKind {
+    /// The length was not a multiple of 8 in 8..=2048: the DPU moved what its 8-bit length
+    /// field encodes (1 or 0 → 2,048 bytes, 12 → 8, 4,096 → 2,048).
+    SizeEncoded,
+    /// A WRAM or MRAM address was not 8-byte aligned: the DPU dropped its low 3 bits.
+    AlignedDown,
+    /// The MRAM address was an offset without the MRAM base (0x08000000); the DPU takes it
+    /// as the same MRAM byte.
+    MramWithoutBase,
+}
+
+impl DmaQuirkKind {
+    /// What happened, for a report's advice line.
+    pub fn describe(self) -> &'static str {
+        match self {
+            DmaQuirkKind::SizeEncoded => {
+                "the length is not a multiple of 8 in 8..2048; the DMA moved what its 8-bit length field encodes"
+            }
+            DmaQuirkKind::AlignedDown => {
+                "an address is not 8-byte aligned; the DMA dropped its low 3 bits"
+            }
+            DmaQuirkKind::MramWithoutBase => {
+                "the MRAM address lacks the MRAM base 0x08000000; the DMA took it as an MRAM offset"
+            }
+        }
+    }
+}
+
+/// One DMA request the DPU performs although it is almost certainly a bug (see `Timing::
+/// strict_dma`), with where it was issued.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DmaQuirk {
+    pub tasklet: u32,
+    /// IRAM address of the DMA's environment call.
+    pub pc: u32,
+    /// MRAM→WRAM (`mram_read`) or WRAM→MRAM (`mram_write`).
+    pub read: bool,
+    pub kinds: Vec<DmaQuirkKind>,
+    /// The WRAM and MRAM addresses and length as the program gave them.
+    pub wram: u32,
+    pub mram: u32,
+    pub size: u32,
+    /// The bytes actually moved.
+    pub moved: u32,
 }
 
 /// What a run of one DPU produced.
@@ -467,6 +534,8 @@ pub struct RunOutcome {
     pub halted: bool,
     /// Detailed statistics.
     pub stats: RunStats,
+    /// The first tolerated-but-suspicious DMA requests (`RunStats::dma_quirks` counts all).
+    pub dma_quirks: Vec<DmaQuirk>,
 }
 
 /// Runs one DPU from boot until every tasklet has exited, HALT, or a fault.

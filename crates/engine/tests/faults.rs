@@ -2,7 +2,7 @@
 
 mod common;
 use common::*;
-use openpim_engine::{map, run, DpuMemory, Fault, FaultReport, RunOutcome};
+use openpim_engine::{map, run, DmaQuirkKind, DpuMemory, Fault, FaultReport, RunOutcome, Timing};
 use openpim_isa::{asm, reg::*};
 
 fn fault_of(out: &RunOutcome) -> FaultReport {
@@ -269,32 +269,155 @@ fn dma(nr: u32, a0: u32, a1: u32, n: u32) -> (Fault, u32) {
     one(&p)
 }
 
+/// Runs one DMA (`nr` 2 = MRAM→WRAM, 3 = WRAM→MRAM) on memories where WRAM byte `i` of
+/// 0x1000.. is `i`, MRAM byte `i` is `!i`; returns the outcome and memories.
+fn dma_run(nr: u32, a0: u32, a1: u32, n: u32, strict: bool) -> (RunOutcome, Dpu) {
+    let mut p = P::new();
+    p.li(A0, a0).li(A1, a1).li(A2, n).sys(nr).exit();
+    let mut d = Dpu::new();
+    for i in 0..0x3000usize {
+        d.wram[0x1000 + i] = i as u8;
+        d.mram[i] = !(i as u8);
+    }
+    let t = Timing {
+        strict_dma: strict,
+        ..timing()
+    };
+    let out = d.run(&p, &boot(1), &t);
+    (out, d)
+}
+
+/// Bytes moved MRAM→WRAM by an `mram_read(mram, 0x1000, n)`: how many WRAM bytes from
+/// 0x1000 changed from their initial pattern to the MRAM pattern.
+fn moved_by_read(mram: u32, n: u32) -> (RunOutcome, usize) {
+    let (out, d) = dma_run(2, mram, 0x1000, n, false);
+    let moff = (mram & 0x03ff_fff8) as usize;
+    let moved = (0..0x3000usize)
+        .take_while(|&i| d.wram[0x1000 + i] == !((moff + i) as u8))
+        .count();
+    (out, moved)
+}
+
 #[test]
-fn dma_faults() {
+fn dma_length_is_what_the_length_field_encodes() {
     let m = map::MRAM_BASE;
+    // (asked, moved): the 8-bit field holds (n >> 3) - 1.
+    for (n, want) in [
+        (8, 8),
+        (16, 16),
+        (2048, 2048),
+        (1, 2048),
+        (0, 2048),
+        (7, 2048),
+        (12, 8),
+        (20, 16),
+        (4096, 2048),
+        (2056, 8),
+    ]
+    .map(|(n, w): (u32, u32)| (n, w))
+    {
+        let (out, moved) = moved_by_read(m, n);
+        assert_eq!(out.fault, None, "n = {n}");
+        assert_eq!(moved, want as usize, "n = {n}");
+        let quirk = n % 8 != 0 || n == 0 || n > 2048;
+        assert_eq!(out.stats.dma_quirks, u64::from(quirk), "n = {n}");
+        assert_eq!(out.stats.dma_bytes_read, u64::from(want), "n = {n}");
+        if quirk {
+            let q = &out.dma_quirks[0];
+            assert_eq!((q.size, q.moved, q.read), (n, want, true));
+            assert_eq!(q.kinds, vec![DmaQuirkKind::SizeEncoded]);
+            assert_eq!((q.pc - BASE) / 4, 7, "pc of the ecall");
+        } else {
+            assert!(out.dma_quirks.is_empty());
+        }
+    }
+    // The DMA time follows the bytes moved, not the bytes asked.
+    let (a, _) = moved_by_read(m, 1);
+    let (b, _) = moved_by_read(m, 2048);
+    assert_eq!(a.cycles, b.cycles);
+}
+
+#[test]
+fn dma_addresses_lose_their_low_three_bits() {
+    let m = map::MRAM_BASE;
+    // MRAM byte address: read from the 8-aligned address below.
+    let (out, moved) = moved_by_read(m + 0x105, 16);
+    assert_eq!((out.fault.is_none(), moved), (true, 16));
+    assert_eq!(out.dma_quirks[0].kinds, vec![DmaQuirkKind::AlignedDown]);
+    // WRAM address unaligned, write direction: lands at the aligned address.
+    let (out, d) = dma_run(3, 0x1003, m + 0x200, 8, false);
+    assert_eq!(out.fault, None);
+    assert_eq!(&d.mram[0x200..0x208], &[0, 1, 2, 3, 4, 5, 6, 7]);
+    assert_eq!(out.dma_quirks[0].kinds, vec![DmaQuirkKind::AlignedDown]);
+    assert!(!out.dma_quirks[0].read);
+}
+
+#[test]
+fn dma_mram_offsets_work_without_the_base() {
+    let (out, moved) = moved_by_read(0x208, 24);
+    assert_eq!((out.fault.is_none(), moved), (true, 24));
+    assert_eq!(out.dma_quirks[0].kinds, vec![DmaQuirkKind::MramWithoutBase]);
+    // Several at once are all named.
+    let (out, _) = moved_by_read(0x20b, 1);
     assert_eq!(
-        dma(2, m + 4, 0x100, 8),
-        (
-            Fault::DmaMisaligned {
-                wram: 0x100,
-                mram: m + 4
-            },
-            7
-        )
+        out.dma_quirks[0].kinds,
+        vec![
+            DmaQuirkKind::SizeEncoded,
+            DmaQuirkKind::AlignedDown,
+            DmaQuirkKind::MramWithoutBase
+        ]
+    );
+}
+
+#[test]
+fn dma_quirks_are_counted_and_the_first_few_kept() {
+    let mut p = P::new();
+    p.li(A0, map::MRAM_BASE).li(A1, 0x1000);
+    for _ in 0..20 {
+        p.li(A2, 4).sys(2);
+    }
+    p.exit();
+    let (out, _) = run_p(&p, 1);
+    assert_eq!(out.fault, None);
+    assert_eq!(out.stats.dma_quirks, 20);
+    assert!(!out.dma_quirks.is_empty() && out.dma_quirks.len() <= 8);
+}
+
+#[test]
+fn strict_dma_makes_the_tolerated_cases_faults() {
+    let m = map::MRAM_BASE;
+    let fault = |nr, a0, a1, n| dma_run(nr, a0, a1, n, true).0.fault.map(|f| f.fault);
+    assert_eq!(
+        fault(2, m + 4, 0x100, 8),
+        Some(Fault::DmaMisaligned {
+            wram: 0x100,
+            mram: m + 4
+        })
     );
     assert_eq!(
-        dma(3, 0x104, m, 8),
-        (
-            Fault::DmaMisaligned {
-                wram: 0x104,
-                mram: m
-            },
-            7
-        )
+        fault(3, 0x104, m, 8),
+        Some(Fault::DmaMisaligned {
+            wram: 0x104,
+            mram: m
+        })
     );
     for n in [0, 4, 12, 2056] {
-        assert_eq!(dma(2, m, 0x100, n), (Fault::DmaBadSize { size: n }, 7));
+        assert_eq!(fault(2, m, 0x100, n), Some(Fault::DmaBadSize { size: n }));
     }
+    assert_eq!(
+        fault(2, 0x100, 0x100, 8),
+        Some(Fault::DmaOutOfRange {
+            wram: 0x100,
+            mram: 0x100,
+            size: 8
+        })
+    );
+    assert_eq!(fault(2, m, 0x100, 2048), None);
+}
+
+#[test]
+fn dma_out_of_range_always_faults() {
+    let m = map::MRAM_BASE;
     assert_eq!(
         dma(2, m, 0xfff8, 16),
         (
@@ -302,6 +425,18 @@ fn dma_faults() {
                 wram: 0xfff8,
                 mram: m,
                 size: 16
+            },
+            7
+        )
+    );
+    // An encoded length counts: 1 byte asked at the end of WRAM moves 2,048.
+    assert_eq!(
+        dma(2, m, 0xfff8, 1),
+        (
+            Fault::DmaOutOfRange {
+                wram: 0xfff8,
+                mram: m,
+                size: 2048
             },
             7
         )
@@ -318,17 +453,20 @@ fn dma_faults() {
             7
         )
     );
-    assert_eq!(
-        dma(2, 0x0100_0000, 0x100, 8),
-        (
-            Fault::DmaOutOfRange {
-                wram: 0x100,
-                mram: 0x0100_0000,
-                size: 8
-            },
-            7
-        )
-    );
+    // Neither an MRAM address nor an offset below 64 MiB.
+    for bad in [0x0400_0000, 0x07ff_fff8, m + 0x0400_0000, 0xf000_0000] {
+        assert_eq!(
+            dma(2, bad, 0x100, 8),
+            (
+                Fault::DmaOutOfRange {
+                    wram: 0x100,
+                    mram: bad,
+                    size: 8
+                },
+                7
+            )
+        );
+    }
     // The largest legal transfers are fine.
     let mut p = P::new();
     p.li(A0, m)

@@ -368,6 +368,7 @@ fn every_fault_has_a_message() {
         Breakpoint,
         DmaMisaligned { wram: 1, mram: 2 },
         DmaBadSize { size: 3 },
+        DivisionByZero,
         DmaOutOfRange {
             wram: 1,
             mram: 2,

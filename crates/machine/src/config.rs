@@ -25,6 +25,7 @@ pub const VALID_KEYS: &[&str] = &[
     "sgXferEnable",
     "hardware",
     "maxCycles",
+    "strictDma",
 ];
 
 /// Errors of the profile string.
@@ -104,6 +105,9 @@ pub struct SystemConfig {
     pub hardware: Option<String>,
     /// Stop each DPU after this many cycles with a fault.
     pub max_cycles: Option<u64>,
+    /// Fault on DMA requests the hardware tolerates but that are almost certainly bugs
+    /// (`strictDma=true`; by default they run as on the DPU, with advice in the report).
+    pub strict_dma: bool,
 }
 
 fn parse_bool(key: &str, value: &str) -> Result<bool, ConfigError> {
@@ -182,6 +186,7 @@ impl SystemConfig {
                 "disableSafeChecks" => self.disable_safe_checks = parse_bool(key, value)?,
                 "cycleAccurate" => self.cycle_accurate = parse_bool(key, value)?,
                 "sgXferEnable" => self.sg_xfer_enable = parse_bool(key, value)?,
+                "strictDma" => self.strict_dma = parse_bool(key, value)?,
                 "hardware" => {
                     if value.is_empty() {
                         return Err(ConfigError::BadValue {
@@ -334,6 +339,15 @@ impl MachineConfig {
                 let _ = writeln!(s, "cycle limit per launch: none");
             }
         }
+        let _ = writeln!(
+            s,
+            "DMA requests the DPU tolerates (odd sizes, unaligned addresses, MRAM offsets without the base): {}",
+            if c.strict_dma {
+                "faults (strictDma=true)"
+            } else {
+                "performed as on the DPU, with advice"
+            }
+        );
         s
     }
 }

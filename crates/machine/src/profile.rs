@@ -254,6 +254,7 @@ impl HardwareProfile {
             fmul64_slots: self.cost.fmul64,
             fdiv64_slots: self.cost.fdiv64,
             max_cycles,
+            strict_dma: false,
         }
     }
 

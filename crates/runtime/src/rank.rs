@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use openpim_engine::Timing;
+use openpim_engine::{DmaQuirk, Timing};
 use openpim_machine::{Bytes, DpuMemories, MachineConfig};
 use rayon::prelude::*;
 
@@ -87,6 +87,8 @@ pub(crate) struct DpuState {
     pub stats: Option<DpuRunStats>,
     /// Fault of the last launch.
     pub fault: Option<FaultInfo>,
+    /// The first tolerated-but-suspicious DMA request of the last launch, described.
+    pub dma_quirk: Option<String>,
 }
 
 /// Heavy state: memories. Locked while an operation executes.
@@ -251,9 +253,11 @@ impl Rank {
                 log: Vec::new(),
                 stats: None,
                 fault: None,
+                dma_quirk: None,
             });
         }
-        let timing = machine.hardware.timing(machine.config.max_cycles);
+        let mut timing = machine.hardware.timing(machine.config.max_cycles);
+        timing.strict_dma = machine.config.strict_dma;
         Ok(Rank {
             id: slot.0,
             nr_dpus,
@@ -655,6 +659,9 @@ impl Rank {
             if let Some(s) = dpu.stats {
                 record.absorb(&s);
             }
+            if record.dma_quirk_example.is_none() {
+                record.dma_quirk_example.clone_from(&dpu.dma_quirk);
+            }
             if let Some(f) = &dpu.fault {
                 faults.push(f);
             }
@@ -716,6 +723,10 @@ fn run_one(
     match outcome {
         Ok(out) => {
             dpu.stats = Some(DpuRunStats::from_outcome(&out));
+            dpu.dma_quirk = out
+                .dma_quirks
+                .first()
+                .map(|q| describe_dma_quirk(rank, index, q, prog));
             dpu.log = out.log;
             dpu.fault = out.fault.map(|f| FaultInfo {
                 rank,
@@ -730,6 +741,7 @@ fn run_one(
         Err(p) => {
             let msg = panic_message(&*p);
             dpu.stats = None;
+            dpu.dma_quirk = None;
             dpu.log.clear();
             dpu.fault = Some(FaultInfo {
                 rank,
@@ -742,6 +754,23 @@ fn run_one(
             Some(msg)
         }
     }
+}
+
+/// One line on a DMA request the DPU performed although it is almost certainly a bug.
+fn describe_dma_quirk(rank: u32, dpu: u32, q: &DmaQuirk, prog: &Program) -> String {
+    let call = if q.read { "mram_read" } else { "mram_write" };
+    let what: Vec<&str> = q.kinds.iter().map(|k| k.describe()).collect();
+    format!(
+        "DPU {dpu} of rank {rank}, tasklet {} at pc {:#010x} in {}: {call}(WRAM {:#x}, MRAM {:#x}, {} bytes): {}; {} bytes moved",
+        q.tasklet,
+        q.pc,
+        prog.function_at(q.pc).as_deref().unwrap_or("<unknown function>"),
+        q.wram,
+        q.mram,
+        q.size,
+        what.join("; "),
+        q.moved
+    )
 }
 
 fn worker(rx: mpsc::Receiver<Job>, queue: Arc<Queue>) {

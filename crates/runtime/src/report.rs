@@ -154,7 +154,7 @@ pub struct TransferReport {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Advice {
     /// Stable identifier: `idle_ranks`, `serial_transfers_in_loops`, `small_transfers`,
-    /// `few_tasklets`, `small_mram_transfers`.
+    /// `few_tasklets`, `small_mram_transfers`, `tolerated_dma`.
     pub id: String,
     pub message: String,
 }
@@ -417,6 +417,23 @@ fn advise(r: &Report, s: &State) -> Vec<Advice> {
                 bytes as f64 / reqs as f64,
                 reqs,
                 alpha
+            ),
+        });
+    }
+    // 6. DMA requests the DPU tolerates but that are almost certainly bugs.
+    let quirks: u64 = s.launches.iter().map(|l| l.record.dma_quirks).sum();
+    if quirks > 0 {
+        let mut examples: Vec<&str> = Vec::new();
+        for e in s.launches.iter().filter_map(|l| l.record.dma_quirk_example.as_deref()) {
+            if examples.len() < 3 && !examples.contains(&e) {
+                examples.push(e);
+            }
+        }
+        out.push(Advice {
+            id: "tolerated_dma".into(),
+            message: format!(
+                "{quirks} DMA request(s) were performed as the DPU performs them although they are almost certainly bugs (the length is what its 8-bit field encodes, addresses lose their low 3 bits, an MRAM offset is taken without the base): {}. Run with the profile key strictDma=true to make them faults.",
+                examples.join(" | ")
             ),
         });
     }

@@ -24,6 +24,8 @@ pub struct DpuRunStats {
     pub dma_wait_cycles: u64,
     /// Cycles tasklets were runnable (alive, not asleep, not waiting for DMA), summed.
     pub runnable_cycles: u64,
+    /// DMA requests the DPU performed although almost certainly bugs (engine `DmaQuirk`).
+    pub dma_quirks: u64,
 }
 
 impl DpuRunStats {
@@ -37,6 +39,7 @@ impl DpuRunStats {
             dma_bytes: s.dma_bytes_read + s.dma_bytes_written,
             dma_requests: s.dma_requests,
             dma_busy_cycles: s.dma_busy_cycles,
+            dma_quirks: s.dma_quirks,
             ..DpuRunStats::default()
         };
         for t in &s.tasklets {
@@ -86,6 +89,11 @@ pub struct LaunchRecord {
     pub runnable_cycles: u64,
     /// Tasklet-cycles available (tasklets x cycles, summed over the DPUs).
     pub tasklet_cycles: u64,
+    /// Tolerated-but-suspicious DMA requests summed over the DPUs.
+    pub dma_quirks: u64,
+    /// The first of them, described for an advice line (DPU, pc, what was asked, what
+    /// happened).
+    pub dma_quirk_example: Option<String>,
 }
 
 impl LaunchRecord {
@@ -103,6 +111,7 @@ impl LaunchRecord {
         self.dma_wait_cycles += s.dma_wait_cycles;
         self.runnable_cycles += s.runnable_cycles;
         self.tasklet_cycles += u64::from(s.tasklets) * s.cycles;
+        self.dma_quirks += s.dma_quirks;
     }
 }
 

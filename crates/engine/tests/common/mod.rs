@@ -77,6 +77,7 @@ pub fn timing() -> Timing {
         fmul64_slots: 653,
         fdiv64_slots: 2180,
         max_cycles: Some(50_000_000),
+        strict_dma: false,
     }
 }
 
