@@ -3,11 +3,12 @@
 #   make test   everything: unit tests, header checks, the conformance suite, the report tests
 #   make bench  the benchmarks (tables on stdout)
 #   make fidelity  the fidelity suite: emulated vs published UPMEM measurements (bench/fidelity)
+#   make test-programs  every published program (PrIM x {1,4,64} DPUs, SimplePIM, dpu_demo)
 SHELL := /bin/bash
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 CARGO ?= cargo
 
-.PHONY: all setup build demo test test-rust test-conformance bench fidelity lint clean
+.PHONY: all setup build demo test test-rust test-conformance test-programs bench fidelity lint clean
 
 all: build
 
@@ -27,6 +28,10 @@ test: build
 	tests/headers/check.sh
 	tests/conformance/run.sh
 	tests/report/run.sh
+	tests/programs/run.py
+
+test-programs: build
+	tests/programs/run.py --all
 
 bench: build
 	bench/run.sh

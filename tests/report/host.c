@@ -61,6 +61,8 @@ int main(int argc, char **argv)
         binary = "./bin/task_4t";
     else if (!strcmp(mode, "dma"))
         binary = "./bin/task_8b";
+    else if (!strcmp(mode, "odd_dma"))
+        binary = "./bin/task_odd";
     for (int d = 0; d < NR_DPUS; d++)
         for (int i = 0; i < WORDS; i++)
             in[d][i] = (uint32_t)(d * 7919 + i * 31);

@@ -35,8 +35,9 @@ declare -A expect=(
     [small]="small_transfers"
     [tasklets]="few_tasklets"
     [dma]="small_mram_transfers"
+    [odd_dma]="tolerated_dma"
 )
-for scenario in good idle serial small tasklets dma; do
+for scenario in good idle serial small tasklets dma odd_dma; do
     json="$tmp/$scenario.json"
     trace="$tmp/$scenario.trace.json"
     if ! out=$(cd "$here" && OPENPIM_REPORT="$json" OPENPIM_TRACE="$trace" ./bin/host "$scenario" 2>&1); then
@@ -49,6 +50,15 @@ for scenario in good idle serial small tasklets dma; do
         ok "$scenario ($out)"
     fi
 done
+
+# strictDma=true: the same tolerated DMA is a DPU fault that names the request.
+if out=$(cd "$here" && OPENPIM_QUIET=0 UPMEM_PROFILE_BASE=strictDma=true ./bin/host odd_dma 2>&1); then
+    ko "strictDma=true makes the tolerated DMA a fault (the program succeeded)" "$out"
+elif grep -q "DMA of 4 bytes" <<<"$out" && grep -q "strictDma" <<<"$out"; then
+    ok "strictDma=true makes the tolerated DMA a fault"
+else
+    ko "strictDma=true makes the tolerated DMA a fault (wrong message)" "$out"
+fi
 
 # What counts as host time (timing.c): "check" is a python condition on the report's phases
 # (seconds: host, kernel) and the program's printed values.

@@ -1,6 +1,7 @@
 /* Report test kernel: each tasklet streams its share of a vector of 32-bit words MRAM ->
  * WRAM in blocks of BLOCK_BYTES (set with -DBLOCK_BYTES), adds 1 to every word and writes it
- * back. A barrier at the start gives the tasklets some synchronisation. */
+ * back. A barrier at the start gives the tasklets some synchronisation. With -DODD_DMA, one
+ * tolerated-but-suspicious DMA (for the tolerated_dma advice). */
 #include <stdint.h>
 #include <defs.h>
 #include <mram.h>
@@ -28,5 +29,11 @@ int main(void)
             buf[i] += 1;
         mram_write(buf, v + at, BLOCK_BYTES);
     }
+#ifdef ODD_DMA
+    /* A read the DPU performs although it is almost certainly a bug: 4 bytes asked from an
+     * unaligned address past the vector; the DMA moves 2,048 bytes from the aligned address. */
+    if (me() == 0)
+        mram_read(v + nr_bytes + 3, buf, 4);
+#endif
     return 0;
 }
