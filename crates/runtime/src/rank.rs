@@ -127,6 +127,7 @@ impl Queue {
     }
 
     fn finish(&self, result: Result<()>, detached: bool) {
+        crate::timeline::background_finished();
         let mut q = self.lock();
         if detached {
             q.detached -= 1;
@@ -374,6 +375,7 @@ impl Rank {
             *sender = Some(tx);
         }
         self.queue.lock().pending += 1;
+        crate::timeline::background_started();
         let tx = sender.as_ref().expect("sender was just set");
         crate::timeline::on_enqueue(self.id);
         if tx.send((Arc::clone(self), op)).is_err() {
@@ -391,6 +393,7 @@ impl Rank {
         ranks: Vec<u32>,
     ) -> Result<()> {
         self.queue.lock().detached += 1;
+        crate::timeline::background_started();
         let queue = Arc::clone(&self.queue);
         let spawned = std::thread::Builder::new()
             .name(format!("openpim-callback-{}", self.id))

@@ -20,7 +20,7 @@
 
 use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -228,11 +228,17 @@ struct HostMark {
 
 impl HostMark {
     /// Now, at the end of an SDK call (or of the run): the thread's statistics first (system
-    /// calls, the emulator's time), the clock last.
+    /// calls, the emulator's time), the clock last. The statistics are read only where they
+    /// can change the host time ([`sched_stats_needed`]).
     fn now() -> HostMark {
+        let stats = sched_stats_needed();
         HostMark {
-            delay: run_queue_delay_ns(),
-            cpu: crate::interleave::thread_cpu_ns(),
+            delay: if stats { run_queue_delay_ns() } else { None },
+            cpu: if stats {
+                crate::interleave::thread_cpu_ns()
+            } else {
+                0
+            },
             at: Instant::now(),
             // SAFETY: pthread_self has no preconditions.
             thread: unsafe { libc::pthread_self() },
@@ -240,13 +246,20 @@ impl HostMark {
     }
 
     /// Now, at the start of an SDK call: the clock first, so that reading the statistics is
-    /// not counted as the program's host code.
+    /// not counted as the program's host code. They are read where they can change the host
+    /// time, or when the thread's last exit read them (the interval needs both ends).
     fn entering() -> HostMark {
         let at = Instant::now();
+        let stats = sched_stats_needed()
+            || HOST_LAST_EXIT.with(|c| c.get().is_some_and(|(_, e)| e.mark.delay.is_some()));
         HostMark {
             at,
-            delay: run_queue_delay_ns(),
-            cpu: crate::interleave::thread_cpu_ns(),
+            delay: if stats { run_queue_delay_ns() } else { None },
+            cpu: if stats {
+                crate::interleave::thread_cpu_ns()
+            } else {
+                0
+            },
             // SAFETY: pthread_self has no preconditions.
             thread: unsafe { libc::pthread_self() },
         }
@@ -289,6 +302,32 @@ struct ExitMark {
 
 /// Which timeline (see [`reset`]) the thread-local marks belong to.
 static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// Asynchronous rank work queued or running (operations and non-blocking callbacks, all
+/// ranks): while there is some, the emulator's threads compete with the host code for cores.
+static BACKGROUND_WORK: AtomicUsize = AtomicUsize::new(0);
+
+/// Host threads that have made SDK calls.
+static SDK_THREADS: AtomicUsize = AtomicUsize::new(0);
+
+/// Asynchronous work was queued on a rank (an operation, or a non-blocking callback).
+pub(crate) fn background_started() {
+    BACKGROUND_WORK.fetch_add(1, Ordering::AcqRel);
+}
+
+/// Asynchronous work queued with [`background_started`] is done.
+pub(crate) fn background_finished() {
+    let _ = BACKGROUND_WORK.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+}
+
+/// Whether a host mark must read the thread's CPU time and run-queue delay (two system calls,
+/// the largest part of a cheap SDK call's cost). They correct the host code's real time for
+/// the waits the emulator's own threads cause (asynchronous work) and for other threads'
+/// SDK calls. With neither, a single thread's host code between two calls is its real time:
+/// without background work no emulator thread competes for its core.
+fn sched_stats_needed() -> bool {
+    BACKGROUND_WORK.load(Ordering::Acquire) > 0 || SDK_THREADS.load(Ordering::Acquire) > 1
+}
 
 /// Time the calling thread has spent runnable but waiting for a CPU, ns (Linux schedstat's
 /// second field); `None` where the kernel does not tell.
@@ -347,6 +386,8 @@ thread_local! {
     static THREAD_SDK_NS: Cell<u64> = const { Cell::new(0) };
     /// Where user callback time goes instead of the host clock (see [`collect_callback_time`]).
     static CALLBACK_SINK: Cell<Option<u64>> = const { Cell::new(None) };
+    /// Whether this thread is counted in [`SDK_THREADS`].
+    static SDK_THREAD_SEEN: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Marks the extent of one SDK call (hold it for the call's duration). The host time between
@@ -377,6 +418,9 @@ fn in_callback_thread() -> bool {
 impl SdkCall {
     /// Enters an SDK call.
     pub fn enter() -> SdkCall {
+        if !SDK_THREAD_SEEN.with(|c| c.replace(true)) {
+            SDK_THREADS.fetch_add(1, Ordering::AcqRel);
+        }
         let now = HostMark::entering();
         let outermost = THREAD_DEPTH.with(|d| {
             let depth = d.get();
