@@ -28,6 +28,7 @@ test: build
 	tests/headers/check.sh
 	tests/conformance/run.sh
 	tests/report/run.sh
+	python3 -m pytest -q python/tests
 	tests/programs/run.py
 
 test-programs: build
