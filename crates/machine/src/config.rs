@@ -180,7 +180,20 @@ impl SystemConfig {
                 }
                 "nrRanks" => self.nr_ranks = Some(parse_u32(key, value)?),
                 "nrDpusPerRank" => self.nr_dpus_per_rank = Some(parse_u32(key, value)?),
-                "nrThreadsPerRank" => self.nr_threads_per_rank = Some(parse_u32(key, value)?),
+                // 0 is the SDK's "default" (as when the key is absent).
+                "nrThreadsPerRank" => {
+                    self.nr_threads_per_rank = match value.parse::<u32>() {
+                        Ok(0) => None,
+                        Ok(n) => Some(n),
+                        Err(_) => {
+                            return Err(ConfigError::BadValue {
+                                key: key.into(),
+                                value: value.into(),
+                                expected: "a non-negative integer (0: the default)",
+                            })
+                        }
+                    }
+                }
                 "nrJobPerRank" => self.nr_job_per_rank = Some(parse_u32(key, value)?),
                 "dispatchOnAllRanks" => self.dispatch_on_all_ranks = parse_bool(key, value)?,
                 "disableSafeChecks" => self.disable_safe_checks = parse_bool(key, value)?,
@@ -389,6 +402,17 @@ mod tests {
         for b in ["hw", "simulator", "openpim"] {
             assert!(SystemConfig::parse_with_base(None, &format!("backend={b}")).is_ok());
         }
+    }
+
+    #[test]
+    fn zero_threads_per_rank_is_the_default() {
+        let c = SystemConfig::parse_with_base(None, "nrThreadsPerRank=0").unwrap();
+        assert_eq!(c.nr_threads_per_rank, None);
+        let c = SystemConfig::parse_with_base(Some("nrThreadsPerRank=3"), "nrThreadsPerRank=0")
+            .unwrap();
+        assert_eq!(c.nr_threads_per_rank, None);
+        let e = SystemConfig::parse_with_base(None, "nrThreadsPerRank=-1").unwrap_err();
+        assert!(e.to_string().contains("0: the default"), "{e}");
     }
 
     #[test]

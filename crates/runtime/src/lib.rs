@@ -20,6 +20,7 @@ pub mod report;
 mod set;
 mod stats;
 mod system;
+mod threads;
 pub mod timeline;
 mod xfer;
 
@@ -27,7 +28,7 @@ mod xfer;
 mod testutil;
 
 pub use error::{Error, FaultInfo, Result};
-pub use program::{Program, Symbol, MRAM_HEAP_SYMBOL};
+pub use program::{Program, Symbol, CLOCKS_PER_SEC_SYMBOL, MRAM_HEAP_SYMBOL};
 pub use rank::{quiet, HostPtr, Rank, RankOp, XferItem};
 pub use set::{
     get_symbol, Callback, CallbackFlags, CallbackScope, DpuSet, LaunchPolicy, XferDirection,
@@ -35,6 +36,9 @@ pub use set::{
 };
 pub use stats::{launch_history, launch_totals, DpuRunStats, LaunchRecord, LaunchTotals};
 pub use system::{alloc, alloc_ranks, machine_description, ranks_in_use};
+pub use threads::{
+    host_cores, parse_threads, thread_setting, ThreadSetting, THREADS_ENV, THREADS_PER_CORE,
+};
 pub use xfer::{check_access, Place, SymbolRef};
 
 pub use openpim_machine as machine;

@@ -40,8 +40,15 @@ pub struct Program {
     symbols: HashMap<String, Symbol>,
     /// Functions sorted by address: `(start, size, name)`.
     functions: Vec<(u32, u32, String)>,
+    /// WRAM address of `CLOCKS_PER_SEC` (a 4-byte word the loader sets), if the program has it.
+    clocks_per_sec: Option<u32>,
     decoded: OnceLock<openpim_engine::Program>,
 }
+
+/// The DPU runtime's `const volatile uint32_t CLOCKS_PER_SEC` (`perfcounter.h`): compiled
+/// before the machine is known, so the loader writes the hardware profile's DPU frequency
+/// (Hz) into it at every `dpu_load`, as the SDK's loader does.
+pub const CLOCKS_PER_SEC_SYMBOL: &str = "CLOCKS_PER_SEC";
 
 impl std::fmt::Debug for Program {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -360,6 +367,13 @@ impl Program {
             init_writes.push((*ptr, *start));
         }
 
+        let clocks_per_sec = all
+            .get(CLOCKS_PER_SEC_SYMBOL)
+            .filter(|(a, size)| {
+                *size == 4 && a % 4 == 0 && u64::from(*a) + 4 <= u64::from(map::WRAM_SIZE)
+            })
+            .map(|(a, _)| *a);
+
         // The MRAM heap symbol: its size is the rest of MRAM.
         if let Some((addr, _)) = all.get(MRAM_HEAP_SYMBOL) {
             let end = u64::from(map::MRAM_BASE) + u64::from(map::MRAM_SIZE);
@@ -389,6 +403,7 @@ impl Program {
             mram_segments,
             symbols,
             functions,
+            clocks_per_sec,
             decoded: OnceLock::new(),
         })
     }
@@ -457,6 +472,12 @@ impl Program {
         &self.mram_segments
     }
 
+    /// WRAM address of `CLOCKS_PER_SEC`, which the loader sets to the DPU frequency in Hz
+    /// ([`CLOCKS_PER_SEC_SYMBOL`]); `None` when the program does not use it.
+    pub fn clocks_per_sec_address(&self) -> Option<u32> {
+        self.clocks_per_sec
+    }
+
     /// The engine's decoded program (decoded once, on first use).
     pub fn decoded(&self) -> &openpim_engine::Program {
         self.decoded
@@ -489,6 +510,7 @@ impl Program {
             mram_segments: self.mram_segments.clone(),
             symbols: self.symbols.clone(),
             functions: self.functions.clone(),
+            clocks_per_sec: self.clocks_per_sec,
             decoded: OnceLock::new(),
         }))
     }

@@ -208,27 +208,7 @@ pub fn quiet() -> bool {
     std::env::var_os("OPENPIM_QUIET").is_some_and(|v| !v.is_empty() && v != "0")
 }
 
-/// The thread pool DPUs are simulated on (`OPENPIM_THREADS` threads, default: all cores).
-pub(crate) fn pool() -> &'static rayon::ThreadPool {
-    static POOL: std::sync::OnceLock<rayon::ThreadPool> = std::sync::OnceLock::new();
-    POOL.get_or_init(|| {
-        let threads = std::env::var("OPENPIM_THREADS")
-            .ok()
-            .and_then(|v| v.parse::<usize>().ok())
-            .filter(|n| *n > 0)
-            .unwrap_or(0);
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|i| format!("openpim-dpu-{i}"))
-            .build()
-            .unwrap_or_else(|_| {
-                rayon::ThreadPoolBuilder::new()
-                    .num_threads(1)
-                    .build()
-                    .expect("a one-thread pool can always be built")
-            })
-    })
-}
+pub(crate) use crate::threads::pool;
 
 fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = p.downcast_ref::<&str>() {
@@ -289,6 +269,15 @@ impl Rank {
     /// The machine this rank belongs to.
     pub fn machine(&self) -> &Arc<MachineConfig> {
         &self.machine
+    }
+
+    /// The DPU frequency in Hz: what the loader writes into a program's `CLOCKS_PER_SEC`.
+    pub fn clocks_per_sec(&self) -> u32 {
+        self.machine
+            .hardware
+            .dpu
+            .frequency_mhz
+            .saturating_mul(1_000_000)
     }
 
     /// True when the last launch on this rank faulted.
@@ -476,7 +465,8 @@ impl Rank {
             selected[*d as usize] = true;
         }
         let prog = &program;
-        pool().install(|| {
+        let clocks_per_sec = self.clocks_per_sec();
+        pool()?.install(|| {
             state
                 .dpus
                 .par_iter_mut()
@@ -487,6 +477,14 @@ impl Rank {
                     dpu.mem
                         .write(openpim_machine::WramAddr(0), prog.wram_image())
                         .map_err(|e| Error::Internal(e.to_string()))?;
+                    if let Some(addr) = prog.clocks_per_sec_address() {
+                        dpu.mem
+                            .write(
+                                openpim_machine::WramAddr(addr),
+                                &clocks_per_sec.to_le_bytes(),
+                            )
+                            .map_err(|e| Error::Internal(e.to_string()))?;
+                    }
                     for (off, bytes) in prog.mram_segments() {
                         dpu.mem
                             .write(openpim_machine::MramAddr(*off), bytes)
@@ -553,7 +551,7 @@ impl Rank {
             by_dpu[item.dpu as usize] = Some(item);
         }
         if len.saturating_mul(items.len()) >= PARALLEL_XFER_BYTES && items.len() > 1 {
-            pool().install(|| {
+            pool()?.install(|| {
                 state
                     .dpus
                     .par_iter_mut()
@@ -620,7 +618,7 @@ impl Rank {
         };
         if disjoint && len.saturating_mul(items.len()) >= PARALLEL_XFER_BYTES && items.len() > 1 {
             let dpus = &state.dpus;
-            pool().install(|| {
+            pool()?.install(|| {
                 items
                     .par_iter()
                     .try_for_each(|i| read_one(&dpus[i.dpu as usize], i))
@@ -640,7 +638,7 @@ impl Rank {
         }
         let timing = &self.timing;
         let rank_id = self.id;
-        let panics: Vec<String> = pool().install(|| {
+        let panics: Vec<String> = pool()?.install(|| {
             state
                 .dpus
                 .par_iter_mut()

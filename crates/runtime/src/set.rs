@@ -173,6 +173,7 @@ impl DpuSet {
         if ops.is_empty() {
             return Ok(());
         }
+        let pool = pool()?;
         for (r, _) in &ops {
             r.wait_idle();
         }
@@ -195,7 +196,7 @@ impl DpuSet {
             .zip(ops)
             .map(|((g, r), op)| (r, &mut **g, op))
             .collect();
-        let results: Vec<Result<()>> = pool().install(|| {
+        let results: Vec<Result<()>> = pool.install(|| {
             work.into_par_iter()
                 .map(|(r, st, op)| {
                     crate::timeline::with_sync_issue(issue, || r.execute_locked(st, op))

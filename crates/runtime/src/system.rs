@@ -63,6 +63,9 @@ fn build(machine: Arc<MachineConfig>, slots: Vec<SlotGuard>, dpus: Vec<u32>) -> 
 /// Allocates `nr_dpus` DPUs (`None` = every DPU of the machine) on `ceil(n / dpus_per_rank)`
 /// ranks, as `dpu_alloc`.
 pub fn alloc(nr_dpus: Option<u32>, profile: &str) -> Result<DpuSet> {
+    // OPENPIM_THREADS is checked and the simulation threads started here, so that a bad
+    // setting or a host that cannot start them fails the allocation, not a later call.
+    crate::threads::pool()?;
     let machine = Arc::new(MachineConfig::from_profile_string(profile)?);
     let per_rank = machine.dpus_per_rank;
     match nr_dpus {
@@ -100,6 +103,7 @@ pub fn alloc(nr_dpus: Option<u32>, profile: &str) -> Result<DpuSet> {
 
 /// Allocates `nr_ranks` whole ranks (`None` = every rank), as `dpu_alloc_ranks`.
 pub fn alloc_ranks(nr_ranks: Option<u32>, profile: &str) -> Result<DpuSet> {
+    crate::threads::pool()?;
     let machine = Arc::new(MachineConfig::from_profile_string(profile)?);
     if let Some(n) = nr_ranks {
         if n == 0 {

@@ -14,8 +14,12 @@ typedef enum _perfcounter_config_t {
     COUNT_NOTHING = 3,
 } perfcounter_config_t;
 
+/* The DPU frequency in Hz, to turn COUNT_CYCLES values into seconds. As in the SDK it is a
+ * variable, not a constant: DPU programs are built before the machine is chosen, and the
+ * loader (dpu_load) writes the frequency of the hardware profile the rank runs with into it
+ * (350000000 under upmem-v1a, 400000000 under upmem-v1b). */
 #ifndef CLOCKS_PER_SEC
-#define CLOCKS_PER_SEC 350000000
+extern const volatile uint32_t CLOCKS_PER_SEC;
 #endif
 
 /* Selects what the counter counts; returns its value before an optional reset. */
