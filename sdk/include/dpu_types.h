@@ -7,8 +7,46 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dpu_target.h"
+
 #ifdef __cplusplus
 extern "C" {
+#endif
+
+/** Most control interfaces (slices) of a rank, and DPUs per control interface. */
+#define DPU_MAX_NR_CIS 8
+#define DPU_MAX_NR_DPUS_PER_CI 8
+/** The tasklet that boots a DPU. */
+#define DPU_BOOT_THREAD 0
+#define DPU_MAX_NR_GROUPS 8
+
+/** Ids (dpu_management.h): a rank (backend type in the top 4 bits, dpu_target_macros.h), a DPU
+ *  (rank id << 16 | slice << 8 | member), a slice (control interface) of a rank, a DPU in its
+ *  slice. */
+typedef uint16_t dpu_rank_id_t;
+typedef uint32_t dpu_id_t;
+typedef uint8_t dpu_slice_id_t;
+typedef uint8_t dpu_member_id_t;
+typedef uint8_t dpu_group_id_t;
+/** A tasklet of a DPU. */
+typedef uint8_t dpu_thread_t;
+typedef uint8_t dpu_notify_bit_id_t;
+/** Addresses and sizes in the DPU memories (IRAM in instructions, the others in bytes). */
+typedef uint16_t iram_addr_t;
+typedef uint32_t wram_addr_t;
+typedef uint32_t mram_addr_t;
+typedef mram_addr_t dpu_mem_max_addr_t;
+typedef uint16_t iram_size_t;
+typedef uint32_t wram_size_t;
+typedef uint32_t mram_size_t;
+typedef mram_size_t dpu_mem_max_size_t;
+/** A DPU instruction, a WRAM word. */
+typedef uint64_t dpuinstruction_t;
+typedef uint32_t dpuword_t;
+
+/** Marks a deprecated function. */
+#ifndef DPU_API_DEPRECATED
+#define DPU_API_DEPRECATED __attribute__((deprecated))
 #endif
 
 /** Opaque handles owned by libdpu. */

@@ -1,5 +1,7 @@
 /* Prints the C ABI facts libdpu mirrors; compiled and run by check.sh. */
 #include <dpu.h>
+#include <dpu_management.h>
+#include <dpu_target_macros.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -36,6 +38,12 @@ int main(void)
     EXPECT(offsetof(struct dpu_set_dpu_iterator_t, next) == 88);
     EXPECT(sizeof(struct dpu_set_dpu_iterator_t) == 112);
     EXPECT(DPU_ALLOCATE_ALL == 0xFFFFFFFFu);
+    EXPECT(offsetof(struct dpu_iterator_t, count) == 8 && offsetof(struct dpu_iterator_t, next_idx) == 12);
+    EXPECT(offsetof(struct dpu_iterator_t, has_next) == 16 && offsetof(struct dpu_iterator_t, next) == 24);
+    EXPECT(sizeof(struct dpu_iterator_t) == 32);
+    EXPECT(DPU_TARGET_SHIFT == 12 && DPU_TARGET_MASK == 0xfff && HW == 3 && FUNCTIONAL_SIMULATOR == 0);
+    EXPECT(sizeof(dpu_rank_id_t) == 2 && sizeof(dpu_id_t) == 4 && sizeof(dpu_slice_id_t) == 1);
+    EXPECT(sizeof(dpu_member_id_t) == 1);
     EXPECT(DPU_XFER_PARALLEL == 4 && DPU_CALLBACK_PARALLEL == 8 && DPU_CALLBACK_SINGLE_CALL == 4);
     printf("struct dpu_set_t %zu, rank iterator %zu, dpu iterator %zu\n", sizeof(struct dpu_set_t),
         sizeof(struct dpu_set_rank_iterator_t), sizeof(struct dpu_set_dpu_iterator_t));

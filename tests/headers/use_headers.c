@@ -3,6 +3,7 @@
 #include <dpu.h>
 #include <dpu_log.h>
 #include <dpu_management.h>
+#include <dpu_target_macros.h>
 
 #ifdef CHECK_INCBIN
 DPU_INCBIN(embedded_program, "use_headers.c")
@@ -99,6 +100,33 @@ int check_headers(void)
     {
         char *s = dpu_error_to_string(DPU_ERR_DPU_FAULT);
         free(s);
+    }
+    {
+        /* dpu_management.h and dpu_target_macros.h, as dpu_demo's checksum host uses them */
+        struct dpu_rank_t *rk = NULL;
+        struct dpu_t *d = NULL;
+        dpu_type_t type = HW;
+        DPU_FOREACH(set, dpu) {
+            dpu_id_t rank_id = dpu_get_rank_id(dpu_get_rank(dpu_from_set(dpu))) & DPU_TARGET_MASK;
+            dpu_slice_id_t slice = dpu_get_slice_id(dpu_from_set(dpu));
+            dpu_member_id_t member = dpu_get_member_id(dpu_from_set(dpu));
+            int node = dpu_get_rank_numa_node(dpu_get_rank(dpu_from_set(dpu)));
+            count += (int)rank_id + slice + member + node + (int)(dpu_get_id(dpu.dpu) >> DPU_TARGET_SHIFT);
+            count += dpu_is_enabled(dpu.dpu);
+        }
+        DPU_ASSERT(dpu_get_rank_of_type("backend=hw", &rk));
+        STRUCT_DPU_FOREACH(rk, d) { count++; }
+        STRUCT_DPU_FOREACH(rk, d, u) { count += (int)u; }
+        d = dpu_get(rk, 0, 1);
+        rank = dpu_set_from_rank(&rk);
+        dpu = dpu_set_from_dpu(d);
+        (void)dpu_get_description(rk);
+        dpu_lock_rank(rk);
+        count += dpu_trylock_rank(rk);
+        dpu_unlock_rank(rk);
+        dpu_unlock_rank(rk);
+        count += dpu_type_from_profile_string("hw", &type) + (int)strlen(dpu_type_to_string(type));
+        DPU_ASSERT(dpu_free_rank(rk));
     }
     DPU_ASSERT(dpu_free(set));
     return count + (int)nr_dpus + (int)nr_ranks + done + fault;

@@ -52,7 +52,9 @@ pub fn code_of(e: &Error) -> DpuError {
     }
 }
 
-fn report(func: &str, msg: &str) {
+/// Prints `openpim: FUNC: MSG` on stderr (unless `OPENPIM_QUIET`): how entry points explain
+/// an error, also those that return no `dpu_error_t` (a NULL or 0 result comes with it).
+pub fn report(func: &str, msg: &str) {
     if !openpim_runtime::quiet() {
         eprintln!("openpim: {func}: {msg}");
     }
@@ -71,9 +73,42 @@ pub fn fault_summary(count: usize) -> String {
     )
 }
 
+/// Replaces Rust's panic message (with its backtrace hint) by one `openpim:` line, once per
+/// process: an internal error is caught at the entry point and returned as
+/// `DPU_ERR_INTERNAL`, and the program's user should see a short explanation, not Rust
+/// internals. With `RUST_BACKTRACE` set, Rust's own message (and backtrace) is kept, for
+/// debugging OpenPIM.
+pub fn install_panic_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if std::env::var_os("RUST_BACKTRACE").is_some_and(|v| !v.is_empty() && v != "0") {
+            return;
+        }
+        std::panic::set_hook(Box::new(|info| {
+            if openpim_runtime::quiet() {
+                return;
+            }
+            let payload = info.payload();
+            let msg = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            let at = info
+                .location()
+                .map(|l| format!(" at {}:{}", l.file(), l.line()))
+                .unwrap_or_default();
+            eprintln!(
+                "openpim: internal error{at}: {msg} (a bug in OpenPIM; the SDK call returns DPU_ERR_INTERNAL; please report it)"
+            );
+        }));
+    });
+}
+
 /// Runs an entry point: no panic crosses the FFI boundary, every error is reported once.
 pub fn entry(func: &'static str, f: impl FnOnce() -> Result<(), Fail>) -> DpuError {
     // Virtual time: the host code since the previous SDK call ends here.
+    install_panic_hook();
     crate::exit::ensure_registered();
     let _call = openpim_runtime::timeline::SdkCall::enter();
     match catch_unwind(AssertUnwindSafe(f)) {
@@ -113,6 +148,7 @@ pub fn entry(func: &'static str, f: impl FnOnce() -> Result<(), Fail>) -> DpuErr
 pub fn entry_value<T>(func: &'static str, default: T, f: impl FnOnce() -> T) -> T {
     // Iterators and small queries are SDK calls too: the emulator's handle checks in them
     // are not the program's host time.
+    install_panic_hook();
     crate::exit::ensure_registered();
     let _call = openpim_runtime::timeline::SdkCall::enter();
     match catch_unwind(AssertUnwindSafe(f)) {

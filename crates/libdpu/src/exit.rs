@@ -22,6 +22,7 @@ pub fn ensure_registered() {
         .iter()
         .any(|k| std::env::var_os(k).is_some_and(|v| !v.is_empty() && v != "0"));
         if wanted {
+            check_outputs_writable();
             // SAFETY: registering a plain `extern "C" fn()` with the C library's atexit; the
             // handler only touches process-wide state that outlives it.
             unsafe {
@@ -29,4 +30,41 @@ pub fn ensure_registered() {
             }
         }
     });
+}
+
+/// Says at the first SDK call, not only at exit, when the report or trace file cannot be
+/// written (the program runs on; `openpim run` refuses such a path before starting it).
+fn check_outputs_writable() {
+    let report = std::env::var(openpim_runtime::report::REPORT_ENV)
+        .ok()
+        .filter(|v| !matches!(v.as_str(), "" | "0" | "1" | "text" | "-"));
+    let trace = std::env::var(openpim_runtime::report::TRACE_ENV)
+        .ok()
+        .filter(|v| !v.is_empty());
+    for (var, path) in [
+        (openpim_runtime::report::REPORT_ENV, report),
+        (openpim_runtime::report::TRACE_ENV, trace),
+    ] {
+        let Some(path) = path else { continue };
+        let p = std::path::Path::new(&path);
+        let existed = p.exists();
+        match std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(p)
+        {
+            Ok(_) => {
+                if !existed {
+                    let _ = std::fs::remove_file(p);
+                }
+            }
+            Err(e) => {
+                if !openpim_runtime::quiet() {
+                    eprintln!(
+                        "openpim: {var}={path}: cannot write this file ({e}); it will not be written at exit: choose a file in an existing, writable directory"
+                    );
+                }
+            }
+        }
+    }
 }

@@ -6,7 +6,8 @@
 //! registry before use, so a freed or forged set is an error, not a crash.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, RwLock, Weak};
+use std::thread::ThreadId;
 
 use openpim_runtime::{DpuSet, Program, Rank};
 
@@ -16,6 +17,71 @@ use crate::types::{err, DpuError, DpuSetT, DPU_SET_DPU, DPU_SET_RANKS};
 pub struct CRank {
     pub rank: Arc<Rank>,
     pub dpus: Box<[CDpu]>,
+    /// The rank's lock of `dpu_lock_rank` / `dpu_unlock_rank` (recursive, as the SDK's).
+    pub lock: RankLock,
+    /// What `dpu_get_description` returns (made at the first call, freed with the rank).
+    pub description: OnceLock<Box<crate::CDescription>>,
+}
+
+/// A recursive lock taken and released by separate C calls (`dpu_lock_rank`,
+/// `dpu_trylock_rank`, `dpu_unlock_rank`): the owning thread and its depth.
+#[derive(Default)]
+pub struct RankLock {
+    state: Mutex<(Option<ThreadId>, u32)>,
+    released: Condvar,
+}
+
+impl RankLock {
+    /// Takes the lock, waiting for another thread to release it; recursive.
+    pub fn lock(&self) {
+        let me = std::thread::current().id();
+        let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            match g.0 {
+                None => {
+                    *g = (Some(me), 1);
+                    return;
+                }
+                Some(t) if t == me => {
+                    g.1 += 1;
+                    return;
+                }
+                Some(_) => g = self.released.wait(g).unwrap_or_else(|e| e.into_inner()),
+            }
+        }
+    }
+
+    /// Takes the lock if no other thread holds it.
+    pub fn try_lock(&self) -> bool {
+        let me = std::thread::current().id();
+        let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        match g.0 {
+            None => {
+                *g = (Some(me), 1);
+                true
+            }
+            Some(t) if t == me => {
+                g.1 += 1;
+                true
+            }
+            Some(_) => false,
+        }
+    }
+
+    /// Releases one level of the lock; false when the calling thread does not hold it.
+    pub fn unlock(&self) -> bool {
+        let me = std::thread::current().id();
+        let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if g.0 != Some(me) {
+            return false;
+        }
+        g.1 -= 1;
+        if g.1 == 0 {
+            g.0 = None;
+            self.released.notify_all();
+        }
+        true
+    }
 }
 
 /// The object behind `struct dpu_t *`.
@@ -73,6 +139,8 @@ pub fn register(set: &DpuSet) -> DpuSetT {
         let mut crank = Box::new(CRank {
             rank,
             dpus: Box::new([]),
+            lock: RankLock::default(),
+            description: OnceLock::new(),
         });
         let p: *const CRank = &*crank;
         crank.dpus = (0..crank.rank.nr_dpus())
@@ -104,6 +172,24 @@ pub fn unregister(ranks: *mut *mut CRank, nr_ranks: u32) -> Option<OwnedSet> {
         if reg.sets.get(&key)?.array.len() != nr_ranks as usize {
             return None;
         }
+        let owned = reg.sets.remove(&key)?;
+        for r in &owned.ranks {
+            reg.ranks.remove(&(&**r as *const CRank as usize));
+            reg.dpus.remove(&(r.dpus.as_ptr() as usize));
+        }
+        Some(owned)
+    })
+}
+
+/// Removes the one-rank set holding `rank` (made by `dpu_get_rank_of_type`, or a one-rank
+/// `dpu_alloc`) from the registry; `None` when `rank` is not alone in a set of its own.
+pub fn unregister_single_rank(rank: *const CRank) -> Option<OwnedSet> {
+    with_write(|reg| {
+        let key = reg
+            .sets
+            .iter()
+            .find(|(_, s)| s.ranks.len() == 1 && std::ptr::eq(&*s.ranks[0], rank))
+            .map(|(k, _)| *k)?;
         let owned = reg.sets.remove(&key)?;
         for r in &owned.ranks {
             reg.ranks.remove(&(&**r as *const CRank as usize));

@@ -11,6 +11,7 @@
 pub mod errors;
 mod exit;
 pub mod handles;
+pub mod management;
 pub mod types;
 
 use std::ffi::{c_char, c_void, CStr, CString};
@@ -49,11 +50,13 @@ unsafe fn c_str<'a>(p: *const c_char, code: DpuError, what: &str) -> Result<&'a 
         .map_err(|_| fail(code, format!("{what} is not valid UTF-8")))
 }
 
+/// Checks an output pointer: NULL is `DPU_ERR_INVALID_MEMORY_TRANSFER` (the host memory the
+/// result goes to is invalid), with `what` naming the argument and its type.
 fn out_ptr<T>(p: *mut T, what: &str) -> Result<(), Fail> {
     if p.is_null() {
         Err(fail(
-            DPU_ERR_INTERNAL,
-            format!("the output pointer {what} is NULL; pass the address of a variable"),
+            DPU_ERR_INVALID_MEMORY_TRANSFER,
+            format!("{what} is NULL: pass the address of a variable to store the result in"),
         ))
     } else {
         Ok(())
@@ -67,11 +70,54 @@ fn symbol_of(s: DpuSymbolT) -> Symbol {
     }
 }
 
-fn xfer_flags(flags: u32) -> XferFlags {
-    XferFlags {
+/// The bits of `dpu_xfer_flags_t`.
+const XFER_FLAG_BITS: u32 = 1 | 2 | 4;
+/// The bits of `dpu_sg_xfer_flags_t`.
+const SG_XFER_FLAG_BITS: u32 = 2 | 4;
+/// The bits of `dpu_callback_flags_t`.
+const CALLBACK_FLAG_BITS: u32 = 1 | 2 | 4 | 8;
+
+/// Checks a flags argument: bits outside `valid` are refused with `code` (the SDK ignores
+/// them silently; they are always a bug, typically an argument passed in the wrong place).
+fn check_flags(flags: u32, valid: u32, code: DpuError, what: &str, names: &str) -> R {
+    if flags & !valid != 0 {
+        return Err(fail(
+            code,
+            format!(
+                "{what} {flags} ({flags:#x}) has bits no flag has ({:#x}): use {names}, combined with |",
+                flags & !valid
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn xfer_flags(flags: u32) -> Result<XferFlags, Fail> {
+    check_flags(
+        flags,
+        XFER_FLAG_BITS,
+        DPU_ERR_INVALID_MEMORY_TRANSFER,
+        "the transfer flags",
+        "DPU_XFER_DEFAULT (0), DPU_XFER_NO_RESET (1), DPU_XFER_ASYNC (2), DPU_XFER_PARALLEL (4)",
+    )?;
+    Ok(XferFlags {
         no_reset: flags & 1 != 0,
         asynchronous: flags & 2 != 0,
         parallel: flags & 4 != 0,
+    })
+}
+
+/// A `dpu_xfer_t` argument.
+fn xfer_direction(xfer: u32) -> Result<XferDirection, Fail> {
+    match xfer {
+        0 => Ok(XferDirection::ToDpu),
+        1 => Ok(XferDirection::FromDpu),
+        x => Err(fail(
+            DPU_ERR_INVALID_MEMORY_TRANSFER,
+            format!(
+                "transfer direction {x} is neither DPU_XFER_TO_DPU (0) nor DPU_XFER_FROM_DPU (1)"
+            ),
+        )),
     }
 }
 
@@ -92,7 +138,12 @@ unsafe fn alloc_common(
     ranks: bool,
 ) -> DpuError {
     entry(func, || {
-        out_ptr(out, "dpu_set")?;
+        if out.is_null() {
+            return Err(fail(
+                DPU_ERR_INVALID_DPU_SET,
+                "the dpu_set argument is NULL: pass the address of a struct dpu_set_t to receive the new set (struct dpu_set_t set; dpu_alloc(n, NULL, &set))",
+            ));
+        }
         let profile = if profile.is_null() {
             ""
         } else {
@@ -159,7 +210,7 @@ pub extern "C" fn dpu_free(dpu_set: DpuSetT) -> DpuError {
 #[no_mangle]
 pub unsafe extern "C" fn dpu_get_nr_dpus(dpu_set: DpuSetT, nr_dpus: *mut u32) -> DpuError {
     entry("dpu_get_nr_dpus", || {
-        out_ptr(nr_dpus, "nr_dpus")?;
+        out_ptr(nr_dpus, "nr_dpus (a uint32_t *)")?;
         let n = set_of(&dpu_set)?.nr_dpus();
         // SAFETY: checked non-null, caller-owned.
         unsafe { nr_dpus.write(n) };
@@ -170,7 +221,7 @@ pub unsafe extern "C" fn dpu_get_nr_dpus(dpu_set: DpuSetT, nr_dpus: *mut u32) ->
 #[no_mangle]
 pub unsafe extern "C" fn dpu_get_nr_ranks(dpu_set: DpuSetT, nr_ranks: *mut u32) -> DpuError {
     entry("dpu_get_nr_ranks", || {
-        out_ptr(nr_ranks, "nr_ranks")?;
+        out_ptr(nr_ranks, "nr_ranks (a uint32_t *)")?;
         let n = set_of(&dpu_set)?.nr_ranks();
         // SAFETY: checked non-null, caller-owned.
         unsafe { nr_ranks.write(n) };
@@ -268,7 +319,7 @@ pub unsafe extern "C" fn dpu_get_symbol(
     symbol: *mut DpuSymbolT,
 ) -> DpuError {
     entry("dpu_get_symbol", || {
-        out_ptr(symbol, "symbol")?;
+        out_ptr(symbol, "symbol (a struct dpu_symbol_t *)")?;
         // SAFETY: C string from the caller.
         let name = unsafe { c_str(symbol_name, DPU_ERR_UNKNOWN_SYMBOL, "the symbol name") }?;
         let p = program_from_handle(program).ok_or_else(|| {
@@ -301,7 +352,9 @@ pub extern "C" fn dpu_launch(dpu_set: DpuSetT, policy: u32) -> DpuError {
             p => {
                 return Err(fail(
                     DPU_ERR_INVALID_LAUNCH_POLICY,
-                    format!("launch policy {p} is neither DPU_SYNCHRONOUS nor DPU_ASYNCHRONOUS"),
+                    format!(
+                        "launch policy {p} is neither DPU_ASYNCHRONOUS (0) nor DPU_SYNCHRONOUS (1)"
+                    ),
                 ))
             }
         };
@@ -325,8 +378,8 @@ pub unsafe extern "C" fn dpu_status(
     fault: *mut bool,
 ) -> DpuError {
     entry("dpu_status", || {
-        out_ptr(done, "done")?;
-        out_ptr(fault, "fault")?;
+        out_ptr(done, "done (a bool *)")?;
+        out_ptr(fault, "fault (a bool *)")?;
         let (d, f) = set_of(&dpu_set)?.status();
         // SAFETY: both checked non-null, caller-owned.
         unsafe {
@@ -484,18 +537,10 @@ unsafe fn push_common(
     flags: u32,
 ) -> R {
     let set = set_of(&dpu_set)?;
-    let dir = match xfer {
-        0 => XferDirection::ToDpu,
-        1 => XferDirection::FromDpu,
-        x => {
-            return Err(fail(
-                DPU_ERR_INVALID_MEMORY_TRANSFER,
-                format!("transfer direction {x} is neither DPU_XFER_TO_DPU nor DPU_XFER_FROM_DPU"),
-            ))
-        }
-    };
+    let dir = xfer_direction(xfer)?;
+    let flags = xfer_flags(flags)?;
     // SAFETY: the SDK contract: prepared buffers hold `len` bytes until the transfer ran.
-    unsafe { set.push_xfer(dir, sym, off, len, xfer_flags(flags)) }?;
+    unsafe { set.push_xfer(dir, sym, off, len, flags) }?;
     Ok(())
 }
 
@@ -558,12 +603,13 @@ unsafe fn broadcast_common(
     flags: u32,
 ) -> R {
     let set = set_of(&dpu_set)?;
+    let flags = xfer_flags(flags)?;
     if src.is_null() && len > 0 {
         return Err(null_buffer(len));
     }
     // SAFETY: the caller passes `len` readable bytes, valid until the transfer ran (for
     // DPU_XFER_ASYNC: until dpu_sync), as the SDK requires.
-    unsafe { set.broadcast_raw(sym, off, src.cast(), len, xfer_flags(flags).asynchronous) }?;
+    unsafe { set.broadcast_raw(sym, off, src.cast(), len, flags.asynchronous) }?;
     Ok(())
 }
 
@@ -629,13 +675,28 @@ unsafe fn sg_common(
     flags: u32,
 ) -> R {
     let set = set_of(&dpu_set)?;
+    xfer_direction(xfer)?;
+    check_flags(
+        flags,
+        SG_XFER_FLAG_BITS,
+        DPU_ERR_INVALID_MEMORY_TRANSFER,
+        "the scatter-gather flags",
+        "DPU_SG_XFER_DEFAULT (0), DPU_SG_XFER_ASYNC (2), DPU_SG_XFER_DISABLE_LENGTH_CHECK (4)",
+    )?;
     if get_block.is_null() {
-        return Err(fail(DPU_ERR_INTERNAL, "get_block_info is NULL"));
+        return Err(fail(
+            DPU_ERR_INVALID_MEMORY_TRANSFER,
+            "get_block_info is NULL: pass the address of a get_block_t holding the block function",
+        ));
     }
     // SAFETY: non-null pointer to the caller's get_block_t.
     let gb = unsafe { &*get_block };
-    let f =
-        gb.f.ok_or_else(|| fail(DPU_ERR_INTERNAL, "get_block_info->f is NULL"))?;
+    let f = gb.f.ok_or_else(|| {
+        fail(
+            DPU_ERR_INVALID_MEMORY_TRANSFER,
+            "get_block_info->f (the block function) is NULL",
+        )
+    })?;
     let address = match sym {
         SymbolRef::Symbol(s) => s.address,
         SymbolRef::Name(n) => {
@@ -794,7 +855,19 @@ pub unsafe extern "C" fn dpu_callback(
 ) -> DpuError {
     entry("dpu_callback", || {
         let set = set_of(&dpu_set)?;
-        let cb = callback.ok_or_else(|| fail(DPU_ERR_INTERNAL, "the callback function is NULL"))?;
+        let cb = callback.ok_or_else(|| {
+            fail(
+                DPU_ERR_INVALID_LAUNCH_POLICY,
+                "the callback function is NULL: pass the function dpu_callback should run",
+            )
+        })?;
+        check_flags(
+            flags,
+            CALLBACK_FLAG_BITS,
+            DPU_ERR_INVALID_LAUNCH_POLICY,
+            "the callback flags",
+            "DPU_CALLBACK_DEFAULT (0), DPU_CALLBACK_ASYNC (1), DPU_CALLBACK_NONBLOCKING (2), DPU_CALLBACK_SINGLE_CALL (4), DPU_CALLBACK_PARALLEL (8)",
+        )?;
         let env = CallbackEnv { set: dpu_set, args };
         let closure: Callback = Arc::new(move |scope| {
             let (s, i) = env.scope_set(scope);
@@ -821,7 +894,10 @@ pub unsafe extern "C" fn dpu_callback(
 /// `dpulog_read_for_dpu`) puts the SDK's `=== DPU#0x<id> ===` header line before it.
 unsafe fn write_log(set: &DpuSet, stream: *mut libc::FILE, header: bool) -> R {
     if stream.is_null() {
-        return Err(fail(DPU_ERR_INTERNAL, "the FILE* stream is NULL"));
+        return Err(fail(
+            DPU_ERR_INVALID_MEMORY_TRANSFER,
+            "the FILE * stream is NULL: pass an open stream (stdout, or one from fopen)",
+        ));
     }
     let mut log = Vec::new();
     if header {
@@ -891,7 +967,7 @@ pub unsafe extern "C" fn dpu_get_profile_description(
     description: *mut *mut CDescription,
 ) -> DpuError {
     entry("dpu_get_profile_description", || {
-        out_ptr(description, "description")?;
+        out_ptr(description, "description (a dpu_description_t *)")?;
         let profile = if profile.is_null() {
             ""
         } else {
