@@ -5,15 +5,17 @@
 #include <atomic_bit.h>
 #include <openpim_ecall.h>
 
-typedef struct mutex_pool_t {
+typedef struct mutex_pool {
     uint8_t *bits;
     uint32_t nr_mutexes;
 } mutex_pool_t;
 
+/* Ends with its own ';' as the SDK's does, so both `MUTEX_POOL_INIT(p, n)` and
+ * `MUTEX_POOL_INIT(p, n);` compile (the second adds an empty declaration; -Wpedantic warns). */
 #define MUTEX_POOL_INIT(_name, _nb_mutexes)                                                  \
     _Static_assert((_nb_mutexes) > 0 && (_nb_mutexes) <= 256, "invalid mutex pool size");    \
     ATOMIC_BIT_INIT(__CONCAT(__mutex_pool_, _name))[_nb_mutexes];                            \
-    mutex_pool_t _name = { &ATOMIC_BIT_GET(__CONCAT(__mutex_pool_, _name))[0], (_nb_mutexes) }
+    mutex_pool_t _name = { &ATOMIC_BIT_GET(__CONCAT(__mutex_pool_, _name))[0], (_nb_mutexes) };
 #define MUTEX_POOL_EXTERN(_name) extern mutex_pool_t _name
 
 static __inline__ uint32_t __mutex_pool_bit(mutex_pool_t *pool, uint32_t key)

@@ -20,12 +20,14 @@ typedef struct sem_t {
             ".reloc " __STR(_obj) "+3, R_RISCV_SET8, " __STR(_bit) "\n\t"                    \
             ".popsection")
 
+/* Ends with its own ';' as the SDK's does, so both `SEMAPHORE_INIT(s, n)` and
+ * `SEMAPHORE_INIT(s, n);` compile (the second adds an empty declaration; -Wpedantic warns). */
 #define SEMAPHORE_INIT(_name, _counter)                                                      \
     _Static_assert((_counter) < 128 && (_counter) >= -127, "semaphore counter must fit in a byte"); \
     ATOMIC_BIT_INIT(__CONCAT(__semaphore_, _name));                                          \
     __OPENPIM_LOCK_BYTE_INIT(_name, ATOMIC_BIT_GET(__CONCAT(__semaphore_, _name)));          \
     __attribute__((__section__(".data.__sync." __STR(_name)), __used__, __aligned__(4)))     \
-    sem_t _name = { 0xff, (uint8_t)(_counter), (uint8_t)(_counter), 0 }
+    sem_t _name = { 0xff, (uint8_t)(_counter), (uint8_t)(_counter), 0 };
 
 void sem_take(sem_t *sem);
 void sem_give(sem_t *sem);

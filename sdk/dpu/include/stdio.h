@@ -22,6 +22,8 @@ int putchar(int c);
 #define __STDOUT_STR(x) __STDOUT_STR2(x)
 /* Sets the printf buffer capacity (bytes) of the program: defines the absolute symbol
  * __stdout_buffer_size. Use at file scope, once per program. */
+/* Ends with its own ';' as the SDK's does, so both `STDOUT_BUFFER_INIT(n)` and
+ * `STDOUT_BUFFER_INIT(n);` compile (the second adds an empty declaration; -Wpedantic warns). */
 #define STDOUT_BUFFER_INIT(size)                                                             \
     __attribute__((__used__, __section__(".discard.__stdout_buffer_size"))) static void      \
     __stdout_buffer_size_definition(void)                                                    \
@@ -29,6 +31,6 @@ int putchar(int c);
         __asm__ __volatile__(".globl __stdout_buffer_size\n\t.set __stdout_buffer_size, %0"  \
                              : : "i"((unsigned int)(size)));                                 \
     }                                                                                        \
-    extern int __stdout_buffer_init_semicolon
+    extern int __stdout_buffer_init_semicolon;
 
 #endif
