@@ -9,10 +9,11 @@
 
 mod install;
 
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use anyhow::{bail, Context, Result};
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use install::Install;
 
@@ -31,17 +32,50 @@ struct Cli {
 #[derive(clap::Args, Clone, Default)]
 struct MachineOpts {
     /// Profile string (`key=value,...`, as `dpu_alloc`'s), added to UPMEM_PROFILE_BASE.
-    #[arg(long)]
+    #[arg(long, value_name = "S")]
     profile: Option<String>,
     /// Hardware profile: a name from profiles/ (upmem-v1a, upmem-v1b) or a file path.
-    #[arg(long)]
+    #[arg(long, value_name = "H")]
     hardware: Option<String>,
     /// Number of ranks of the emulated server (default: the hardware profile's, 40).
-    #[arg(long)]
+    #[arg(long, value_name = "N")]
     ranks: Option<u32>,
 }
 
+/// The value `key` has in a profile string (its last occurrence, as the parser applies them).
+fn profile_value<'a>(profile: &'a str, key: &str) -> Option<&'a str> {
+    profile
+        .rsplit(',')
+        .filter_map(|item| item.split_once('='))
+        .find(|(k, _)| k.trim() == key)
+        .map(|(_, v)| v.trim())
+}
+
 impl MachineOpts {
+    /// Checks that the options do not contradict each other: `--ranks N` with `--profile`
+    /// holding another `nrRanks`, or `--hardware H` with another `hardware=`. Options that
+    /// agree, or that set different keys, are merged.
+    fn check_conflicts(&self) -> Result<()> {
+        let Some(p) = &self.profile else {
+            return Ok(());
+        };
+        if let (Some(r), Some(v)) = (self.ranks, profile_value(p, "nrRanks")) {
+            if v.parse::<u32>().ok() != Some(r) {
+                bail!(
+                    "--ranks {r} and --profile nrRanks={v} both set the number of ranks: give one of them (or the same value)"
+                );
+            }
+        }
+        if let (Some(h), Some(v)) = (&self.hardware, profile_value(p, "hardware")) {
+            if h != v {
+                bail!(
+                    "--hardware {h} and --profile hardware={v} both choose the hardware profile: give one of them (or the same value)"
+                );
+            }
+        }
+        Ok(())
+    }
+
     /// The profile string these options stand for, on top of `UPMEM_PROFILE_BASE`.
     fn profile_string(&self) -> String {
         let mut parts: Vec<String> = Vec::new();
@@ -50,10 +84,16 @@ impl MachineOpts {
                 parts.push(base);
             }
         }
-        if let Some(hw) = &self.hardware {
+        // A key the profile also sets (to the same value: check_conflicts) is left to it.
+        let in_profile = |key: &str| {
+            self.profile
+                .as_deref()
+                .is_some_and(|p| profile_value(p, key).is_some())
+        };
+        if let Some(hw) = self.hardware.as_ref().filter(|_| !in_profile("hardware")) {
             parts.push(format!("hardware={hw}"));
         }
-        if let Some(r) = self.ranks {
+        if let Some(r) = self.ranks.filter(|_| !in_profile("nrRanks")) {
             parts.push(format!("nrRanks={r}"));
         }
         if let Some(p) = &self.profile {
@@ -77,28 +117,113 @@ struct ReportOpts {
     trace: Option<String>,
 }
 
-impl ReportOpts {
-    /// The environment the options stand for (paths made absolute).
-    fn env(&self) -> Vec<(&'static str, String)> {
-        let abs = |p: &str| {
-            let path = std::path::Path::new(p);
-            if path.is_absolute() {
-                p.to_string()
-            } else {
-                std::env::current_dir()
-                    .map(|d| d.join(path).to_string_lossy().into_owned())
-                    .unwrap_or_else(|_| p.to_string())
-            }
+/// A file `openpim run` was asked to write (`--report=FILE.json`, `--trace=FILE.json`), and
+/// what it looked like before the run (to tell afterwards whether the run wrote it).
+struct Output {
+    /// The option, for messages.
+    option: &'static str,
+    path: PathBuf,
+    before: Option<(std::time::SystemTime, u64)>,
+}
+
+fn file_state(path: &Path) -> Option<(std::time::SystemTime, u64)> {
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.modified().ok()?, m.len()))
+}
+
+impl Output {
+    /// Checks that `path` can be written, before the program runs (so that no run is lost to
+    /// a typo in a path); the file is not changed (and not left behind if it did not exist).
+    fn check(option: &'static str, path: &str) -> Result<Output> {
+        let p = PathBuf::from(path);
+        let fail = |why: String| {
+            anyhow::anyhow!(
+                "{option}: cannot write '{}': {why}; choose a file in an existing, writable directory",
+                p.display()
+            )
         };
+        if p.is_dir() {
+            return Err(fail("it is a directory".into()));
+        }
+        if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+            if !dir.is_dir() {
+                return Err(fail(format!(
+                    "the directory '{}' does not exist",
+                    dir.display()
+                )));
+            }
+        }
+        let existed = p.exists();
+        let before = file_state(&p);
+        std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(&p)
+            .map_err(|e| fail(e.to_string()))?;
+        if !existed {
+            let _ = std::fs::remove_file(&p);
+        }
+        Ok(Output {
+            option,
+            path: p,
+            before,
+        })
+    }
+
+    /// True when the run wrote the file (it exists and is not what it was before).
+    fn written(&self) -> bool {
+        match (file_state(&self.path), self.before) {
+            (None, _) => false,
+            (Some(_), None) => true,
+            (Some(after), Some(before)) => after != before,
+        }
+    }
+}
+
+impl ReportOpts {
+    /// The files the options ask for, checked for writing.
+    fn outputs(&self) -> Result<Vec<Output>> {
         let mut v = Vec::new();
         if let Some(r) = &self.report {
-            let value = if r == "1" { r.clone() } else { abs(r) };
+            if !is_text_report(r) {
+                v.push(Output::check("--report", &absolute(r))?);
+            }
+        }
+        if let Some(t) = &self.trace {
+            v.push(Output::check("--trace", &absolute(t))?);
+        }
+        Ok(v)
+    }
+
+    /// The environment the options stand for (paths made absolute).
+    fn env(&self) -> Vec<(&'static str, String)> {
+        let abs = absolute;
+        let mut v = Vec::new();
+        if let Some(r) = &self.report {
+            let value = if is_text_report(r) { r.clone() } else { abs(r) };
             v.push(("OPENPIM_REPORT", value));
         }
         if let Some(t) = &self.trace {
             v.push(("OPENPIM_TRACE", abs(t)));
         }
         v
+    }
+}
+
+/// `--report` values that mean the text table on stderr (as `OPENPIM_REPORT`), not a file.
+fn is_text_report(v: &str) -> bool {
+    matches!(v, "1" | "text" | "-")
+}
+
+/// `p` made absolute against the current directory.
+fn absolute(p: &str) -> String {
+    let path = Path::new(p);
+    if path.is_absolute() {
+        p.to_string()
+    } else {
+        std::env::current_dir()
+            .map(|d| d.join(path).to_string_lossy().into_owned())
+            .unwrap_or_else(|_| p.to_string())
     }
 }
 
@@ -117,8 +242,9 @@ enum Cmd {
         machine: MachineOpts,
         #[command(flatten)]
         report: ReportOpts,
-        /// The command and its arguments.
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        /// The command and its arguments: what follows `--`, or everything from the first word
+        /// that is not an option of `openpim run`.
+        #[arg(trailing_var_arg = true, required = true, value_name = "CMD")]
         command: Vec<String>,
     },
     /// Build and run the bundled demo (vector addition on 256 DPUs, checked against the CPU).
@@ -138,8 +264,94 @@ enum Cmd {
     },
 }
 
+/// The options of `openpim SUBCOMMAND` (or the subcommands, with none), for error messages.
+fn valid_options(sub: Option<&str>) -> String {
+    let cmd = Cli::command();
+    let Some(sc) = sub.and_then(|s| cmd.find_subcommand(s)) else {
+        let subs: Vec<String> = cmd
+            .get_subcommands()
+            .map(|s| s.get_name().to_string())
+            .collect();
+        return format!("valid commands: {}", subs.join(", "));
+    };
+    let mut opts: Vec<String> = sc
+        .get_arguments()
+        .filter(|a| !a.is_positional())
+        .filter_map(|a| {
+            let long = a.get_long()?;
+            let takes_value = a.get_action().takes_values();
+            let value = a
+                .get_value_names()
+                .and_then(|v| v.first())
+                .map(|v| v.to_string())
+                .unwrap_or_else(|| a.get_id().as_str().to_uppercase());
+            Some(if !takes_value {
+                format!("--{long}")
+            } else if a.is_require_equals_set() {
+                format!("--{long}[={value}]")
+            } else {
+                format!("--{long} {value}")
+            })
+        })
+        .collect();
+    opts.push("--help".into());
+    let mut s = format!(
+        "valid options of `openpim {}`: {}",
+        sc.get_name(),
+        opts.join(", ")
+    );
+    if sc.get_name() == "run" {
+        s.push_str(
+            "; the command to run follows `--` (or is the first word that is not an option)",
+        );
+    }
+    s
+}
+
+/// Mistakes clap would accept with another meaning: `--report FILE.json` (the report option
+/// takes its file after `=`; the file name would become the command to run).
+fn check_raw_args(args: &[String]) -> Result<()> {
+    for w in args.windows(2) {
+        if w[0] == "--" {
+            break;
+        }
+        if w[0] == "--report" && !w[1].starts_with('-') && w[1].ends_with(".json") {
+            bail!(
+                "--report takes its file after '=': write --report={} (as written, '{}' would be run as the command)",
+                w[1],
+                w[1]
+            );
+        }
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let args: Vec<String> = std::env::args().collect();
+    if let Err(e) = check_raw_args(&args) {
+        eprintln!("openpim: error: {e:#}");
+        return ExitCode::from(2);
+    }
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(
+                e.kind(),
+                ErrorKind::UnknownArgument | ErrorKind::InvalidSubcommand
+            ) {
+                let _ = e.print();
+                let sub = args
+                    .iter()
+                    .skip(1)
+                    .find(|a| !a.starts_with('-'))
+                    .map(String::as_str);
+                eprintln!("{}", valid_options(sub));
+                return ExitCode::from(2);
+            }
+            e.exit();
+        }
+    };
     match dispatch(cli.command) {
         Ok(code) => code,
         Err(e) => {
@@ -157,6 +369,7 @@ fn dispatch(cmd: Cmd) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Info { machine } => {
+            machine.check_conflicts()?;
             let text = openpim_runtime::machine_description(&machine.profile_string())
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             print!("{text}");
@@ -215,6 +428,15 @@ fn run_command(
     dir: Option<&std::path::Path>,
 ) -> Result<ExitCode> {
     let (program, args) = command.split_first().context("no command given after --")?;
+    machine.check_conflicts()?;
+    // A bad OPENPIM_THREADS would fail the program's first dpu_alloc: say it now.
+    if let Err(e) = openpim_runtime::parse_threads(
+        std::env::var(openpim_runtime::THREADS_ENV).ok().as_deref(),
+        openpim_runtime::host_cores(),
+    ) {
+        bail!("{e}");
+    }
+    let outputs = report.outputs()?;
     let mut cmd: Command = install.command(program);
     cmd.args(args);
     let profile = machine.profile_string();
@@ -232,11 +454,27 @@ fn run_command(
     let status = cmd
         .status()
         .with_context(|| format!("could not start `{program}`"))?;
-    Ok(match status.code() {
+    let code = match status.code() {
         Some(c) => ExitCode::from(u8::try_from(c).unwrap_or(1)),
         None => {
             eprintln!("openpim: `{program}` was killed by a signal");
-            ExitCode::from(1)
+            return Ok(ExitCode::from(1));
         }
-    })
+    };
+    // The program writes the report and trace when it exits; a file it could not write (or
+    // never wrote: no SDK call) is an error of the run, even when the program succeeded.
+    if status.success() {
+        let missing: Vec<String> = outputs
+            .iter()
+            .filter(|o| !o.written())
+            .map(|o| format!("{} '{}'", o.option, o.path.display()))
+            .collect();
+        if !missing.is_empty() {
+            bail!(
+                "the run did not write {} (it could not be written, see above, or `{program}` made no SDK call)",
+                missing.join(" and ")
+            );
+        }
+    }
+    Ok(code)
 }

@@ -107,3 +107,239 @@ fn run_reports_a_missing_program() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("could not start"), "{}", stderr(&o));
 }
+
+fn openpim_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_openpim"));
+    c.args(args)
+        .env_remove("UPMEM_PROFILE_BASE")
+        .env_remove("OPENPIM_THREADS");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("openpim runs")
+}
+
+/// A fresh empty directory for one test.
+fn scratch(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("openpim-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn run_rejects_an_unknown_option_listing_the_valid_ones() {
+    let o = openpim(&["run", "--unknownoption", "--", "echo", "ran"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(stdout(&o), "", "the command must not run");
+    let err = stderr(&o);
+    assert!(err.contains("'--unknownoption'"), "{err}");
+    for opt in [
+        "--profile S",
+        "--hardware H",
+        "--ranks N",
+        "--report[=FILE.json]",
+        "--trace FILE.json",
+    ] {
+        assert!(err.contains(opt), "{opt} is listed: {err}");
+    }
+    assert!(err.contains("follows `--`"), "{err}");
+    // Other subcommands list their own options; an unknown subcommand lists the commands.
+    let o = openpim(&["info", "--nope"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("valid options of `openpim info`: --profile S"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!stderr(&o).contains("--report"), "{}", stderr(&o));
+    let o = openpim(&["frobnicate"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("valid commands: env, info, run, demo, plot"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn run_passes_options_after_the_command_word_to_the_command() {
+    let o = openpim(&["run", "echo", "--not-an-openpim-option", "x"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), "--not-an-openpim-option x");
+    let o = openpim(&["run", "--", "echo", "--ranks", "9"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), "--ranks 9");
+}
+
+#[test]
+fn run_refuses_an_unwritable_report_or_trace_before_starting() {
+    let d = scratch("unwritable");
+    let missing_dir = d.join("no/such/dir/run.json");
+    let report = format!("--report={}", missing_dir.display());
+    let o = openpim(&["run", &report, "--", "echo", "ran"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(stdout(&o), "", "the program must not run");
+    let err = stderr(&o);
+    assert!(err.contains(&missing_dir.display().to_string()), "{err}");
+    assert!(err.contains("does not exist"), "{err}");
+
+    let trace = format!("--trace={}", d.display());
+    let o = openpim(&["run", &trace, "--", "echo", "ran"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(stdout(&o), "");
+    assert!(stderr(&o).contains("is a directory"), "{}", stderr(&o));
+    // The check leaves nothing behind.
+    let ok = d.join("fine.json");
+    let o = openpim(&[
+        "run",
+        &format!("--report={}", ok.display()),
+        "--",
+        "sh",
+        "-c",
+        "echo '{}' > \"$OPENPIM_REPORT\"",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(ok.exists());
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn run_fails_when_the_report_could_not_be_written_at_exit() {
+    let d = scratch("at-exit");
+    let sub = d.join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    let report = sub.join("run.json");
+    // Writable when checked, gone when the program exits.
+    let o = openpim(&[
+        "run",
+        &format!("--report={}", report.display()),
+        "--",
+        "sh",
+        "-c",
+        "rm -rf \"$(dirname \"$OPENPIM_REPORT\")\"",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains(&report.display().to_string()), "{err}");
+    assert!(err.contains("did not write"), "{err}");
+    // A program that fails keeps its own exit status.
+    let o = openpim(&[
+        "run",
+        &format!("--trace={}", d.join("t.json").display()),
+        "--",
+        "sh",
+        "-c",
+        "exit 5",
+    ]);
+    assert_eq!(o.status.code(), Some(5));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn report_without_equals_before_a_json_file_is_explained() {
+    let o = openpim(&["run", "--report", "out.json", "--", "echo", "ran"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(stdout(&o), "");
+    assert!(stderr(&o).contains("--report=out.json"), "{}", stderr(&o));
+}
+
+#[test]
+fn ranks_and_a_profile_setting_other_ranks_conflict_otherwise_merge() {
+    let show = ["sh", "-c", "echo \"$UPMEM_PROFILE_BASE\""];
+    let o = openpim(
+        &[
+            &["run", "--ranks", "2", "--profile", "nrRanks=3", "--"][..],
+            &show,
+        ]
+        .concat(),
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(stdout(&o), "");
+    let err = stderr(&o);
+    assert!(
+        err.contains("--ranks 2") && err.contains("nrRanks=3"),
+        "{err}"
+    );
+    // The same value in both: accepted.
+    let o = openpim(
+        &[
+            &[
+                "run",
+                "--ranks",
+                "3",
+                "--profile",
+                "nrRanks=3,backend=hw",
+                "--",
+            ][..],
+            &show,
+        ]
+        .concat(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), "nrRanks=3,backend=hw");
+    // Different keys: merged.
+    let o = openpim(
+        &[
+            &["run", "--ranks", "2", "--profile", "backend=hw", "--"][..],
+            &show,
+        ]
+        .concat(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), "nrRanks=2,backend=hw");
+    // The same for the hardware profile, and for `info`.
+    let o = openpim(&[
+        "info",
+        "--hardware",
+        "upmem-v1b",
+        "--profile",
+        "hardware=upmem-v1a",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--hardware upmem-v1b"),
+        "{}",
+        stderr(&o)
+    );
+    let o = openpim(&["info", "--ranks", "2", "--profile", "nrRanks=5"]);
+    assert_eq!(o.status.code(), Some(2));
+    // UPMEM_PROFILE_BASE is a default, not a conflict: the options apply on top of it.
+    let o = openpim_env(
+        &[&["run", "--ranks", "2", "--"][..], &show].concat(),
+        &[("UPMEM_PROFILE_BASE", "nrRanks=7")],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), "nrRanks=7,nrRanks=2");
+}
+
+#[test]
+fn run_refuses_a_bad_openpim_threads_and_accepts_a_clamped_one() {
+    for (v, what) in [
+        ("abc", "not a whole number"),
+        ("0", "no simulation thread"),
+        ("-4", "negative"),
+    ] {
+        let o = openpim_env(&["run", "--", "echo", "ran"], &[("OPENPIM_THREADS", v)]);
+        assert_eq!(o.status.code(), Some(2), "{v}");
+        assert_eq!(stdout(&o), "", "{v}");
+        let err = stderr(&o);
+        assert!(
+            err.contains(&format!("OPENPIM_THREADS='{v}'")) && err.contains(what),
+            "{err}"
+        );
+        assert!(err.contains("from 1 to"), "the valid range is named: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    let o = openpim_env(
+        &["run", "--", "echo", "ran"],
+        &[("OPENPIM_THREADS", "99999")],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn info_accepts_zero_threads_per_rank() {
+    let o = openpim(&["info", "--profile", "nrThreadsPerRank=0"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
