@@ -221,6 +221,110 @@ static void alloc_cases(void)
     DPU_ASSERT(dpu_free(set));
 }
 
+/* ------------------------------------------------- invalid arguments (NULL, enums) */
+
+static bool one_block(struct sg_block_info *out, uint32_t dpu_index, uint32_t block_index, void *args)
+{
+    (void)dpu_index;
+    out->addr = (uint8_t *)args;
+    out->length = 8;
+    return block_index == 0;
+}
+
+static dpu_error_t nothing(struct dpu_set_t set, uint32_t i, void *args)
+{
+    (void)set;
+    (void)i;
+    (void)args;
+    return DPU_OK;
+}
+
+/* The SDK does not check these (a NULL pointer crashes it, unknown flag bits are ignored);
+ * OpenPIM refuses them with the code of what the argument stands for and a message:
+ * the set of dpu_alloc -> INVALID_DPU_SET; a host buffer or result pointer, a transfer
+ * direction or transfer flags -> INVALID_MEMORY_TRANSFER; a launch policy, callback function or
+ * callback flags -> INVALID_LAUNCH_POLICY; a symbol name -> UNKNOWN_SYMBOL; a program path ->
+ * ELF_NO_SUCH_FILE. */
+static void argument_cases(void)
+{
+    struct dpu_set_t set, dpu;
+    struct dpu_program_t *program = NULL;
+    struct dpu_symbol_t sym;
+    uint64_t buf[8] = { 0 };
+    uint32_t n = 0;
+    bool done = false, fault = false;
+    dpu_description_t desc;
+
+    expect("dpu_alloc with a NULL set pointer", DPU_ERR_INVALID_DPU_SET, dpu_alloc(1, NULL, NULL));
+    expect("dpu_alloc_ranks with a NULL set pointer", DPU_ERR_INVALID_DPU_SET, dpu_alloc_ranks(1, NULL, NULL));
+    expect("dpu_alloc with nrThreadsPerRank=0 (the default)", DPU_OK, dpu_alloc(1, "nrThreadsPerRank=0", &set));
+    DPU_ASSERT(dpu_free(set));
+
+    DPU_ASSERT(dpu_alloc(2, NULL, &set));
+    DPU_ASSERT(dpu_load(set, "./bin/dpu_symbols", &program));
+    DPU_FOREACH(set, dpu) {
+        break;
+    }
+    expect("dpu_get_nr_dpus(set, NULL)", DPU_ERR_INVALID_MEMORY_TRANSFER, dpu_get_nr_dpus(set, NULL));
+    expect("dpu_get_nr_ranks(set, NULL)", DPU_ERR_INVALID_MEMORY_TRANSFER, dpu_get_nr_ranks(set, NULL));
+    expect("dpu_status(set, NULL, &fault)", DPU_ERR_INVALID_MEMORY_TRANSFER, dpu_status(set, NULL, &fault));
+    expect("dpu_status(set, &done, NULL)", DPU_ERR_INVALID_MEMORY_TRANSFER, dpu_status(set, &done, NULL));
+    expect("dpu_get_symbol(program, name, NULL)", DPU_ERR_INVALID_MEMORY_TRANSFER, dpu_get_symbol(program, "words", NULL));
+    expect("dpu_get_symbol(program, NULL, &sym)", DPU_ERR_UNKNOWN_SYMBOL, dpu_get_symbol(program, NULL, &sym));
+    expect("dpu_get_symbol(NULL program)", DPU_ERR_NO_PROGRAM_LOADED, dpu_get_symbol(NULL, "words", &sym));
+    expect("dpu_get_profile_description(NULL, NULL)", DPU_ERR_INVALID_MEMORY_TRANSFER,
+        dpu_get_profile_description(NULL, NULL));
+    expect("dpu_get_profile_description with nrThreadsPerRank=0", DPU_OK,
+        dpu_get_profile_description("nrThreadsPerRank=0", &desc));
+    expect("dpu_load(set, NULL path)", DPU_ERR_ELF_NO_SUCH_FILE, dpu_load(set, NULL, NULL));
+    expect("dpu_copy_to(set, NULL symbol name)", DPU_ERR_UNKNOWN_SYMBOL, dpu_copy_to(set, NULL, 0, buf, 4));
+    expect("dpu_copy_to with a NULL source", DPU_ERR_INVALID_MEMORY_TRANSFER, dpu_copy_to(set, "words", 0, NULL, 4));
+    expect("dpu_copy_from with a NULL destination", DPU_ERR_INVALID_MEMORY_TRANSFER,
+        dpu_copy_from(dpu, "words", 0, NULL, 4));
+    expect("dpu_copy_from of 0 bytes into NULL", DPU_OK, dpu_copy_from(dpu, "words", 0, NULL, 0));
+    expect("dpu_broadcast_to with a NULL source", DPU_ERR_INVALID_MEMORY_TRANSFER,
+        dpu_broadcast_to(set, "words", 0, NULL, 4, DPU_XFER_DEFAULT));
+    expect("dpu_prepare_xfer(set, NULL) clears the buffers", DPU_OK, dpu_prepare_xfer(set, NULL));
+    expect("dpu_push_xfer with no prepared buffer transfers nothing", DPU_OK,
+        dpu_push_xfer(set, DPU_XFER_FROM_DPU, "words", 0, 4, DPU_XFER_DEFAULT));
+    DPU_ASSERT(dpu_prepare_xfer(set, buf));
+    expect("dpu_push_xfer with flags 99", DPU_ERR_INVALID_MEMORY_TRANSFER,
+        dpu_push_xfer(set, DPU_XFER_TO_DPU, "words", 0, 4, (dpu_xfer_flags_t)99));
+    expect("dpu_push_xfer with direction 7", DPU_ERR_INVALID_MEMORY_TRANSFER,
+        dpu_push_xfer(set, (dpu_xfer_t)7, "words", 0, 4, DPU_XFER_DEFAULT));
+    DPU_ASSERT(dpu_get_symbol(program, "words", &sym));
+    expect("dpu_push_xfer_symbol with flags 8", DPU_ERR_INVALID_MEMORY_TRANSFER,
+        dpu_push_xfer_symbol(set, DPU_XFER_TO_DPU, sym, 0, 4, (dpu_xfer_flags_t)8));
+    expect("valid flags still work (NO_RESET | PARALLEL)", DPU_OK,
+        dpu_push_xfer(set, DPU_XFER_TO_DPU, "words", 0, 4, (dpu_xfer_flags_t)(DPU_XFER_NO_RESET | DPU_XFER_PARALLEL)));
+    expect("dpu_broadcast_to with flags 99", DPU_ERR_INVALID_MEMORY_TRANSFER,
+        dpu_broadcast_to(set, "words", 0, buf, 4, (dpu_xfer_flags_t)99));
+    {
+        get_block_t gb = { one_block, buf, 0 };
+        get_block_t no_fn = { NULL, buf, 0 };
+        expect("dpu_push_sg_xfer with NULL get_block_info", DPU_ERR_INVALID_MEMORY_TRANSFER,
+            dpu_push_sg_xfer(set, DPU_XFER_TO_DPU, "mwords", 0, 8, NULL, DPU_SG_XFER_DEFAULT));
+        expect("dpu_push_sg_xfer with a NULL block function", DPU_ERR_INVALID_MEMORY_TRANSFER,
+            dpu_push_sg_xfer(set, DPU_XFER_TO_DPU, "mwords", 0, 8, &no_fn, DPU_SG_XFER_DEFAULT));
+        expect("dpu_push_sg_xfer with flags 1", DPU_ERR_INVALID_MEMORY_TRANSFER,
+            dpu_push_sg_xfer(set, DPU_XFER_TO_DPU, "mwords", 0, 8, &gb, (dpu_sg_xfer_flags_t)1));
+        expect("dpu_push_sg_xfer with direction 2", DPU_ERR_INVALID_MEMORY_TRANSFER,
+            dpu_push_sg_xfer(set, (dpu_xfer_t)2, "mwords", 0, 8, &gb, DPU_SG_XFER_DEFAULT));
+        expect("dpu_push_sg_xfer (valid)", DPU_OK,
+            dpu_push_sg_xfer(set, DPU_XFER_TO_DPU, "mwords", 0, 8, &gb, DPU_SG_XFER_DEFAULT));
+    }
+    expect("dpu_launch with policy 5", DPU_ERR_INVALID_LAUNCH_POLICY, dpu_launch(set, (dpu_launch_policy_t)5));
+    expect("dpu_callback with a NULL function", DPU_ERR_INVALID_LAUNCH_POLICY,
+        dpu_callback(set, NULL, NULL, DPU_CALLBACK_DEFAULT));
+    expect("dpu_callback with flags 16", DPU_ERR_INVALID_LAUNCH_POLICY,
+        dpu_callback(set, nothing, NULL, (dpu_callback_flags_t)16));
+    expect("dpu_callback (valid)", DPU_OK, dpu_callback(set, nothing, NULL, DPU_CALLBACK_DEFAULT));
+    expect("dpu_log_read with a NULL stream", DPU_ERR_INVALID_MEMORY_TRANSFER, dpu_log_read(dpu, NULL));
+    expect("dpu_get_nr_dpus still works", DPU_OK, dpu_get_nr_dpus(set, &n));
+    verdict("... and counts 2 DPUs", n == 2, "");
+    DPU_ASSERT(dpu_free(set));
+}
+
 static void error_string_case(void)
 {
     int ok = 1;
@@ -303,6 +407,61 @@ static void fault_message_case(void)
     verdict("fault message: DPU, rank, tasklet, pc, function, cause, printed once", ok, ok ? "" : detail);
 }
 
+/* OPENPIM_THREADS: 0, negative and non-numeric values make dpu_alloc fail with
+ * DPU_ERR_SYSTEM and a message naming the variable, the value and the valid range, never a
+ * Rust panic; values above 4 threads per core are clamped with a one-line warning. Each case
+ * runs in a fresh process (the setting is read once per process). */
+static int threads_child(void)
+{
+    struct dpu_set_t set;
+    dpu_error_t st = dpu_alloc(4, NULL, &set);
+    if (st != DPU_OK)
+        return 10 + (int)st;
+    st = dpu_load(set, "./bin/dpu_symbols", NULL);
+    if (st == DPU_OK)
+        st = dpu_launch(set, DPU_SYNCHRONOUS);
+    dpu_free(set);
+    return st == DPU_OK ? 0 : 3;
+}
+
+static void threads_case(const char *value, int expected_exit, const char *const *needles)
+{
+    char out[2048], detail[2400], name[128];
+    size_t len;
+    const char *quiet = getenv("OPENPIM_QUIET");
+    char saved_quiet[64] = "";
+    if (quiet)
+        snprintf(saved_quiet, sizeof(saved_quiet), "%s", quiet);
+    unsetenv("OPENPIM_QUIET"); /* the messages are what is checked */
+    setenv("OPENPIM_THREADS", value, 1);
+    int status = run_child("--threads-child", out, sizeof(out), &len);
+    unsetenv("OPENPIM_THREADS");
+    if (quiet)
+        setenv("OPENPIM_QUIET", saved_quiet, 1);
+    int ok = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == expected_exit &&
+        strstr(out, "panicked") == NULL && strstr(out, "RUST_BACKTRACE") == NULL;
+    for (int i = 0; ok && needles[i] != NULL; i++)
+        ok = strstr(out, needles[i]) != NULL;
+    snprintf(name, sizeof(name), "OPENPIM_THREADS=%s", value);
+    snprintf(detail, sizeof(detail), "exit %d (expected %d), stderr \"%.*s\"",
+        WIFEXITED(status) ? WEXITSTATUS(status) : -1, expected_exit, (int)(len ? len - 1 : 0), out);
+    verdict(name, ok, ok ? (expected_exit ? "dpu_alloc -> DPU_ERR_SYSTEM with the message" : "runs") : detail);
+}
+
+static void threads_cases(void)
+{
+    static const char *const bad_word[] = { "OPENPIM_THREADS='abc'", "not a whole number", "from 1 to", NULL };
+    static const char *const bad_zero[] = { "OPENPIM_THREADS='0'", "no simulation thread", "from 1 to", NULL };
+    static const char *const bad_neg[] = { "OPENPIM_THREADS='-3'", "negative", "from 1 to", NULL };
+    static const char *const clamped[] = { "OPENPIM_THREADS=99999", "using ", NULL };
+    static const char *const fine[] = { NULL };
+    threads_case("abc", 10 + DPU_ERR_SYSTEM, bad_word);
+    threads_case("0", 10 + DPU_ERR_SYSTEM, bad_zero);
+    threads_case("-3", 10 + DPU_ERR_SYSTEM, bad_neg);
+    threads_case("99999", 0, clamped);
+    threads_case("1", 0, fine);
+}
+
 static void assert_macro_case(void)
 {
     char out[512] = "", detail[700];
@@ -329,6 +488,8 @@ int main(int argc, char **argv)
         return assert_child();
     if (argc > 1 && strcmp(argv[1], "--fault-child") == 0)
         return fault_child();
+    if (argc > 1 && strcmp(argv[1], "--threads-child") == 0)
+        return threads_child();
     printf("DPU faults (dpu_launch -> DPU_ERR_DPU_FAULT):\n");
     fault_case("no fault (control run)", "./bin/dpu_faults", 0, 1, 0);
     fault_case("WRAM access out of range", "./bin/dpu_faults", 1, 1, 0);
@@ -357,6 +518,8 @@ int main(int argc, char **argv)
     printf("Host-side errors:\n");
     symbol_cases();
     alloc_cases();
+    argument_cases();
+    threads_cases();
     error_string_case();
     assert_macro_case();
 

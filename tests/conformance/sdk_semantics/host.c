@@ -43,6 +43,9 @@ int main(void)
         return 1;
     }
     check_code("dpu_alloc(0) fails", DPU_ERR_ALLOCATION, dpu_alloc(0, NULL, &set));
+    /* The SDK takes nrThreadsPerRank=0 as "the default number of threads". */
+    check_code("nrThreadsPerRank=0 is accepted", DPU_OK, dpu_alloc(1, "nrThreadsPerRank=0", &set));
+    DPU_ASSERT(dpu_free(set));
     DPU_ASSERT(dpu_alloc(DPU_ALLOCATE_ALL, NULL, &set));
     DPU_ASSERT(dpu_get_nr_dpus(set, &nr_dpus));
     DPU_ASSERT(dpu_get_nr_ranks(set, &nr_ranks));
