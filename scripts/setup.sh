@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs what OpenPIM needs on a fresh Debian/Ubuntu machine (idempotent):
-#  - the DPU cross compiler: Debian's gcc-riscv64-unknown-elf (RV32I multilib, see DESIGN.md §3)
+#  - the DPU compilers (docs/usage.md, "The DPU compiler"): Debian's clang-13 and lld-13 (LLVM 13,
+#    the closest Debian has to the UPMEM SDK's clang, LLVM 12), and gcc-riscv64-unknown-elf
+#    (RV32I multilib, see DESIGN.md §3), whose libgcc both compilers link and which
+#    OPENPIM_DPU_COMPILER=gcc selects
 #  - a host C compiler and make (for users' host programs and the conformance suite)
 #  - a Rust toolchain (cargo) if none is on PATH
 #  - matplotlib for the phase plots (optional: a warning if it cannot be installed)
@@ -8,6 +11,8 @@ set -euo pipefail
 
 need_apt=()
 command -v riscv64-unknown-elf-gcc >/dev/null 2>&1 || need_apt+=(gcc-riscv64-unknown-elf)
+command -v clang-13 >/dev/null 2>&1 || need_apt+=(clang-13)
+command -v ld.lld-13 >/dev/null 2>&1 || need_apt+=(lld-13)
 command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)
 command -v make >/dev/null 2>&1 || need_apt+=(make)
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
@@ -27,6 +32,13 @@ fi
 # The rv32i/ilp32 multilib is what the DPU programs are built for.
 if ! riscv64-unknown-elf-gcc -march=rv32i -mabi=ilp32 -print-libgcc-file-name | grep -q rv32i; then
   echo "setup: riscv64-unknown-elf-gcc lacks the rv32i/ilp32 multilib" >&2
+  exit 1
+fi
+
+# clang must target RV32I (Debian's LLVM has every backend; check anyway).
+if ! echo 'int f(int a) { return a + 1; }' |
+  clang-13 --target=riscv32-unknown-elf -march=rv32i -mabi=ilp32 -x c -c - -o /dev/null 2>/dev/null; then
+  echo "setup: clang-13 cannot compile for riscv32 (rv32i)" >&2
   exit 1
 fi
 

@@ -14,10 +14,13 @@ typedef struct sem_t {
     uint8_t lock;
 } sem_t;
 
-/* `lock` holds the low byte of an atomic bit's address (= its index); the linker fills it. */
+/* `lock` holds the low byte of an atomic bit's address (= its index); the linker fills it.
+ * The object is alone at the start of its own section, so its `lock` is byte 3 of that
+ * section. (Not `.reloc _obj+3`: clang emits file-scope asm before the object, and LLVM 13's
+ * assembler drops the +3 of a symbol defined later.) */
 #define __OPENPIM_LOCK_BYTE_INIT(_obj, _bit)                                                 \
     __asm__(".pushsection .data.__sync." __STR(_obj) ",\"aw\",@progbits\n\t"                 \
-            ".reloc " __STR(_obj) "+3, R_RISCV_SET8, " __STR(_bit) "\n\t"                    \
+            ".reloc 3, R_RISCV_SET8, " __STR(_bit) "\n\t"                                    \
             ".popsection")
 
 /* Ends with its own ';' as the SDK's does, so both `SEMAPHORE_INIT(s, n)` and

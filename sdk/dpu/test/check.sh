@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Compile-level checks of the DPU toolchain shim and runtime (no engine needed):
+# Compile-level checks of the DPU toolchain shim and runtime (no engine needed), for the
+# compiler OPENPIM_DPU_COMPILER selects (clang or gcc; compilers.sh also builds and runs
+# programs with both):
 # builds sample DPU programs and inspects the ELF files (section placement, ABI symbols,
 # tasklet configuration, no libgcc integer mul/div, error handling of the shim).
 #   sdk/dpu/test/check.sh            (exit status 0 when every check passes)
@@ -62,16 +64,40 @@ float_ops_ours() { # ELF
     done
 }
 
+# The compiler the shim uses (OPENPIM_DPU_COMPILER, else the one OPENPIM_DPU_CC names, else clang).
+compiler=${OPENPIM_DPU_COMPILER:-}
+if [[ -z $compiler ]]; then
+    case ${OPENPIM_DPU_CC:-} in
+        '') compiler=$(sed -n 's/^default_compiler=//p' "$clang") ;;
+        *clang*) compiler=clang ;;
+        *) compiler=gcc ;;
+    esac
+fi
+echo "== compiler: $compiler"
+rtdir=${OPENPIM_DPU_BUILD:-$root/build/dpu}/$compiler
+
+# Only RV32I: no M-extension instruction (mul/div/rem...), no compressed (16-bit) encoding.
+rv32i_only() { # ELF
+    local bad
+    bad=$(riscv64-unknown-elf-objdump -d -M no-aliases "$1" | awk -F'\t' '
+        /^ *[0-9a-f]+:\t/ {
+            enc = $2; gsub(/ /, "", enc); op = $3; sub(/ .*/, "", op)
+            if (length(enc) != 8 || op ~ /^(mul|mulh|mulhsu|mulhu|div|divu|rem|remu)$/ || op ~ /^c\./) print $0
+        }' | head -n 3)
+    [[ -z $bad ]] || { echo "not RV32I:"; echo "$bad"; return 1; }
+}
+
 echo "== runtime library"
-check "make -C sdk/dpu" make -s -C "$root/sdk/dpu"
-lib=$root/build/dpu/libdpurt.a
+check "make -C sdk/dpu" make -s -C "$root/sdk/dpu" COMPILER="$compiler" BUILD="$rtdir" \
+    ${OPENPIM_DPU_CC:+DPU_CC="$OPENPIM_DPU_CC"}
+lib=$rtdir/libdpurt.a
 for s in __mulsi3 __divsi3 __udivsi3 __modsi3 __umodsi3 __muldi3 __divdi3 __udivdi3 __moddi3 __umoddi3 \
     __addsf3 __subsf3 __mulsf3 __divsf3 __adddf3 __subdf3 __muldf3 __divdf3 \
     memcpy memset memmove memcmp strlen printf mem_alloc barrier_wait handshake_notify sem_take; do
     if riscv64-unknown-elf-nm --defined-only "$lib" 2>/dev/null | grep -q " T $s\$"; then ok "libdpurt defines $s"; else ko "libdpurt defines $s"; fi
 done
 for s in __addsf3 __subsf3 __mulsf3 __divsf3 __adddf3 __subdf3 __muldf3 __divdf3 __mulsi3 __udivdi3; do
-    if riscv64-unknown-elf-nm --defined-only "$root/build/dpu/libgcc-dpu.a" 2>/dev/null | grep -q " T $s\$"; then
+    if riscv64-unknown-elf-nm --defined-only "$rtdir/libgcc-dpu.a" 2>/dev/null | grep -q " T $s\$"; then
         ko "libgcc-dpu.a does not define $s"
     else ok "libgcc-dpu.a does not define $s"; fi
 done
@@ -83,7 +109,11 @@ for opt in -O0 -O2 -Os; do
     check "arith $opt layout" elf "$out/arith$opt" layout
     check "arith $opt: mul/div through environment calls" no_libgcc_intdiv "$out/arith$opt"
     check "arith $opt: float/double add/sub/mul/div through environment calls" float_ops_ours "$out/arith$opt"
-    for s in __mulsi3 __divsi3 __moddi3 __udivdi3 __addsf3 __subsf3 __mulsf3 __divsf3 __adddf3 __subdf3 __muldf3 \
+    check "arith $opt: RV32I only (no M or C instructions)" rv32i_only "$out/arith$opt"
+    # clang computes a % b from a / b when it has both (-O1 and up): no __moddi3 then.
+    moddi3=__moddi3
+    [[ $compiler == clang && $opt != -O0 ]] && moddi3=
+    for s in __mulsi3 __divsi3 $moddi3 __udivdi3 __addsf3 __subsf3 __mulsf3 __divsf3 __adddf3 __subdf3 __muldf3 \
         __divdf3 __fixsfsi __floatsisf __extendsfdf2 __gtdf2; do
         if elf "$out/arith$opt" sym $s >/dev/null; then ok "arith $opt has $s"; else ko "arith $opt has $s"; fi
     done
@@ -102,6 +132,7 @@ for flags in "-O2" "-O0 -g" "-O3 -flto" "-O2 -flto=thin -std=c99" "-Os -std=c11 
     check "$name layout" elf "$f" layout
     check "$name no libgcc mul/div" no_libgcc_intdiv "$f"
     check "$name no libgcc float add/sub/mul/div" float_ops_ours "$f"
+    check "$name RV32I only" rv32i_only "$f"
     eq "$name NR_TASKLETS" "$(elf "$f" word __sys_nr_tasklets)" 16
     eq "$name STDOUT_BUFFER_INIT" "$(elf "$f" sym __stdout_buffer_size)" 0x1000
     for b in my_barrier second_barrier; do
@@ -223,6 +254,13 @@ for w in "1:program fault code 1 detail 1024" "2:program fault code 2 detail 16"
         if [[ $r == *"${w#*:}"* ]]; then ok "fault ${w#*:}"; else ko "fault ${w#*:}" "$r"; fi
     fi
 done
+
+echo "== both compilers build and run (compilers.sh)"
+if log=$("$here/compilers.sh" 2>&1); then
+    ok "clang and gcc builds run ($(grep -c '^ok' <<<"$log") checks)"
+else
+    ko "clang and gcc builds run" "$(grep -E '^(FAIL|     )' <<<"$log")"
+fi
 
 echo "== dpu-pkg-config"
 eq "--cflags --libs dpu" "$("$pkg" --cflags --libs dpu)" \
