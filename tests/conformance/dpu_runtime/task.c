@@ -115,7 +115,7 @@ int main(void)
         recursion_result = deep(12); /* ~13 frames of ~150 bytes */
         break;
     case 2: {
-        uint8_t src[16], buf[40];
+        uint8_t src[16], buf[40] __dma_aligned; /* mram_read_unaligned needs an 8-aligned buffer */
         for (int k = 0; k < 13; k++)
             src[k] = (uint8_t)(0xa0 + k);
         __mram_ptr uint8_t *heap = (__mram_ptr uint8_t *)DPU_MRAM_HEAP_POINTER;
