@@ -1,12 +1,22 @@
 #!/usr/bin/env python3
-"""OpenPIM fidelity suite: builds and runs the project's own microbenchmarks (ordinary UPMEM SDK
-programs in bench/fidelity) on the emulator and compares them with the published
-characterisation of real UPMEM hardware (PrIM, Gomez-Luna et al., IEEE Access 2022,
-arXiv 2105.03814). Prints one table (emulated vs published value and relative error per point)
-and the worst and median errors; writes out/results.csv, out/results.json and, when matplotlib
-is installed, PNG plots to out/. docs/fidelity.md explains every benchmark and value.
+"""OpenPIM fidelity suite, two parts:
 
-Usage: bench/fidelity/run.py [--quick] [--no-plots] [--groups abcde]
+1. the PrIM calibration table: the real-hardware rows of shared/calibration/prim-calibration.csv
+   (PrIM GEMV, HST-S, SCAN-RSS, SEL, TRNS, UNI at 1-64 DPUs) against the model: each benchmark
+   built once per configuration from a copy of its PrIM folder with its own Makefile, run with
+   the row's host command, the model's kernel / CPU-DPU / DPU-CPU times read from the run
+   report (prim_calibration.py); per-row errors, per-benchmark and overall kernel MAE, the
+   worst row, transfer MAE each direction; writes out/prim_calibration.{csv,json};
+2. the microbenchmarks: the project's own programs (ordinary UPMEM SDK programs in
+   bench/fidelity) compared with the published characterisation of real UPMEM hardware (PrIM,
+   Gomez-Luna et al., IEEE Access 2022, arXiv 2105.03814): one table (emulated vs published
+   value and relative error per point) and the worst and median errors; writes
+   out/results.csv, out/results.json and, when matplotlib is installed, PNG plots to out/.
+
+docs/fidelity.md explains every benchmark and value.
+
+Usage: bench/fidelity/run.py [--prim-only | --micro-only] [--bench GEMV,SEL,...] [--jobs N]
+                             [--compiler gcc|clang] [--quick] [--no-plots] [--groups abcde]
 """
 from __future__ import annotations
 
@@ -132,8 +142,9 @@ class Suite:
 
 
 # --------------------------------------------------------------------------- running things
-def sdk_env() -> dict[str, str]:
-    """The environment after `eval "$(openpim env)"` (SDK commands on PATH, libdpu found)."""
+def sdk_env(compiler: Optional[str] = None) -> dict[str, str]:
+    """The environment after `eval "$(openpim env)"` (SDK commands on PATH, libdpu found), with
+    OPENPIM_DPU_COMPILER set to `compiler`, or unset (the shim's default) when None."""
     openpim = ROOT / "target" / "release" / "openpim"
     if not openpim.exists():
         sys.exit(f"{openpim} not found: run `make build` first")
@@ -142,6 +153,10 @@ def sdk_env() -> dict[str, str]:
     env = dict(item.split("=", 1) for item in out.decode().split("\0") if "=" in item)
     env.pop("OPENPIM_REPORT", None)
     env.pop("OPENPIM_TRACE", None)
+    env.pop("OPENPIM_DPU_CC", None)
+    env.pop("OPENPIM_DPU_COMPILER", None)
+    if compiler:
+        env["OPENPIM_DPU_COMPILER"] = compiler
     return env
 
 
@@ -558,28 +573,55 @@ def plot(rows: list[Row]) -> list[Path]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="fewer points and smaller sizes")
+    part = ap.add_mutually_exclusive_group()
+    part.add_argument("--prim-only", action="store_true", help="only the PrIM calibration table")
+    part.add_argument("--micro-only", action="store_true", help="only the microbenchmarks")
+    ap.add_argument("--bench", default="", help="PrIM benchmarks of the calibration table, "
+                    "comma-separated (default: all of the CSV's)")
+    ap.add_argument("--jobs", type=int, default=1, help="calibration rows run side by side "
+                    "(default 1: transfer times include measured host work, so a loaded "
+                    "machine can change them)")
+    ap.add_argument("--compiler", choices=["gcc", "clang"], default=None,
+                    help="DPU compiler (OPENPIM_DPU_COMPILER); default: the shim's default")
+    ap.add_argument("--timeout", type=int, default=1800, help="seconds per calibration row")
+    ap.add_argument("--quick", action="store_true", help="microbenchmarks: fewer points and smaller sizes")
     ap.add_argument("--no-plots", action="store_true", help="do not write PNG plots")
-    ap.add_argument("--groups", default="abcde", help="which groups to run (default abcde)")
+    ap.add_argument("--groups", default="abcde", help="which microbenchmark groups to run (default abcde)")
     args = ap.parse_args()
 
     t0 = time.monotonic()
-    s = Suite(quick=args.quick, env=sdk_env())
-    build(s.env)
-    steps = {"a": bench_mram_latency, "b": bench_mram_stream, "c": bench_wram_stream,
-             "d": bench_arith, "e": bench_xfer}
-    for g in args.groups:
-        if g not in steps:
-            sys.exit(f"unknown group {g!r}")
-        tg = time.monotonic()
-        steps[g](s)
-        print(f"{GROUP_NAMES[g]}: {time.monotonic() - tg:.1f} s", file=sys.stderr)
-    print()
-    print_table(s.rows)
-    write_files(s.rows)
-    pngs = [] if args.no_plots else plot(s.rows)
-    print()
-    print(f"wrote {OUT / 'results.csv'}" + (", " + ", ".join(p.name for p in pngs) if pngs else ""))
+    env = sdk_env(args.compiler)
+    if not args.micro_only:
+        import prim_calibration as pc
+
+        benches = {b.strip() for b in args.bench.split(",") if b.strip()} or None
+        rows = pc.load_rows(benches)
+        if benches and not rows:
+            sys.exit(f"no calibration rows for {args.bench!r} in {pc.CSV_PATH}")
+        tp = time.monotonic()
+        print(f"PrIM calibration: {len(rows)} rows", file=sys.stderr)
+        pc.run_all(rows, env, args.compiler, args.jobs, args.timeout)
+        print()
+        who = pc.compiler_identity(env)
+        pc.print_table(rows, time.monotonic() - tp, f"{args.compiler or 'shim default'}, {who}")
+        print(f"wrote {pc.write_files(rows, OUT)}")
+    if not args.prim_only:
+        s = Suite(quick=args.quick, env=env)
+        build(s.env)
+        steps = {"a": bench_mram_latency, "b": bench_mram_stream, "c": bench_wram_stream,
+                 "d": bench_arith, "e": bench_xfer}
+        for g in args.groups:
+            if g not in steps:
+                sys.exit(f"unknown group {g!r}")
+            tg = time.monotonic()
+            steps[g](s)
+            print(f"{GROUP_NAMES[g]}: {time.monotonic() - tg:.1f} s", file=sys.stderr)
+        print()
+        print_table(s.rows)
+        write_files(s.rows)
+        pngs = [] if args.no_plots else plot(s.rows)
+        print()
+        print(f"wrote {OUT / 'results.csv'}" + (", " + ", ".join(p.name for p in pngs) if pngs else ""))
     print(f"run time {time.monotonic() - t0:.0f} s")
     return 0
 
