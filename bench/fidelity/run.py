@@ -58,6 +58,10 @@ ARITH_PUBLISHED: dict[tuple[str, str], float] = {
     ("double", "add"): 3.32, ("double", "sub"): 3.11, ("double", "mul"): 0.53, ("double", "div"): 0.16,
 }
 ARITH_PUBLISHED_TASKLETS = 16  # the recalled values are compared at this point of the sweep
+# The published microbenchmark's operands (CMU-SAFARI/prim-benchmarks,
+# Microbenchmarks/Arithmetic-Throughput): elements rand() (31-bit), scalar = the input size per
+# DPU, 1,048,576 for the logged runs (-i 1048576, 1 DPU). dpu/arith.c uses the same.
+ARITH_SCALAR = 1 << 20
 
 # Real-hardware logs of the PrIM arithmetic-throughput microbenchmark, ADD only (GitHub
 # CMU-SAFARI/prim-benchmarks, Microbenchmarks/Arithmetic-Throughput/profile/ADD_<TYPE>_tl<N>.txt):
@@ -268,7 +272,8 @@ def bench_arith(s: Suite) -> None:
     tasklets = [1, 4, 11, 16, 24] if s.quick else [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 16, 24]
     reps = 2 if s.quick else 4
     for t in tasklets:
-        cfgs = [(4 * ti + oi, 0, 0, reps, 3) for ti in range(4) for oi in range(4)]
+        # The published benchmark's scalar: its input size per DPU, 1,048,576 = 2^20.
+        cfgs = [(4 * ti + oi, 0, 0, reps, ARITH_SCALAR) for ti in range(4) for oi in range(4)]
         cycles = dpu_host(s.env, f"arith_dpu_{t}", cfgs)
         for k, cyc in enumerate(cycles):
             ty, op = TYPES[k // 4], OPS[k % 4]

@@ -9,7 +9,7 @@
 
 use crate::decode::{fuse, Op, Program};
 use crate::map::{ATOMIC_BASE, ATOMIC_BITS, MAX_TASKLETS, MRAM_BASE, MRAM_SIZE, WRAM_SIZE};
-use crate::{ecall, printf, BootInfo, DpuMemory, Fault, FaultReport, RunOutcome, RunStats};
+use crate::{arith, ecall, printf, BootInfo, DpuMemory, Fault, FaultReport, RunOutcome, RunStats};
 use crate::{DmaQuirk, DmaQuirkKind, TaskletStats, Timing};
 use openpim_isa::{decode as isa_decode, reg, Insn};
 
@@ -1145,7 +1145,7 @@ impl<'a> Dpu<'a> {
             }
             ecall::MUL32 => {
                 set(self, reg::A0, a0.wrapping_mul(a1));
-                tm.mul32_slots
+                arith::mul32(tm, a0, a1)
             }
             ecall::DIVU32 => {
                 if a1 == 0 {
@@ -1154,7 +1154,7 @@ impl<'a> Dpu<'a> {
                 let (q, r) = (a0 / a1, a0 % a1);
                 set(self, reg::A0, q);
                 set(self, reg::A1, r);
-                tm.div32_slots
+                arith::divu32(tm, a0, a1)
             }
             ecall::DIVS32 => {
                 let (x, y) = (a0 as i32, a1 as i32);
@@ -1164,7 +1164,7 @@ impl<'a> Dpu<'a> {
                 let (q, r) = (x.wrapping_div(y), x.wrapping_rem(y));
                 set(self, reg::A0, q as u32);
                 set(self, reg::A1, r as u32);
-                tm.div32_slots
+                arith::divs32(tm, x, y)
             }
             ecall::MUL64 | ecall::DIVU64 | ecall::DIVS64 => {
                 let x = u64::from(a0) | (u64::from(a1) << 32);
@@ -1175,20 +1175,20 @@ impl<'a> Dpu<'a> {
                 match nr_call {
                     ecall::MUL64 => {
                         set64(self, reg::A0, x.wrapping_mul(y));
-                        tm.mul64_slots
+                        arith::mul64(tm)
                     }
                     ecall::DIVU64 => {
                         let (q, r) = (x / y, x % y);
                         set64(self, reg::A0, q);
                         set64(self, reg::A2, r);
-                        tm.div64_slots
+                        arith::divu64(tm, x, y)
                     }
                     _ => {
                         let (x, y) = (x as i64, y as i64);
                         let (q, r) = (x.wrapping_div(y), x.wrapping_rem(y));
                         set64(self, reg::A0, q as u64);
                         set64(self, reg::A2, r as u64);
-                        tm.div64_slots
+                        arith::divs64(tm, x, y)
                     }
                 }
             }

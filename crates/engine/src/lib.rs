@@ -34,8 +34,12 @@
 //! (a fault under [`Timing::strict_dma`]). Ranges past the memories always fault.
 //!
 //! The arithmetic calls (`MUL32` ... `DIVS64`, `FADD32` ... `FDIV64`) issue once (the `ecall`)
-//! and then occupy `*_slots` further issues of the calling tasklet, each under the revolver
-//! rule; those issues count as instructions.
+//! and then occupy further issues of the calling tasklet, each under the revolver rule; those
+//! issues count as instructions. Their number is what the DPU's runtime routine executes
+//! beyond the slots the program issues itself: for the integer calls a function of the
+//! operands ([`arith`]: `mul_step`s per significant bit of the smaller factor, `div_step`s per
+//! bit of difference between dividend and divisor, short paths, sign handling), for the
+//! floating-point calls the profile's `*_slots` value.
 //!
 //! A tasklet woken by `RESUME` issued at cycle `c` may issue at
 //! `max(c + 1, its last issue + revolver_cycles)`.
@@ -142,6 +146,7 @@
 //! [`FaultReport::describe`] adds the disassembled instruction). Output printed before the
 //! fault is kept in [`RunOutcome::log`].
 
+pub mod arith;
 mod decode;
 mod exec;
 mod printf;
@@ -223,11 +228,33 @@ pub struct Timing {
     pub dma_write_alpha: u32,
     /// Per-byte DMA cost in thousandths of a cycle (500 = 0.5 cycle/byte).
     pub dma_beta_milli: u32,
-    /// Issue slots charged for the arithmetic environment calls.
+    /// Integer multiplication and division calls (`MUL32` ... `DIVS64`): issue slots charged
+    /// per call as functions of the operands ([`arith`]; profile keys `[cost]` `mul32`,
+    /// `mul32_step`, ...). 32-bit multiply: `mul32_slots + mul32_step_slots * steps`, steps =
+    /// significant bits of the smaller operand (unsigned), at least 1.
     pub mul32_slots: u32,
+    pub mul32_step_slots: u32,
+    /// 32-bit unsigned divide: `div32_slots + div32_step_slots * steps`, steps =
+    /// clz(divisor) - clz(dividend) + 1; `div32_short_slots` when the dividend has fewer
+    /// significant bits than the divisor.
     pub div32_slots: u32,
+    pub div32_step_slots: u32,
+    pub div32_short_slots: u32,
+    /// 32-bit signed divide: the unsigned cost of the magnitudes + `divs32_slots` +
+    /// `divs32_negate_slots` per negation (0, 2 or 3 by the operands' signs).
+    pub divs32_slots: u32,
+    pub divs32_negate_slots: u32,
+    /// 64-bit multiply (branch-free routine: a constant).
     pub mul64_slots: u32,
+    /// 64-bit unsigned divide: `div64_slots + div64_step_slots * steps`, steps =
+    /// clz64(divisor) - clz64(dividend) + 1; `div64_short_slots` when divisor > dividend.
     pub div64_slots: u32,
+    pub div64_step_slots: u32,
+    pub div64_short_slots: u32,
+    /// 64-bit signed divide: the unsigned cost of the magnitudes + `divs64_slots` +
+    /// `divs64_negate_slots` per 64-bit negation (0 or 2).
+    pub divs64_slots: u32,
+    pub divs64_negate_slots: u32,
     /// Issue slots charged for the floating-point environment calls (the body of the DPU's
     /// soft-float routine).
     pub fadd32_slots: u32,
@@ -257,10 +284,19 @@ impl Timing {
             dma_read_alpha: 77,
             dma_write_alpha: 61,
             dma_beta_milli: 500,
-            mul32_slots: 27,
-            div32_slots: 24,
+            mul32_slots: 3,
+            mul32_step_slots: 1,
+            div32_slots: 4,
+            div32_step_slots: 1,
+            div32_short_slots: 2,
+            divs32_slots: 7,
+            divs32_negate_slots: 1,
             mul64_slots: 129,
-            div64_slots: 243,
+            div64_slots: 20,
+            div64_step_slots: 22,
+            div64_short_slots: 7,
+            divs64_slots: 2,
+            divs64_negate_slots: 2,
             fadd32_slots: 64,
             fsub32_slots: 69,
             fmul32_slots: 176,

@@ -590,14 +590,15 @@ fn cycle_limit() {
 #[test]
 fn cycle_limit_inside_an_arithmetic_call_reports_the_call() {
     let mut p = P::new();
-    p.sys(20); // MUL32 at index 1: 32 slots
+    p.i(asm::addi(A0, ZERO, -1)).i(asm::addi(A1, ZERO, -1)); // 0, 1
+    p.sys(20); // MUL32 at index 3: 3 + 32 slots (two operands large as unsigned)
     p.exit();
     let mut tm = timing();
     tm.max_cycles = Some(100);
     let out = Dpu::new().run(&p, &boot(1), &tm);
     let f = fault_of(&out);
     assert_eq!(f.fault, Fault::CycleLimit { limit: 100 });
-    assert_eq!(f.pc, BASE + 4);
+    assert_eq!(f.pc, BASE + 12);
 }
 
 #[test]

@@ -128,9 +128,10 @@ fn runtime_call_wrapper_set_up_is_free() {
     assert_eq!(marks(&p, 14), vec![4, 7, 9, 10]);
     let (off, on, d) = both(&p);
     assert_eq!((d.w32(0x100), d.w32(0x104), d.w32(0x108)), (42, 99, 99));
-    // Fused: 0, 1, 2, 3, (9 10 11), 32 MUL32 slots, 12, 13, (4 5), 6, (7 8).
-    assert_eq!(on.instructions, 4 + 1 + 32 + 2 + 3);
-    assert_eq!(off.instructions, 4 + 3 + 32 + 2 + 5);
+    // Fused: 0, 1, 2, 3, (9 10 11), 6 MUL32 slots (6 * 7: 3 + 3 mul_steps), 12, 13, (4 5),
+    // 6, (7 8).
+    assert_eq!(on.instructions, 4 + 1 + 6 + 2 + 3);
+    assert_eq!(off.instructions, 4 + 3 + 6 + 2 + 5);
     assert_eq!(on.cycles, 11 * (on.instructions - 1) + 1);
 }
 

@@ -182,15 +182,178 @@ fn arithmetic_calls_occupy_issue_slots() {
     let (out, d) = run_p(&p, 1);
     let _ = d;
     assert_eq!(out.fault, None);
-    assert_eq!(out.instructions, 8 + 32);
-    assert_eq!(out.cycles, 11 * (40 - 1) + 1);
-    assert_eq!(out.stats.tasklets[0].instructions, 40);
+    // 6 * 7: 3 fixed slots + one mul_step per significant bit of 6 (3).
+    assert_eq!(out.instructions, 8 + 6);
+    assert_eq!(out.cycles, 11 * (14 - 1) + 1);
+    assert_eq!(out.stats.tasklets[0].instructions, 14);
 
     let mut tm = timing();
     tm.mul32_slots = 0;
+    tm.mul32_step_slots = 0;
     let out = Dpu::new().run(&p, &boot(1), &tm);
     assert_eq!(out.instructions, 8);
     assert_eq!(out.cycles, 78);
+}
+
+/// Runs `nr` with a0..a3 = `args` (4 x li, ecall, exit: 12 issues) on one tasklet and
+/// returns the slots the call charged, checked against the cycle count.
+fn charged(nr: u32, args: [u32; 4]) -> u64 {
+    let mut p = P::new();
+    p.li(A0, args[0])
+        .li(A1, args[1])
+        .li(A2, args[2])
+        .li(A3, args[3]);
+    p.sys(nr).exit();
+    let (out, _) = run_p(&p, 1);
+    assert_eq!(out.fault, None, "call {nr} {args:?}");
+    let slots = out.instructions - 12;
+    assert_eq!(
+        out.cycles,
+        11 * (out.instructions - 1) + 1,
+        "call {nr} {args:?}"
+    );
+    slots
+}
+
+fn lo_hi(v: u64) -> [u32; 2] {
+    [v as u32, (v >> 32) as u32]
+}
+
+#[test]
+fn integer_call_costs_follow_the_operands() {
+    // (call, operands, slots) for the shipped profile's costs: see crates/engine/src/arith.rs
+    // and docs/internals/dpu-abi.md for the derivation of each formula.
+    let neg = |v: i32| v as u32;
+    let cases32: &[(u32, u32, u32, u64)] = &[
+        // MUL32: 3 + one mul_step per significant bit of min(a, b) as unsigned (at least 1).
+        (20, 12345, 3, 3 + 2),
+        (20, 3, 12345, 3 + 2),
+        (20, 100_000, 1000, 3 + 10),
+        (20, 0, 77, 3 + 1),
+        (20, 1, 1, 3 + 1),
+        (20, neg(-3), 5, 3 + 3), // the small positive operand is the multiplier
+        (20, neg(-3), neg(-5), 3 + 32), // both large as unsigned: all 32 steps
+        (20, 1 << 31, 1 << 31, 3 + 32),
+        // DIVU32: 4 + clz(b) - clz(a) + 1 div_steps; 2 when a has fewer bits than b.
+        (21, 100, 7, 4 + 5),
+        (21, 5, 7, 4 + 1), // same bit length: the long path, one step
+        (21, 3, 7, 2),     // short path
+        (21, 0, 7, 2),
+        (21, u32::MAX, 1, 4 + 32),
+        (21, 1 << 20, 3, 4 + 20),
+        // DIVS32: the unsigned cost of |a| / |b| + 7 + one per negation (0, 2 or 3).
+        (22, 100, 7, 9 + 7),
+        (22, neg(-100), 7, 9 + 7 + 3),
+        (22, 100, neg(-7), 9 + 7 + 2),
+        (22, neg(-100), neg(-7), 9 + 7 + 3),
+        (22, 3, neg(-7), 2 + 7 + 2),
+        (22, neg(i32::MIN), neg(-1), 36 + 7 + 3),
+    ];
+    for &(nr, a, b, want) in cases32 {
+        assert_eq!(charged(nr, [a, b, 0, 0]), want, "call {nr}: {a:#x}, {b:#x}");
+    }
+    let cases64: &[(u32, u64, u64, u64)] = &[
+        // MUL64: a constant (branch-free routine).
+        (23, 3, 5, 129),
+        (23, u64::MAX, u64::MAX, 129),
+        // DIVU64: 20 + 22 per iteration (clz64(b) - clz64(a) + 1); 7 when b > a.
+        (24, 1 << 40, 1 << 20, 20 + 22 * 21),
+        (24, 7, 7, 20 + 22),
+        (24, 5, 7, 7),
+        (24, u64::MAX, 1, 20 + 22 * 64),
+        // DIVS64: the unsigned cost of the magnitudes + 2 + 2 per 64-bit negation (0 or 2).
+        (25, 1 << 40, 1 << 20, 20 + 22 * 21 + 2),
+        (25, (-(1i64 << 40)) as u64, 1 << 20, 20 + 22 * 21 + 2 + 4),
+        (25, 1 << 40, (-(1i64 << 20)) as u64, 20 + 22 * 21 + 2 + 4),
+        (25, (-5i64) as u64, (-7i64) as u64, 7 + 2 + 4),
+    ];
+    for &(nr, a, b, want) in cases64 {
+        let [al, ah] = lo_hi(a);
+        let [bl, bh] = lo_hi(b);
+        assert_eq!(
+            charged(nr, [al, ah, bl, bh]),
+            want,
+            "call {nr}: {a:#x}, {b:#x}"
+        );
+    }
+    // The test timing's integer costs are the engine's default (= profiles/upmem-v1a.toml).
+    let (t, d) = (timing(), openpim_engine::Timing::upmem_default());
+    assert_eq!(
+        [
+            t.mul32_slots,
+            t.mul32_step_slots,
+            t.div32_slots,
+            t.div32_step_slots
+        ],
+        [
+            d.mul32_slots,
+            d.mul32_step_slots,
+            d.div32_slots,
+            d.div32_step_slots
+        ]
+    );
+    assert_eq!(
+        [
+            t.div32_short_slots,
+            t.divs32_slots,
+            t.divs32_negate_slots,
+            t.mul64_slots
+        ],
+        [
+            d.div32_short_slots,
+            d.divs32_slots,
+            d.divs32_negate_slots,
+            d.mul64_slots
+        ]
+    );
+    assert_eq!(
+        [t.div64_slots, t.div64_step_slots, t.div64_short_slots],
+        [d.div64_slots, d.div64_step_slots, d.div64_short_slots]
+    );
+    assert_eq!(
+        [t.divs64_slots, t.divs64_negate_slots],
+        [d.divs64_slots, d.divs64_negate_slots]
+    );
+}
+
+#[test]
+fn integer_call_costs_use_every_profile_key() {
+    // Each key scales its own part of the formula.
+    let run = |tm: &openpim_engine::Timing, nr: u32, args: [u32; 4]| {
+        let mut p = P::new();
+        p.li(A0, args[0])
+            .li(A1, args[1])
+            .li(A2, args[2])
+            .li(A3, args[3]);
+        p.sys(nr).exit();
+        Dpu::new().run(&p, &boot(1), tm).instructions - 12
+    };
+    let mut tm = timing();
+    tm.mul32_slots = 10;
+    tm.mul32_step_slots = 2;
+    assert_eq!(run(&tm, 20, [1000, 1 << 30, 0, 0]), 10 + 2 * 10);
+    tm.div32_slots = 100;
+    tm.div32_step_slots = 3;
+    tm.div32_short_slots = 50;
+    assert_eq!(run(&tm, 21, [100, 7, 0, 0]), 100 + 3 * 5);
+    assert_eq!(run(&tm, 21, [6, 7, 0, 0]), 100 + 3);
+    assert_eq!(run(&tm, 21, [3, 7, 0, 0]), 50);
+    tm.divs32_slots = 1000;
+    tm.divs32_negate_slots = 10;
+    assert_eq!(run(&tm, 22, [(-3i32) as u32, 7, 0, 0]), 50 + 1000 + 30);
+    tm.mul64_slots = 7;
+    assert_eq!(run(&tm, 23, [1, 2, 3, 4]), 7);
+    tm.div64_slots = 300;
+    tm.div64_step_slots = 5;
+    tm.div64_short_slots = 40;
+    assert_eq!(run(&tm, 24, [0, 1, 1, 0]), 300 + 5 * 33);
+    assert_eq!(run(&tm, 24, [1, 0, 0, 1]), 40);
+    tm.divs64_slots = 2000;
+    tm.divs64_negate_slots = 100;
+    assert_eq!(
+        run(&tm, 25, [1, 0, u32::MAX, u32::MAX]),
+        300 + 5 + 2000 + 200
+    );
 }
 
 #[test]
@@ -258,12 +421,12 @@ fn float_slots_share_the_pipeline() {
 
 #[test]
 fn arithmetic_slots_share_the_pipeline() {
-    // 12 tasklets each do one DIVU32 (34 slots): 1 IPC throughout.
+    // 12 tasklets each do one DIVU32 of 0xffffffff / 1 (4 + 32 slots): 1 IPC throughout.
     let mut p = P::new();
-    p.li(A0, 100).li(A1, 7).sys(21).exit();
+    p.li(A0, u32::MAX).li(A1, 1).sys(21).exit();
     let (out, _) = run_p(&p, 12);
-    assert_eq!(out.instructions, 12 * (8 + 34));
-    assert_eq!(out.cycles, 12 * (8 + 34));
+    assert_eq!(out.instructions, 12 * (8 + 36));
+    assert_eq!(out.cycles, 12 * (8 + 36));
 }
 
 #[test]

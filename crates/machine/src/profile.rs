@@ -78,13 +78,38 @@ pub struct DmaSpec {
 }
 
 /// Issue slots charged for the software arithmetic routines. Every key is required.
+///
+/// The integer keys describe the DPU runtime's multiply/divide routines, whose cost depends on
+/// the operands (`openpim_engine::arith`, `docs/internals/dpu-abi.md`): a fixed part, a part
+/// per `mul_step`/`div_step` (or loop iteration), short paths and sign handling.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CostSpec {
+    /// 32-bit multiply: fixed slots, and slots per `mul_step` (one per significant bit of the
+    /// smaller operand, unsigned).
     pub mul32: u32,
+    pub mul32_step: u32,
+    /// 32-bit unsigned divide: fixed slots of the long path, slots per `div_step`
+    /// (clz(divisor) - clz(dividend) + 1 of them), slots of the short path (dividend with
+    /// fewer significant bits than the divisor).
     pub div32: u32,
+    pub div32_step: u32,
+    pub div32_short: u32,
+    /// 32-bit signed divide: slots on top of the unsigned division of the magnitudes, and
+    /// per negation of an operand or result.
+    pub divs32: u32,
+    pub divs32_negate: u32,
+    /// 64-bit multiply (a branch-free routine).
     pub mul64: u32,
+    /// 64-bit unsigned divide: fixed, per loop iteration (clz64(divisor) - clz64(dividend)
+    /// + 1 of them), short path (divisor > dividend).
     pub div64: u32,
+    pub div64_step: u32,
+    pub div64_short: u32,
+    /// 64-bit signed divide: on top of the unsigned division of the magnitudes, and per
+    /// 64-bit negation.
+    pub divs64: u32,
+    pub divs64_negate: u32,
     /// IEEE-754 float (binary32) add/sub/mul/div: the body of the DPU's soft-float routine.
     pub fadd32: u32,
     pub fsub32: u32,
@@ -242,9 +267,18 @@ impl HardwareProfile {
             dma_write_alpha: self.dma.write_alpha_cycles,
             dma_beta_milli: self.dma.beta_millicycles_per_byte,
             mul32_slots: self.cost.mul32,
+            mul32_step_slots: self.cost.mul32_step,
             div32_slots: self.cost.div32,
+            div32_step_slots: self.cost.div32_step,
+            div32_short_slots: self.cost.div32_short,
+            divs32_slots: self.cost.divs32,
+            divs32_negate_slots: self.cost.divs32_negate,
             mul64_slots: self.cost.mul64,
             div64_slots: self.cost.div64,
+            div64_step_slots: self.cost.div64_step,
+            div64_short_slots: self.cost.div64_short,
+            divs64_slots: self.cost.divs64,
+            divs64_negate_slots: self.cost.divs64_negate,
             fadd32_slots: self.cost.fadd32,
             fsub32_slots: self.cost.fsub32,
             fmul32_slots: self.cost.fmul32,
@@ -360,6 +394,48 @@ mod tests {
         );
         let e = HardwareProfile::parse("x", &text.replace("fdiv64 = 2180\n", "")).unwrap_err();
         assert!(e.to_string().contains("fdiv64"), "{e}");
+    }
+
+    #[test]
+    fn integer_costs_in_both_profiles_and_required() {
+        for name in builtin_names() {
+            let c = HardwareProfile::load(name).unwrap().cost;
+            assert_eq!(
+                [c.mul32, c.mul32_step, c.div32, c.div32_step, c.div32_short],
+                [3, 1, 4, 1, 2],
+                "{name}"
+            );
+            assert_eq!([c.divs32, c.divs32_negate, c.mul64], [7, 1, 129], "{name}");
+            assert_eq!(
+                [
+                    c.div64,
+                    c.div64_step,
+                    c.div64_short,
+                    c.divs64,
+                    c.divs64_negate
+                ],
+                [20, 22, 7, 2, 2],
+                "{name}"
+            );
+        }
+        // Every key is required: a profile written for the constant-cost model (without the
+        // per-step keys) is rejected with the missing key named.
+        let text = include_str!("../../../profiles/upmem-v1a.toml");
+        for key in [
+            "mul32_step = 1\n",
+            "div32_short = 2\n",
+            "divs32_negate = 1\n",
+            "div64_step = 22\n",
+            "divs64 = 2\n",
+        ] {
+            assert!(text.contains(key), "{key}");
+            let e = HardwareProfile::parse("old.toml", &text.replace(key, "")).unwrap_err();
+            let field = key.split(' ').next().unwrap();
+            assert!(
+                e.to_string().contains(&format!("missing field `{field}`")),
+                "{e}"
+            );
+        }
     }
 
     #[test]
