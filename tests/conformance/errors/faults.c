@@ -15,6 +15,8 @@ enum {
     DMA_SIZE_TOO_LARGE = 5,
     STACK_OVERFLOW = 6,
     HEAP_EXHAUSTED = 7,
+    DIVISION_BY_ZERO = 8,
+    DIVISION_BY_ZERO_64 = 9,
 };
 
 __host uint32_t mode;
@@ -63,9 +65,16 @@ int main(void)
         for (int i = 0; i < 100; i++) /* 100 KiB > 64 KiB of WRAM */
             ((volatile uint8_t *)mem_alloc(1024 + param))[0] = 1;
         break;
+    case DIVISION_BY_ZERO: /* the DPU's division routine faults */
+        buf[2] = (uint8_t)((100u + param) / param);
+        break;
+    case DIVISION_BY_ZERO_64:
+        buf[3] = (uint8_t)((1000000000000ull + param) % (uint64_t)param);
+        break;
     default: /* OK: the same operations, within the rules */
         mram_read(heap, buf, 2048 + param);
         buf[1] = (uint8_t)recurse(2 + param);
+        buf[2] = (uint8_t)((100u + param) / (param + 7));
         ((volatile uint8_t *)mem_alloc(1024 + param))[0] = 1;
         break;
     }

@@ -54,12 +54,15 @@ static void expect(const char *name, dpu_error_t expected, dpu_error_t got)
 /* ---------------------------------------------------------------- faults */
 
 /* Runs faults.c in `mode` on DPU `bad_dpu` of a set of nr_dpus (others mode 0). */
-static void fault_case(const char *name, const char *binary, uint32_t mode, uint32_t nr_dpus, uint32_t bad_dpu)
+/* Runs `binary` with `mode` on DPU `bad_dpu` (0 elsewhere) under `profile`; a fault is expected
+ * when `expect_fault`. */
+static void fault_case_p(const char *name, const char *binary, uint32_t mode, uint32_t nr_dpus, uint32_t bad_dpu,
+    const char *profile, bool expect_fault)
 {
     struct dpu_set_t set, dpu;
     uint32_t i, zero = 0;
     char detail[300];
-    dpu_error_t st = dpu_alloc(nr_dpus, NULL, &set);
+    dpu_error_t st = dpu_alloc(nr_dpus, profile, &set);
     if (st != DPU_OK) {
         snprintf(detail, sizeof(detail), "dpu_alloc failed: %s", err_name(st));
         verdict(name, 0, detail);
@@ -82,17 +85,17 @@ static void fault_case(const char *name, const char *binary, uint32_t mode, uint
         return;
     }
     dpu_error_t launch = dpu_launch(set, DPU_SYNCHRONOUS);
-    dpu_error_t expected = mode ? DPU_ERR_DPU_FAULT : DPU_OK;
+    dpu_error_t expected = expect_fault ? DPU_ERR_DPU_FAULT : DPU_OK;
     bool done = false, fault = false;
     dpu_error_t sst = dpu_status(set, &done, &fault);
     int ok = launch == expected;
     if (ok && sst != DPU_OK) {
         ok = 0;
         snprintf(detail, sizeof(detail), "launch gave %s but dpu_status failed: %s", err_name(launch), err_name(sst));
-    } else if (ok && fault != (mode != 0)) {
+    } else if (ok && fault != expect_fault) {
         ok = 0;
         snprintf(detail, sizeof(detail), "launch gave %s but dpu_status reports fault=%d", err_name(launch), fault);
-    } else if (ok && mode != 0 && strstr(binary, "faults")) {
+    } else if (ok && expect_fault && strstr(binary, "faults")) {
         /* the faulting tasklet must not have gone past the faulting operation */
         uint32_t reached = 2;
         DPU_FOREACH(set, dpu, i) {
@@ -117,6 +120,11 @@ static void fault_case(const char *name, const char *binary, uint32_t mode, uint
     }
     verdict(name, ok, detail);
     dpu_free(set);
+}
+
+static void fault_case(const char *name, const char *binary, uint32_t mode, uint32_t nr_dpus, uint32_t bad_dpu)
+{
+    fault_case_p(name, binary, mode, nr_dpus, bad_dpu, NULL, mode != 0);
 }
 
 /* ------------------------------------------------------------ load errors */
@@ -494,9 +502,15 @@ int main(int argc, char **argv)
     fault_case("no fault (control run)", "./bin/dpu_faults", 0, 1, 0);
     fault_case("WRAM access out of range", "./bin/dpu_faults", 1, 1, 0);
     fault_case("MRAM access out of range", "./bin/dpu_faults", 2, 1, 0);
-    fault_case("misaligned DMA", "./bin/dpu_faults", 3, 1, 0);
-    fault_case("DMA size not a multiple of 8", "./bin/dpu_faults", 4, 1, 0);
-    fault_case("DMA size larger than 2048", "./bin/dpu_faults", 5, 1, 0);
+    /* What the DPU's DMA engine tolerates runs as on the hardware; strictDma=true faults. */
+    fault_case_p("misaligned DMA runs (aligned down)", "./bin/dpu_faults", 3, 1, 0, NULL, false);
+    fault_case_p("DMA size not a multiple of 8 runs (encoded length)", "./bin/dpu_faults", 4, 1, 0, NULL, false);
+    fault_case_p("DMA size larger than 2048 runs (encoded length)", "./bin/dpu_faults", 5, 1, 0, NULL, false);
+    fault_case_p("misaligned DMA under strictDma", "./bin/dpu_faults", 3, 1, 0, "strictDma=true", true);
+    fault_case_p("DMA size not a multiple of 8 under strictDma", "./bin/dpu_faults", 4, 1, 0, "strictDma=true", true);
+    fault_case_p("DMA size larger than 2048 under strictDma", "./bin/dpu_faults", 5, 1, 0, "strictDma=true", true);
+    fault_case("32-bit division by zero", "./bin/dpu_faults", 8, 1, 0);
+    fault_case("64-bit remainder by zero", "./bin/dpu_faults", 9, 1, 0);
     fault_case("stack overflow (deep recursion)", "./bin/dpu_faults", 6, 1, 0);
     fault_case("mem_alloc heap exhausted", "./bin/dpu_faults", 7, 1, 0);
     fault_case("one faulting DPU among 4", "./bin/dpu_faults", 1, 4, 2);
