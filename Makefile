@@ -18,6 +18,15 @@ setup:
 build: setup
 	$(CARGO) build --release --workspace
 	$(MAKE) -s -C sdk/dpu
+	$(MAKE) -s $(VCLOCK)
+
+# The host program's virtual clock (sdk/host/vclock.c), linked by `dpu-pkg-config --libs dpu`.
+VCLOCK := build/host/libopenpim_vclock.so
+$(VCLOCK): sdk/host/vclock.c sdk/host/vclock.map
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -fPIC -shared -Wall -Wextra -Werror \
+		-Wl,--version-script=sdk/host/vclock.map -Wl,-soname,libopenpim_vclock.so \
+		-o $@ sdk/host/vclock.c -ldl
 
 demo: build
 	target/release/openpim demo

@@ -111,6 +111,7 @@ pub fn entry(func: &'static str, f: impl FnOnce() -> Result<(), Fail>) -> DpuErr
     install_panic_hook();
     crate::exit::ensure_registered();
     let _call = openpim_runtime::timeline::SdkCall::enter();
+    openpim_runtime::host_clock::sdk_call();
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => DPU_OK,
         Ok(Err(Fail::Rt(e))) => {
@@ -151,6 +152,7 @@ pub fn entry_value<T>(func: &'static str, default: T, f: impl FnOnce() -> T) -> 
     install_panic_hook();
     crate::exit::ensure_registered();
     let _call = openpim_runtime::timeline::SdkCall::enter();
+    openpim_runtime::host_clock::sdk_call();
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(v) => v,
         Err(_) => {

@@ -13,6 +13,7 @@ mod exit;
 pub mod handles;
 pub mod management;
 pub mod types;
+mod vclock;
 
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::sync::Arc;

@@ -26,6 +26,7 @@ pub const VALID_KEYS: &[&str] = &[
     "hardware",
     "maxCycles",
     "strictDma",
+    "clock",
 ];
 
 /// Errors of the profile string.
@@ -108,6 +109,28 @@ pub struct SystemConfig {
     /// Fault on DMA requests the hardware tolerates but that are almost certainly bugs
     /// (`strictDma=true`; by default they run as on the DPU, with advice in the report).
     pub strict_dma: bool,
+    /// What the host program's clocks show (`clock=virtual|real`; default virtual).
+    pub clock: Option<HostClock>,
+}
+
+/// What the host program's clocks show (`clock=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostClock {
+    /// Real host time plus modeled device time: the virtual timeline's host clock.
+    Virtual,
+    /// The real clocks.
+    Real,
+}
+
+impl HostClock {
+    /// Parses `virtual` or `real`.
+    pub fn parse(value: &str) -> Option<HostClock> {
+        match value {
+            "virtual" => Some(HostClock::Virtual),
+            "real" => Some(HostClock::Real),
+            _ => None,
+        }
+    }
 }
 
 fn parse_bool(key: &str, value: &str) -> Result<bool, ConfigError> {
@@ -200,6 +223,16 @@ impl SystemConfig {
                 "cycleAccurate" => self.cycle_accurate = parse_bool(key, value)?,
                 "sgXferEnable" => self.sg_xfer_enable = parse_bool(key, value)?,
                 "strictDma" => self.strict_dma = parse_bool(key, value)?,
+                "clock" => match HostClock::parse(value) {
+                    Some(c) => self.clock = Some(c),
+                    None => {
+                        return Err(ConfigError::BadValue {
+                            key: key.into(),
+                            value: value.into(),
+                            expected: "virtual or real",
+                        })
+                    }
+                },
                 "hardware" => {
                     if value.is_empty() {
                         return Err(ConfigError::BadValue {

@@ -17,7 +17,7 @@ mod profile;
 pub use bus::{BusModel, BusSpec, Direction, XferKind};
 pub use clock::{Nanos, Phase, Span, Track, VirtualClock};
 pub use config::{
-    BackendKind, ConfigError, MachineConfig, SystemConfig, PROFILE_BASE_ENV, VALID_KEYS,
+    BackendKind, ConfigError, HostClock, MachineConfig, SystemConfig, PROFILE_BASE_ENV, VALID_KEYS,
 };
 pub use memory::{
     resident_bytes, Bytes, DpuAddress, DpuMemories, IramAddr, LazyRegion, MramAddr, OutOfRange,

@@ -13,6 +13,7 @@
 //! locks and no global lock is held while DPUs run.
 
 mod error;
+pub mod host_clock;
 mod interleave;
 mod program;
 mod rank;

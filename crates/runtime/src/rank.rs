@@ -174,6 +174,13 @@ fn inside_any_callback() -> bool {
     INSIDE_CALLBACK.with(|c| !c.borrow().is_empty())
 }
 
+/// Runs `f` on the ranks whose callbacks this thread is running (none while the list is
+/// being changed: `f` may run in a signal handler, see `timeline::program_now`).
+pub(crate) fn with_callback_ranks<T>(f: impl FnOnce(&[u32]) -> T) -> T {
+    let ranks = INSIDE_CALLBACK.try_with(|c| c.try_borrow().map(|r| r.clone()).ok());
+    f(ranks.ok().flatten().as_deref().unwrap_or(&[]))
+}
+
 /// Returns the rank slot to the machine's pool when dropped.
 pub(crate) struct SlotGuard(pub u32);
 

@@ -67,6 +67,7 @@ pub fn alloc(nr_dpus: Option<u32>, profile: &str) -> Result<DpuSet> {
     // setting or a host that cannot start them fails the allocation, not a later call.
     crate::threads::pool()?;
     let machine = Arc::new(MachineConfig::from_profile_string(profile)?);
+    crate::host_clock::configure(&machine.config)?;
     let per_rank = machine.dpus_per_rank;
     match nr_dpus {
         None => {
@@ -105,6 +106,7 @@ pub fn alloc(nr_dpus: Option<u32>, profile: &str) -> Result<DpuSet> {
 pub fn alloc_ranks(nr_ranks: Option<u32>, profile: &str) -> Result<DpuSet> {
     crate::threads::pool()?;
     let machine = Arc::new(MachineConfig::from_profile_string(profile)?);
+    crate::host_clock::configure(&machine.config)?;
     if let Some(n) = nr_ranks {
         if n == 0 {
             return Err(Error::Allocation {

@@ -17,6 +17,9 @@
 //!   pipelines the two); program loading as a broadcast of the program image.
 //! - Operations are placed on their rank's timeline at the host time they were issued;
 //!   synchronous calls and `dpu_sync` then join the host with the ranks.
+//! - The program can read the host clock between SDK calls without moving it
+//!   ([`program_now`]: what [`crate::host_clock`] shows as the program's clocks); the
+//!   emulator's work in such reads is not host code ([`emulator_work`]).
 
 use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -121,6 +124,8 @@ pub struct State {
     serial: Option<(SerialKey, u64)>,
     /// SDK calls seen.
     pub sdk_calls: u64,
+    /// The start of the first SDK call: host time 0.
+    epoch: Option<Instant>,
 }
 
 impl State {
@@ -139,6 +144,7 @@ impl State {
             hardware: None,
             serial: None,
             sdk_calls: 0,
+            epoch: None,
         }
     }
 
@@ -178,19 +184,38 @@ impl State {
     /// call: its host code since the last call of any thread) there are no statistics: only
     /// the real time with no SDK call in progress counts.
     fn host_code(&mut self, last: &ExitMark, now: &HostMark) {
-        let (start, busy_start) = match self.counted_until {
+        let (ns, busy_now) = self.host_code_ns(last, now);
+        self.clock.host_work(ns, Phase::Host, "host");
+        if self.counted_until.is_none_or(|(c, _)| c < now.at) {
+            self.counted_until = Some((now.at, busy_now));
+        }
+    }
+
+    /// Where the host code after `last` not accounted yet starts (real time), with
+    /// [`State::busy_at`] then.
+    fn unaccounted_since(&self, last: &ExitMark) -> (Instant, u64) {
+        match self.counted_until {
             Some((c, b)) if c > last.mark.at => (c, b),
             _ => (last.mark.at, last.busy),
-        };
+        }
+    }
+
+    /// What [`State::host_code`] accounts from `last` to `now`, and [`State::busy_at`] `now`;
+    /// accounts nothing. The emulator's work on the thread outside SDK calls
+    /// ([`emulator_work`]) is not host code.
+    fn host_code_ns(&self, last: &ExitMark, now: &HostMark) -> (Nanos, u64) {
+        let (start, busy_start) = self.unaccounted_since(last);
         let wall = now.at.saturating_duration_since(start).as_nanos() as u64;
         let busy_now = self.busy_at(now.at);
         let others = busy_now.saturating_sub(busy_start).min(wall);
         let (cpu, delay) = now.sched_since(&last.mark).unwrap_or((0, 0));
         let ns = (wall - others).saturating_sub(delay) + others.min(cpu);
-        self.clock.host_work(ns, Phase::Host, "host");
-        if self.counted_until.is_none_or(|(c, _)| c < now.at) {
-            self.counted_until = Some((now.at, busy_now));
-        }
+        let own = if now.thread == last.mark.thread {
+            now.own.saturating_sub(last.mark.own)
+        } else {
+            0
+        };
+        (ns.saturating_sub(own), busy_now)
     }
 
     /// Accounts the host time since the last SDK call, and joins every rank: the end of the
@@ -224,6 +249,8 @@ struct HostMark {
     delay: Option<u64>,
     /// The thread's CPU time so far, ns.
     cpu: u64,
+    /// The emulator's work on the thread outside SDK calls so far, ns ([`emulator_work`]).
+    own: u64,
 }
 
 impl HostMark {
@@ -239,6 +266,7 @@ impl HostMark {
             } else {
                 0
             },
+            own: own_ns(),
             at: Instant::now(),
             // SAFETY: pthread_self has no preconditions.
             thread: unsafe { libc::pthread_self() },
@@ -260,6 +288,7 @@ impl HostMark {
             } else {
                 0
             },
+            own: own_ns(),
             // SAFETY: pthread_self has no preconditions.
             thread: unsafe { libc::pthread_self() },
         }
@@ -388,6 +417,30 @@ thread_local! {
     static CALLBACK_SINK: Cell<Option<u64>> = const { Cell::new(None) };
     /// Whether this thread is counted in [`SDK_THREADS`].
     static SDK_THREAD_SEEN: Cell<bool> = const { Cell::new(false) };
+    /// The emulator's work on this thread outside SDK calls, ns (see [`emulator_work`]).
+    static OWN_NS: Cell<u64> = const { Cell::new(0) };
+    /// The user callback this thread runs (see [`user_code`]), for [`program_now`].
+    static CALLBACK_START: Cell<Option<CallbackStart>> = const { Cell::new(None) };
+}
+
+/// The start of a user callback on its thread: when, and the thread's [`THREAD_SDK_NS`] and
+/// [`OWN_NS`] then.
+#[derive(Debug, Clone, Copy)]
+struct CallbackStart {
+    at: Instant,
+    sdk_ns: u64,
+    own_ns: u64,
+}
+
+/// The emulator's work on this thread outside SDK calls so far, ns.
+fn own_ns() -> u64 {
+    OWN_NS.try_with(|c| c.get()).unwrap_or(0)
+}
+
+/// The emulator worked `ns` on this thread outside SDK calls (reading the program's virtual
+/// clock, [`crate::host_clock`]): not the program's host code, nor callback time.
+pub fn emulator_work(ns: Nanos) {
+    let _ = OWN_NS.try_with(|c| c.set(c.get().saturating_add(ns)));
 }
 
 /// Marks the extent of one SDK call (hold it for the call's duration). The host time between
@@ -458,6 +511,7 @@ impl SdkCall {
                 s.in_sdk += 1;
             }
             s.sdk_calls += 1;
+            s.epoch.get_or_insert(now.at);
         });
         SdkCall { outermost, host }
     }
@@ -510,11 +564,125 @@ pub(crate) fn user_code<T>(f: impl FnOnce() -> T) -> (T, Nanos) {
     }
     let restore = Restore(depth);
     let started = HostMark::now();
+    // Where the program's clocks stand in the callback (restored for nested callbacks).
+    let outer = CALLBACK_START.with(|c| {
+        c.replace(Some(CallbackStart {
+            at: started.at,
+            sdk_ns: sdk_before,
+            own_ns: started.own,
+        }))
+    });
+    struct RestoreStart(Option<CallbackStart>);
+    impl Drop for RestoreStart {
+        fn drop(&mut self) {
+            let _ = CALLBACK_START.try_with(|c| c.set(self.0));
+        }
+    }
+    let restore_start = RestoreStart(outer);
     let out = f();
-    let elapsed = HostMark::now().since(&started);
+    let ended = HostMark::now();
+    drop(restore_start);
+    let elapsed = ended.since(&started);
     drop(restore);
     let nested = THREAD_SDK_NS.with(|t| t.get()).saturating_sub(sdk_before);
-    (out, elapsed.saturating_sub(nested))
+    let own = ended.own.saturating_sub(started.own);
+    (out, elapsed.saturating_sub(nested).saturating_sub(own))
+}
+
+/// What the program's clocks read ([`program_now`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProgramNow {
+    /// No SDK call yet (since the last [`reset`]).
+    NotStarted,
+    /// The timeline is locked (by another thread for a moment, or by this one, interrupted
+    /// by a signal handler): no reading.
+    Busy,
+    /// `ns` of host time after `epoch`, the start of the first SDK call (host time 0).
+    At { epoch: Instant, ns: Nanos },
+}
+
+/// The host clock as the program on this thread sees it at `at` (now), without moving it:
+///
+/// - in host code (outside SDK calls), the host clock plus the host code since the thread's
+///   last SDK call (its first: since anyone's) that the next call will account
+///   ([`State::host_code`]: the same real time, the same corrections, none counted twice);
+/// - in a user callback, the host clock or the end of the callback's ranks' work so far,
+///   whichever is later, plus the callback's own time so far (less its SDK calls);
+/// - inside an SDK call, the host clock.
+///
+/// Never blocks (it may run in a signal handler): [`ProgramNow::Busy`] when the timeline is
+/// locked. Successive readings can be slightly out of order (the next SDK call's
+/// statistics may differ); [`crate::host_clock`] makes them monotonic.
+pub fn program_now(at: Instant) -> ProgramNow {
+    let callback = CALLBACK_START.try_with(|c| c.get()).ok().flatten();
+    let depth = HOST_DEPTH.try_with(|d| d.get()).unwrap_or(0);
+    let mine = HOST_LAST_EXIT.try_with(|c| c.get()).ok().flatten();
+    let g = match STATE.try_lock() {
+        Ok(g) => g,
+        Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => return ProgramNow::Busy,
+    };
+    let Some(s) = g.as_ref() else {
+        return ProgramNow::NotStarted;
+    };
+    let Some(epoch) = s.epoch else {
+        return ProgramNow::NotStarted;
+    };
+    let host = s.clock.now();
+    let ns = if let Some(cb) = callback {
+        let ready = crate::rank::with_callback_ranks(|ranks| {
+            ranks
+                .iter()
+                .map(|r| s.clock.rank_ready(*r))
+                .max()
+                .unwrap_or(0)
+        });
+        let wall = at.saturating_duration_since(cb.at).as_nanos() as u64;
+        let sdk = THREAD_SDK_NS.try_with(|t| t.get()).unwrap_or(cb.sdk_ns);
+        let own = own_ns();
+        let user = wall
+            .saturating_sub(sdk.saturating_sub(cb.sdk_ns))
+            .saturating_sub(own.saturating_sub(cb.own_ns));
+        host.max(ready) + user
+    } else if depth > 0 {
+        host
+    } else {
+        let generation = GENERATION.load(Ordering::Relaxed);
+        let mine = mine.filter(|(g, _)| *g == generation).map(|(_, e)| e);
+        match mine.or(s.last_exit) {
+            // The first SDK call is still running on another thread.
+            None => host,
+            Some(last) => {
+                // The statistics, where the next call's mark will have them too (see
+                // HostMark::entering), and the CPU time only where it counts.
+                let stats = last.mark.delay.is_some() && last.mark.thread == current_thread();
+                let others = stats && {
+                    let (start, busy_start) = s.unaccounted_since(&last);
+                    let wall = at.saturating_duration_since(start).as_nanos() as u64;
+                    s.busy_at(at).saturating_sub(busy_start).min(wall) > 0
+                };
+                let mark = HostMark {
+                    at,
+                    thread: current_thread(),
+                    delay: if stats { run_queue_delay_ns() } else { None },
+                    cpu: if others {
+                        crate::interleave::thread_cpu_ns()
+                    } else {
+                        0
+                    },
+                    own: own_ns(),
+                };
+                host + s.host_code_ns(&last, &mark).0
+            }
+        }
+    };
+    ProgramNow::At { epoch, ns }
+}
+
+/// The calling thread.
+fn current_thread() -> libc::pthread_t {
+    // SAFETY: pthread_self has no preconditions.
+    unsafe { libc::pthread_self() }
 }
 
 /// Host-side time of user code run inside an SDK call (a callback): on the host clock, or

@@ -1,0 +1,158 @@
+/* libopenpim_vclock.so: the host program's clocks on OpenPIM's virtual timeline.
+ *
+ * `dpu-pkg-config --libs dpu` links it into UPMEM host programs after libdpu. It defines
+ * clock_gettime, gettimeofday, time, clock and timespec_get under the symbol version
+ * OPENPIM_VCLOCK_1 (vclock.map): the program's own calls bind to these at link time, while
+ * libdpu.so and every other library keep the C library's (their references carry GLIBC_x
+ * versions, which a definition of another version does not satisfy), so the emulator never
+ * measures itself in virtual time.
+ *
+ * Each function asks libdpu's openpim_virtual_clock for the virtual reading (real host time
+ * plus modeled device time, see crates/runtime/src/host_clock.rs) and falls back to the C
+ * library's function, found with dlsym(RTLD_NEXT), when it answers 0: CPU-time clocks,
+ * OPENPIM_CLOCK=real, before the first SDK call, or a libdpu without a virtual clock. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stddef.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+
+/* In libdpu.so (weak: a libdpu without it means real clocks). */
+extern int openpim_virtual_clock(clockid_t clock, struct timespec *ts) __attribute__((weak));
+
+/* The C library's function `name`, looked up once. */
+#define REAL(type, name)                                                          \
+    static type real_##name(void)                                                 \
+    {                                                                             \
+        static type fn;                                                           \
+        type f = __atomic_load_n(&fn, __ATOMIC_ACQUIRE);                          \
+        if (!f) {                                                                 \
+            f = (type)dlsym(RTLD_NEXT, #name);                                    \
+            __atomic_store_n(&fn, f, __ATOMIC_RELEASE);                           \
+        }                                                                         \
+        return f;                                                                 \
+    }
+
+typedef int (*clock_gettime_t)(clockid_t, struct timespec *);
+typedef int (*gettimeofday_t)(struct timeval *, void *);
+typedef time_t (*time_t_fn)(time_t *);
+typedef clock_t (*clock_fn)(void);
+typedef int (*timespec_get_t)(struct timespec *, int);
+
+REAL(clock_gettime_t, clock_gettime)
+REAL(gettimeofday_t, gettimeofday)
+REAL(time_t_fn, time)
+REAL(clock_fn, clock)
+REAL(timespec_get_t, timespec_get)
+
+static int sys_clock_gettime(clockid_t clock, struct timespec *ts)
+{
+    clock_gettime_t f = real_clock_gettime();
+    if (f)
+        return f(clock, ts);
+    return (int)syscall(SYS_clock_gettime, clock, ts);
+}
+
+/* `p`, hidden from the compiler: the C library declares these pointer arguments nonnull, so
+ * the compiler would drop the NULL checks that programs passing NULL (as the C library
+ * tolerates) need. */
+static inline void *opaque(void *p)
+{
+    __asm__("" : "+r"(p));
+    return p;
+}
+
+/* The virtual reading of `clock` into *ts: 1, or 0 for the real clock. */
+static int virtual_clock(clockid_t clock, struct timespec *ts)
+{
+    return openpim_virtual_clock && openpim_virtual_clock(clock, ts);
+}
+
+int clock_gettime(clockid_t clock, struct timespec *ts)
+{
+    ts = opaque(ts);
+    /* CPU-time clocks (and dynamic CPU clocks, which are negative) stay real. */
+    if (ts && clock >= 0 && clock != CLOCK_PROCESS_CPUTIME_ID && clock != CLOCK_THREAD_CPUTIME_ID
+        && virtual_clock(clock, ts))
+        return 0;
+    return sys_clock_gettime(clock, ts);
+}
+
+int gettimeofday(struct timeval *restrict tv, void *restrict tz)
+{
+    struct timespec ts;
+    tv = opaque(tv);
+    if (tv && virtual_clock(CLOCK_REALTIME, &ts)) {
+        tv->tv_sec = ts.tv_sec;
+        tv->tv_usec = ts.tv_nsec / 1000;
+        /* The time zone (obsolete) is the C library's. */
+        if (tz) {
+            struct timeval real;
+            gettimeofday_t f = real_gettimeofday();
+            if (f)
+                return f(&real, tz);
+        }
+        return 0;
+    }
+    gettimeofday_t f = real_gettimeofday();
+    if (f)
+        return f(tv, tz);
+    if (!tv)
+        return 0;
+    if (sys_clock_gettime(CLOCK_REALTIME, &ts))
+        return -1;
+    tv->tv_sec = ts.tv_sec;
+    tv->tv_usec = ts.tv_nsec / 1000;
+    return 0;
+}
+
+time_t time(time_t *t)
+{
+    struct timespec ts;
+    time_t now;
+    if (virtual_clock(CLOCK_REALTIME, &ts)) {
+        now = ts.tv_sec;
+    } else {
+        time_t_fn f = real_time();
+        if (f)
+            return f(t);
+        if (sys_clock_gettime(CLOCK_REALTIME, &ts))
+            return (time_t)-1;
+        now = ts.tv_sec;
+    }
+    if (t)
+        *t = now;
+    return now;
+}
+
+/* clock(): the process CPU time at the first SDK call plus the virtual time since (as a
+ * single-threaded host program's, whose SDK polls the DPUs during launches). */
+clock_t clock(void)
+{
+    struct timespec ts;
+    if (!virtual_clock(CLOCK_PROCESS_CPUTIME_ID, &ts)) {
+        clock_fn f = real_clock();
+        if (f)
+            return f();
+        if (sys_clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts))
+            return (clock_t)-1;
+    }
+    return (clock_t)ts.tv_sec * CLOCKS_PER_SEC
+        + (clock_t)(ts.tv_nsec / (1000000000 / CLOCKS_PER_SEC));
+}
+
+int timespec_get(struct timespec *ts, int base)
+{
+    ts = opaque(ts);
+    if (ts && base == TIME_UTC && virtual_clock(CLOCK_REALTIME, ts))
+        return base;
+    timespec_get_t f = real_timespec_get();
+    if (f)
+        return f(ts, base);
+    if (!ts || base != TIME_UTC || sys_clock_gettime(CLOCK_REALTIME, ts))
+        return 0;
+    return base;
+}
