@@ -60,4 +60,26 @@ if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import matplotlib' >/dev/
       || echo "setup: warning: could not install matplotlib; 'openpim plot' will not work (python3 -m pip install matplotlib)" >&2
   fi
 fi
+# Python: the `dpu` package (python/, installed in editable mode so `import dpu` finds this
+# checkout), numpy (buffers of the Python API, the programs' input generators) and pytest (the
+# Python API's tests).
+pip_install() {
+  python3 -m pip install --quiet "$@" >/dev/null 2>&1 ||
+    python3 -m pip install --quiet --break-system-packages "$@" >/dev/null 2>&1
+}
+if command -v python3 >/dev/null 2>&1; then
+  for mod in numpy pytest; do
+    if ! python3 -c "import $mod" >/dev/null 2>&1; then
+      echo "setup: installing $mod"
+      pip_install "$mod" || { echo "setup: could not install $mod (python3 -m pip install $mod)" >&2; exit 1; }
+    fi
+  done
+  here=$(cd "$(dirname "$0")/.." && pwd)
+  installed=$(python3 -c 'import dpu, os; print(os.path.dirname(os.path.dirname(os.path.realpath(dpu.__file__))))' 2>/dev/null || true)
+  if [ "$installed" != "$here/python" ]; then
+    echo "setup: installing the Python dpu package (editable, from $here/python)"
+    pip_install --no-deps -e "$here/python" ||
+      echo "setup: warning: could not pip-install python/; use PYTHONPATH=$here/python (openpim env sets it)" >&2
+  fi
+fi
 echo "setup: ok"

@@ -39,14 +39,20 @@ impl Install {
         self.root.join("target/release")
     }
 
+    /// The folder holding the Python `dpu` package.
+    pub fn python_dir(&self) -> PathBuf {
+        self.root.join("python")
+    }
+
     /// `export` lines for `eval "$(openpim env)"`.
     pub fn shell_exports(&self) -> String {
         let bin = self.sdk_bin();
         let lib = self.lib_dir();
         format!(
-            "export PATH=\"{bin}:{lib}:$PATH\"\nexport LD_LIBRARY_PATH=\"{lib}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}\"\nexport OPENPIM_ROOT=\"{root}\"\n",
+            "export PATH=\"{bin}:{lib}:$PATH\"\nexport LD_LIBRARY_PATH=\"{lib}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}\"\nexport PYTHONPATH=\"{py}${{PYTHONPATH:+:$PYTHONPATH}}\"\nexport OPENPIM_ROOT=\"{root}\"\n",
             bin = bin.display(),
             lib = lib.display(),
+            py = self.python_dir().display(),
             root = self.root.display()
         )
     }
@@ -65,6 +71,12 @@ impl Install {
         libs.extend(std::env::split_paths(&ld));
         if let Ok(joined) = std::env::join_paths(libs) {
             cmd.env("LD_LIBRARY_PATH", joined);
+        }
+        let py = std::env::var_os("PYTHONPATH").unwrap_or_default();
+        let mut pys = vec![self.python_dir()];
+        pys.extend(std::env::split_paths(&py).filter(|p| !p.as_os_str().is_empty()));
+        if let Ok(joined) = std::env::join_paths(pys) {
+            cmd.env("PYTHONPATH", joined);
         }
         cmd.env("OPENPIM_ROOT", &self.root);
         cmd

@@ -33,6 +33,20 @@ fn env_puts_the_sdk_commands_and_libdpu_on_the_paths() {
         .find(|l| l.starts_with("export LD_LIBRARY_PATH="))
         .expect("LD_LIBRARY_PATH export");
     assert!(ld.contains("/target/release"), "{ld}");
+    // The Python `dpu` package's folder, which really holds it.
+    let py = text
+        .lines()
+        .find(|l| l.starts_with("export PYTHONPATH="))
+        .expect("PYTHONPATH export");
+    let py_dir = py
+        .trim_start_matches("export PYTHONPATH=\"")
+        .split(['$', '"'])
+        .next()
+        .unwrap();
+    assert!(
+        std::path::Path::new(py_dir).join("dpu/__init__.py").exists(),
+        "{py}"
+    );
     // The exported directory really holds the compiler shim.
     let bin = path_line
         .trim_start_matches("export PATH=\"")
