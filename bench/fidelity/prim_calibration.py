@@ -290,11 +290,11 @@ def compiler_identity(env: dict[str, str]) -> str:
     return line.split(": ", 1)[-1] if line else "unknown"
 
 
-def print_table(rows: list[CalRow], elapsed: float, compiler: str) -> None:
+def print_table(rows: list[CalRow], elapsed: float, compiler: str, hardware: str = "upmem-v1a") -> None:
     head = (f"{'benchmark':<9} {'DPUs':>4} {'size':>8} | {'kernel hw':>10} {'model':>9} {'err':>8} | "
             f"{'CPU-DPU hw':>10} {'model':>9} {'err':>8} | {'DPU-CPU hw':>10} {'model':>9} {'err':>8} | chk")
     print(f"PrIM calibration rows (real hardware: {CSV_PATH.name}; model: OpenPIM run report; "
-          f"ms per iteration; DPU compiler: {compiler})")
+          f"ms per iteration; hardware profile {hardware}; DPU compiler: {compiler})")
     print(head)
     print("-" * len(head))
     for r in rows:

@@ -588,6 +588,9 @@ def main() -> int:
                     "machine can change them)")
     ap.add_argument("--compiler", choices=["gcc", "clang"], default=None,
                     help="DPU compiler (OPENPIM_DPU_COMPILER); default: the shim's default")
+    ap.add_argument("--hardware", default=None, help="hardware profile (a name in profiles/ or a "
+                    "TOML file) for every run, through UPMEM_PROFILE_BASE=hardware=...; "
+                    "default: the default profile (upmem-v1a)")
     ap.add_argument("--timeout", type=int, default=1800, help="seconds per calibration row")
     ap.add_argument("--quick", action="store_true", help="microbenchmarks: fewer points and smaller sizes")
     ap.add_argument("--no-plots", action="store_true", help="do not write PNG plots")
@@ -596,6 +599,11 @@ def main() -> int:
 
     t0 = time.monotonic()
     env = sdk_env(args.compiler)
+    if args.hardware:
+        hw = args.hardware
+        if Path(hw).is_file():
+            hw = str(Path(hw).resolve())
+        env["UPMEM_PROFILE_BASE"] = f"hardware={hw}"
     if not args.micro_only:
         import prim_calibration as pc
 
@@ -608,7 +616,8 @@ def main() -> int:
         pc.run_all(rows, env, args.compiler, args.jobs, args.timeout)
         print()
         who = pc.compiler_identity(env)
-        pc.print_table(rows, time.monotonic() - tp, f"{args.compiler or 'shim default'}, {who}")
+        pc.print_table(rows, time.monotonic() - tp, f"{args.compiler or 'shim default'}, {who}",
+                       args.hardware or "upmem-v1a")
         print(f"wrote {pc.write_files(rows, OUT)}")
     if not args.prim_only:
         s = Suite(quick=args.quick, env=env)
