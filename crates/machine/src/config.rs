@@ -360,10 +360,23 @@ impl MachineConfig {
             bus.host_channels,
             bus.channel_gbps
         );
+        let cost = &hw.cost;
         let _ = writeln!(
             s,
-            "arithmetic (issue slots): mul32 {}, div32 {}, mul64 {}, div64 {}",
-            hw.cost.mul32, hw.cost.div32, hw.cost.mul64, hw.cost.div64
+            "integer arithmetic (issue slots, by the operands): 32-bit multiply {} + {} per mul_step; 32-bit divide {} + {} per div_step (short path {}, signed +{} +{} per negation); 64-bit multiply {}; 64-bit divide {} + {} per iteration (short path {}, signed +{} +{} per negation)",
+            cost.mul32,
+            cost.mul32_step,
+            cost.div32,
+            cost.div32_step,
+            cost.div32_short,
+            cost.divs32,
+            cost.divs32_negate,
+            cost.mul64,
+            cost.div64,
+            cost.div64_step,
+            cost.div64_short,
+            cost.divs64,
+            cost.divs64_negate
         );
         let _ = writeln!(
             s,
