@@ -263,10 +263,13 @@ else
 fi
 
 echo "== dpu-pkg-config"
-eq "--cflags --libs dpu" "$("$pkg" --cflags --libs dpu)" \
-    "-I$root/sdk/include -L$root/target/release -Wl,-rpath,$root/target/release -ldpu"
+# libdpu, then the virtual-clock library when it is built (docs/usage.md, "The virtual clock")
+libs="-L$root/target/release -Wl,-rpath,$root/target/release -ldpu"
+vclock=${OPENPIM_VCLOCKDIR:-$root/build/host}
+[[ -f $vclock/libopenpim_vclock.so ]] && libs+=" -L$vclock -Wl,-rpath,$vclock -lopenpim_vclock"
+eq "--cflags --libs dpu" "$("$pkg" --cflags --libs dpu)" "-I$root/sdk/include $libs"
 eq "--cflags dpu" "$("$pkg" --cflags dpu)" "-I$root/sdk/include"
-eq "--libs dpu" "$("$pkg" --libs dpu)" "-L$root/target/release -Wl,-rpath,$root/target/release -ldpu"
+eq "--libs dpu" "$("$pkg" --libs dpu)" "$libs"
 check "--modversion dpu" "$pkg" --modversion dpu
 eq "--variable=libdir dpu" "$("$pkg" --variable=libdir dpu)" "$root/target/release"
 expect_fail "unknown package" "was not found" "$pkg" --cflags --libs nosuchpkg
