@@ -3,27 +3,32 @@
 //!
 //! The real system moves data with the host CPU: it writes (or reads) the PIM DIMMs over the
 //! DDR4 bus, each 64-bit bus word spread byte-wise over the 8 chips of a rank. The model is
-//! parametric, its parameters published figures (the `[bus]` section of the hardware profile):
+//! parametric, its parameters published figures (the `[bus]` section of the hardware profile;
+//! `docs/fidelity.md` gives every source):
 //!
-//! - one SDK call costs a fixed `call_latency`;
-//! - on one rank, a transfer of `n` bytes to (or from) each of `k` DPUs takes
-//!   `latency + n / b1 + n·(k−1)·c`: one DPU alone streams at the published single-DPU rate
-//!   `b1`, and each further DPU of the rank adds a shared cost `c` per byte, such that a full
-//!   rank of `D` DPUs reaches the published full-rank bandwidth `B`:
-//!   `c = (D/B − 1/b1) / (D − 1)`. The rank bandwidth `k·n / t` grows with `k` and saturates
-//!   towards `1/c`;
+//! - every SDK call has a fixed cost per rank it addresses, per direction (`cpu_dpu_call_ns`,
+//!   `dpu_cpu_call_ns`): the SDK's host-side work on each rank (transfer matrix, MRAM
+//!   access, cache maintenance), paid one rank after the other, so a call on `R` ranks
+//!   costs `R` times the figure before its bytes move;
+//! - on one rank, `n` bytes to (or from) each of `k` DPUs take `n / b1 + n·(k−1)·c`: one DPU
+//!   alone streams at the published single-DPU rate `b1`, and each further DPU of the rank
+//!   adds a shared cost `c` per byte, such that a full rank of `D` DPUs reaches the published
+//!   full-rank bandwidth `B`: `c = (D/B − 1/b1) / (D − 1)`. The rank bandwidth `k·n / t` grows
+//!   with `k` and saturates towards `1/c`;
 //! - broadcast (one buffer to every DPU) has its own full-rank figure;
-//! - ranks transfer in parallel; all ranks of one call together are limited by the host's
-//!   memory channels (`host_channels × channel_gbps`).
+//! - the ranks of one call transfer in parallel, but the host saturates: all ranks together
+//!   move at most `B · g(R) / g(1)` (with `g(R) = base + step · min(R, max_ranks)`, the shape
+//!   of a published multi-rank fit, and `B` the kind's one-rank figure), and never more
+//!   than the host's memory channels (`host_channels × channel_gbps`).
 //!
 //! Bandwidths are in GB/s = 10^9 bytes per second = bytes per nanosecond.
 //!
 //! ```
 //! use openpim_machine::{BusModel, BusSpec, Direction, XferKind};
 //! let bus = BusModel::new(&BusSpec::upmem_default(), 64);
-//! // 1 MB to one DPU: 3 us + 1e6 B / 0.33 B/ns
+//! // 1 MB to one DPU: 10.5 us + 1e6 B / 0.33 B/ns
 //! let t = bus.rank_transfer_ns(XferKind::Serial, Direction::ToDpu, 1_000_000, 1);
-//! assert_eq!(t, 3_000 + 3_030_304);
+//! assert_eq!(t, 10_500 + 3_030_304);
 //! ```
 
 use serde::Deserialize;
@@ -32,8 +37,10 @@ use serde::Deserialize;
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BusSpec {
-    /// Fixed cost of one transfer call, nanoseconds.
-    pub call_latency_ns: u64,
+    /// Fixed cost of a host -> DPU call, per rank it addresses, nanoseconds.
+    pub cpu_dpu_call_ns: u64,
+    /// Fixed cost of a DPU -> host call, per rank it addresses, nanoseconds.
+    pub dpu_cpu_call_ns: u64,
     /// Host -> one DPU, GB/s.
     pub cpu_dpu_serial_gbps: f64,
     /// One DPU -> host, GB/s.
@@ -44,10 +51,20 @@ pub struct BusSpec {
     pub dpu_cpu_rank_gbps: f64,
     /// One buffer broadcast to all DPUs of a rank (bytes delivered, aggregate), GB/s.
     pub broadcast_rank_gbps: f64,
+    /// Host-wide saturation with ranks: `g(R) = base + step · min(R, max_ranks)`; a call on
+    /// `R` ranks moves at most `g(R) / g(1)` times the one-rank figure of its kind.
+    pub rank_scaling_base_gbps: f64,
+    /// See `rank_scaling_base_gbps`.
+    pub rank_scaling_step_gbps: f64,
+    /// See `rank_scaling_base_gbps`.
+    pub rank_scaling_max_ranks: f64,
     /// Memory channels of the host that carry PIM DIMMs.
     pub host_channels: u32,
     /// Peak bandwidth of one memory channel, GB/s.
     pub channel_gbps: f64,
+    /// Replaced by `cpu_dpu_call_ns` and `dpu_cpu_call_ns`; accepted only to say so.
+    #[serde(default)]
+    pub call_latency_ns: Option<u64>,
 }
 
 impl BusSpec {
@@ -55,32 +72,53 @@ impl BusSpec {
     /// `[bus]` section).
     pub fn upmem_default() -> BusSpec {
         BusSpec {
-            call_latency_ns: 3000,
+            cpu_dpu_call_ns: 10_500,
+            dpu_cpu_call_ns: 21_300,
             cpu_dpu_serial_gbps: 0.33,
             dpu_cpu_serial_gbps: 0.12,
             cpu_dpu_rank_gbps: 6.68,
             dpu_cpu_rank_gbps: 4.74,
             broadcast_rank_gbps: 16.88,
+            rank_scaling_base_gbps: 5.042768,
+            rank_scaling_step_gbps: 0.258673,
+            rank_scaling_max_ranks: 31.536102,
             host_channels: 10,
             channel_gbps: 19.2,
+            call_latency_ns: None,
         }
     }
 
     /// Checks that the numbers make a model: positive bandwidths, and full-rank figures no
     /// larger than `dpus_per_rank` single-DPU streams (the shared cost cannot be negative).
     pub fn validate(&self, dpus_per_rank: u32) -> Result<(), String> {
+        if self.call_latency_ns.is_some() {
+            return Err("bus.call_latency_ns was replaced by bus.cpu_dpu_call_ns and bus.dpu_cpu_call_ns (fixed cost of a call per rank, each direction; docs/fidelity.md)".into());
+        }
         let positive = [
             ("bus.cpu_dpu_serial_gbps", self.cpu_dpu_serial_gbps),
             ("bus.dpu_cpu_serial_gbps", self.dpu_cpu_serial_gbps),
             ("bus.cpu_dpu_rank_gbps", self.cpu_dpu_rank_gbps),
             ("bus.dpu_cpu_rank_gbps", self.dpu_cpu_rank_gbps),
             ("bus.broadcast_rank_gbps", self.broadcast_rank_gbps),
+            ("bus.rank_scaling_base_gbps", self.rank_scaling_base_gbps),
             ("bus.channel_gbps", self.channel_gbps),
         ];
         for (name, v) in positive {
             if !(v.is_finite() && v > 0.0) {
                 return Err(format!("{name} = {v}: bandwidths must be positive (GB/s)"));
             }
+        }
+        if !(self.rank_scaling_step_gbps.is_finite() && self.rank_scaling_step_gbps >= 0.0) {
+            return Err(format!(
+                "bus.rank_scaling_step_gbps = {}: must be >= 0 (GB/s per rank)",
+                self.rank_scaling_step_gbps
+            ));
+        }
+        if !(self.rank_scaling_max_ranks.is_finite() && self.rank_scaling_max_ranks >= 1.0) {
+            return Err(format!(
+                "bus.rank_scaling_max_ranks = {}: must be >= 1",
+                self.rank_scaling_max_ranks
+            ));
         }
         if self.host_channels == 0 {
             return Err("bus.host_channels must be > 0".into());
@@ -127,6 +165,15 @@ pub enum Direction {
     FromDpu,
 }
 
+impl Direction {
+    fn index(self) -> usize {
+        match self {
+            Direction::ToDpu => 0,
+            Direction::FromDpu => 1,
+        }
+    }
+}
+
 /// How a transfer uses the bus.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum XferKind {
@@ -149,16 +196,31 @@ impl XferKind {
     }
 }
 
+/// One SDK call's shape: how many ranks it addresses and the bytes it moves over all of them
+/// (for the fixed cost per rank and the host-wide limits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CallShape {
+    /// Ranks the call addresses (at least 1 counts).
+    pub ranks: u32,
+    /// Bytes over all ranks (delivered bytes for a broadcast).
+    pub bytes: u64,
+}
+
 /// The bus model of one hardware profile, in nanoseconds and bytes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BusModel {
-    latency_ns: u64,
+    /// Fixed cost per rank of a call: [to DPU, from DPU].
+    latency_ns: [u64; 2],
     /// ns per byte of one DPU's stream: [to DPU, from DPU].
     serial_ns_per_byte: [f64; 2],
     /// Shared per-byte cost of a rank: [to DPU, from DPU, broadcast].
     shared_ns_per_byte: [f64; 3],
-    /// ns per byte of the whole host (all channels).
-    host_ns_per_byte: f64,
+    /// One full rank's bandwidth: [to DPU, from DPU, broadcast], GB/s.
+    rank_gbps: [f64; 3],
+    /// `g(R) = base + step · min(R, max)`: (base, step, max).
+    scaling: (f64, f64, f64),
+    /// GB/s of the whole host (all channels).
+    channels_gbps: f64,
 }
 
 impl BusModel {
@@ -173,7 +235,7 @@ impl BusModel {
             }
         };
         BusModel {
-            latency_ns: spec.call_latency_ns,
+            latency_ns: [spec.cpu_dpu_call_ns, spec.dpu_cpu_call_ns],
             serial_ns_per_byte: [
                 1.0 / spec.cpu_dpu_serial_gbps,
                 1.0 / spec.dpu_cpu_serial_gbps,
@@ -183,17 +245,36 @@ impl BusModel {
                 shared(spec.dpu_cpu_rank_gbps, spec.dpu_cpu_serial_gbps),
                 shared(spec.broadcast_rank_gbps, spec.cpu_dpu_serial_gbps),
             ],
-            host_ns_per_byte: 1.0 / (f64::from(spec.host_channels) * spec.channel_gbps),
+            rank_gbps: [
+                spec.cpu_dpu_rank_gbps,
+                spec.dpu_cpu_rank_gbps,
+                spec.broadcast_rank_gbps,
+            ],
+            scaling: (
+                spec.rank_scaling_base_gbps,
+                spec.rank_scaling_step_gbps,
+                spec.rank_scaling_max_ranks,
+            ),
+            channels_gbps: f64::from(spec.host_channels) * spec.channel_gbps,
         }
     }
 
-    /// Fixed cost of one call, ns.
-    pub fn call_latency_ns(&self) -> u64 {
-        self.latency_ns
+    /// Fixed cost of a call on one rank in direction `dir`, ns.
+    pub fn call_latency_ns(&self, dir: Direction) -> u64 {
+        self.latency_ns[dir.index()]
     }
 
-    /// Duration on one rank of a transfer of `bytes_per_dpu` to/from each of `dpus` DPUs, ns.
-    /// A serial transfer is a one-DPU transfer (`dpus` is taken as 1). Zero bytes cost nothing.
+    /// Index of the one-rank figure of a transfer (`rank_gbps`, `shared_ns_per_byte`).
+    fn figure(kind: XferKind, dir: Direction) -> usize {
+        match (kind, dir) {
+            (XferKind::Broadcast, Direction::ToDpu) => 2,
+            _ => dir.index(),
+        }
+    }
+
+    /// Duration of a call on one rank moving `bytes_per_dpu` to/from each of `dpus` DPUs,
+    /// fixed cost included, ns. A serial transfer is a one-DPU transfer (`dpus` is taken as 1).
+    /// Zero bytes cost nothing.
     pub fn rank_transfer_ns(
         &self,
         kind: XferKind,
@@ -204,41 +285,60 @@ impl BusModel {
         if bytes_per_dpu == 0 || dpus == 0 {
             return 0;
         }
+        self.latency_ns[dir.index()] + self.rank_bytes_ns(kind, dir, bytes_per_dpu, dpus)
+    }
+
+    /// The bytes' part of a rank's transfer (no fixed cost), ns.
+    fn rank_bytes_ns(&self, kind: XferKind, dir: Direction, bytes_per_dpu: u64, dpus: u32) -> u64 {
         let extra = match kind {
             XferKind::Serial => 0.0,
-            _ => f64::from(dpus - 1),
-        };
-        let d = match dir {
-            Direction::ToDpu => 0,
-            Direction::FromDpu => 1,
-        };
-        let shared = match (kind, dir) {
-            (XferKind::Broadcast, Direction::ToDpu) => self.shared_ns_per_byte[2],
-            _ => self.shared_ns_per_byte[d],
+            _ => f64::from(dpus.saturating_sub(1)),
         };
         let n = bytes_per_dpu as f64;
-        let t = n * self.serial_ns_per_byte[d] + n * extra * shared;
-        self.latency_ns + t.ceil() as u64
+        let t = n * self.serial_ns_per_byte[dir.index()]
+            + n * extra * self.shared_ns_per_byte[Self::figure(kind, dir)];
+        t.ceil() as u64
     }
 
-    /// Duration of one call whose ranks transfer in parallel: the slowest rank, but at least
-    /// the host's channels' time for all the bytes (`rank_ns`: each rank's own duration;
-    /// `total_bytes`: bytes over all ranks).
-    pub fn call_ns(&self, rank_ns: &[u64], total_bytes: u64) -> u64 {
-        let slowest = rank_ns.iter().copied().max().unwrap_or(0);
-        if total_bytes == 0 {
-            return slowest;
-        }
-        let host = self.latency_ns + (total_bytes as f64 * self.host_ns_per_byte).ceil() as u64;
-        slowest.max(host)
+    /// The most a call on `ranks` ranks can move per ns over all of them (GB/s): the kind's
+    /// one-rank figure times `g(ranks) / g(1)`, at most the host's memory channels.
+    pub fn host_limit_gbps(&self, kind: XferKind, dir: Direction, ranks: u32) -> f64 {
+        let (base, step, max) = self.scaling;
+        let g = |r: f64| base + step * r.min(max);
+        let r = f64::from(ranks.max(1));
+        let scaled = self.rank_gbps[Self::figure(kind, dir)] * g(r) / g(1.0);
+        scaled.min(self.channels_gbps)
     }
 
-    /// Host-wide lower bound of a call moving `total_bytes`, ns (latency included).
-    pub fn host_bound_ns(&self, total_bytes: u64) -> u64 {
-        if total_bytes == 0 {
+    /// Host-wide lower bound of a call, ns: the fixed cost of each of its ranks, then all
+    /// its bytes at [`BusModel::host_limit_gbps`]. Zero bytes cost nothing.
+    pub fn host_bound_ns(&self, kind: XferKind, dir: Direction, call: CallShape) -> u64 {
+        if call.bytes == 0 {
             return 0;
         }
-        self.latency_ns + (total_bytes as f64 * self.host_ns_per_byte).ceil() as u64
+        let ranks = call.ranks.max(1);
+        let fixed = u64::from(ranks) * self.latency_ns[dir.index()];
+        fixed + (call.bytes as f64 / self.host_limit_gbps(kind, dir, ranks)).ceil() as u64
+    }
+
+    /// Duration of one rank's part of a call, ns: the fixed cost of every rank of the call
+    /// (paid one rank after the other), then the rank's own bytes, but at least the call's
+    /// host-wide bound ([`BusModel::host_bound_ns`]). Zero bytes cost nothing.
+    pub fn rank_in_call_ns(
+        &self,
+        kind: XferKind,
+        dir: Direction,
+        bytes_per_dpu: u64,
+        dpus: u32,
+        call: CallShape,
+    ) -> u64 {
+        if bytes_per_dpu == 0 || dpus == 0 {
+            return 0;
+        }
+        let ranks = call.ranks.max(1);
+        let own = u64::from(ranks) * self.latency_ns[dir.index()]
+            + self.rank_bytes_ns(kind, dir, bytes_per_dpu, dpus);
+        own.max(self.host_bound_ns(kind, dir, call))
     }
 
     /// Sustained bandwidth (GB/s) of a large transfer of `bytes_per_dpu` to `dpus` DPUs of
@@ -268,24 +368,30 @@ mod tests {
         BusModel::new(&BusSpec::upmem_default(), 64)
     }
 
+    fn call(ranks: u32, bytes: u64) -> CallShape {
+        CallShape { ranks, bytes }
+    }
+
     #[test]
     fn serial_one_dpu_hand_computed() {
         let m = model();
-        // 32 MiB to one DPU at 0.33 B/ns: 33554432 / 0.33 = 101680097 ns (+3000).
+        // 32 MiB to one DPU at 0.33 B/ns: 33554432 / 0.33 = 101680097 ns (+10500, the fixed
+        // cost of a CPU-DPU call on one rank).
         let n = 32 << 20;
         assert_eq!(
             m.rank_transfer_ns(XferKind::Serial, Direction::ToDpu, n, 1),
-            3000 + 101_680_097
+            10_500 + 101_680_097
         );
         // A parallel transfer to one DPU is the same.
         assert_eq!(
             m.rank_transfer_ns(XferKind::Parallel, Direction::ToDpu, n, 1),
-            3000 + 101_680_097
+            10_500 + 101_680_097
         );
-        // DPU-CPU at 0.12 B/ns: 33554432 / 0.12 = 279620266.67 -> 279620267.
+        // DPU-CPU at 0.12 B/ns: 33554432 / 0.12 = 279620266.67 -> 279620267, and its own
+        // fixed cost, 21300.
         assert_eq!(
             m.rank_transfer_ns(XferKind::Serial, Direction::FromDpu, n, 1),
-            3000 + 279_620_267
+            21_300 + 279_620_267
         );
         // Serial ignores the DPU count (one DPU per call).
         assert_eq!(
@@ -296,6 +402,25 @@ mod tests {
         assert_eq!(
             m.rank_transfer_ns(XferKind::Parallel, Direction::ToDpu, 0, 64),
             0
+        );
+        assert_eq!(m.call_latency_ns(Direction::ToDpu), 10_500);
+        assert_eq!(m.call_latency_ns(Direction::FromDpu), 21_300);
+    }
+
+    #[test]
+    fn small_transfers_cost_their_fixed_cost() {
+        let m = model();
+        // 64 bytes to each of 64 DPUs of one rank: 10500 + 64/0.33 + 63 * 64 * c, with
+        // c = (64/6.68 - 1/0.33) / 63 = 0.10397675 ns/B: 193.94 + 419.23 = 613.17 -> 614.
+        assert_eq!(
+            m.rank_transfer_ns(XferKind::Parallel, Direction::ToDpu, 64, 64),
+            10_500 + 614
+        );
+        // 128 bytes from each of 64 DPUs: 21300 + 128/0.12 + 63 * 128 * c', with
+        // c' = (64/4.74 - 1/0.12) / 63 = 0.08204407 ns/B: 1066.67 + 661.60 = 1728.27 -> 1729.
+        assert_eq!(
+            m.rank_transfer_ns(XferKind::Parallel, Direction::FromDpu, 128, 64),
+            21_300 + 1_729
         );
     }
 
@@ -323,10 +448,10 @@ mod tests {
             last = b;
         }
         // Hand computed: c = (64/6.68 - 1/0.33) / 63 = (9.5808383 - 3.0303030) / 63
-        //   = 0.10397675 ns/B; 8 DPUs of 1 MiB: 3000 + 1048576/0.33 + 7*1048576*0.10397675
-        //   = 3000 + 3177503.0 + 763192.6 = 3943695.6 -> 3943696 ns.
+        //   = 0.10397675 ns/B; 8 DPUs of 1 MiB: 10500 + 1048576/0.33 + 7*1048576*0.10397675
+        //   = 10500 + 3177503.0 + 763192.6 -> 10500 + 3940696 = 3951196 ns.
         let t = m.rank_transfer_ns(XferKind::Parallel, Direction::ToDpu, 1 << 20, 8);
-        assert_eq!(t, 3_943_696);
+        assert_eq!(t, 3_951_196);
         // Parallel beats serial for many DPUs: 64 serial calls vs one push.
         let serial: u64 = 64 * m.rank_transfer_ns(XferKind::Serial, Direction::ToDpu, 1 << 20, 1);
         let parallel = m.rank_transfer_ns(XferKind::Parallel, Direction::ToDpu, 1 << 20, 64);
@@ -334,19 +459,89 @@ mod tests {
     }
 
     #[test]
-    fn host_channels_cap_many_ranks() {
+    fn fixed_cost_is_paid_per_rank_of_a_call() {
         let m = model();
-        // 40 ranks x 64 DPUs x 1 MiB in parallel: each rank alone 6.68 GB/s, 267 GB/s in
-        // total, but the host's 10 x 19.2 = 192 GB/s bound the call.
-        let n = 1u64 << 20;
-        let per_rank = m.rank_transfer_ns(XferKind::Parallel, Direction::ToDpu, n, 64);
-        let ranks = vec![per_rank; 40];
-        let total = 40 * 64 * n;
-        let t = m.call_ns(&ranks, total);
-        assert_eq!(t, 3000 + (total as f64 / 192.0).ceil() as u64);
-        assert!(t > per_rank);
-        // Two ranks are not limited by the host.
-        assert_eq!(m.call_ns(&ranks[..2], 2 * 64 * n), per_rank);
+        // 8 bytes to each of the 64 DPUs of 32 ranks: 32 * 10500 = 336000 ns before the
+        // bytes (the published 32-rank intercept is 335 us); the bytes: 8/0.33 + 63*8*c =
+        // 24.24 + 52.40 -> 77 on the rank, 16384 B / 16.63 GB/s -> 986 host-wide.
+        let c = call(32, 32 * 64 * 8);
+        assert_eq!(
+            m.rank_in_call_ns(XferKind::Parallel, Direction::ToDpu, 8, 64, c),
+            336_000 + 986
+        );
+        // Reading: 32 * 21300 = 681600 (published intercept 683 us).
+        assert!(m.rank_in_call_ns(XferKind::Parallel, Direction::FromDpu, 8, 64, c) >= 681_600);
+        // A call on one rank is the rank's own transfer.
+        assert_eq!(
+            m.rank_in_call_ns(
+                XferKind::Parallel,
+                Direction::ToDpu,
+                64,
+                64,
+                call(1, 64 * 64)
+            ),
+            m.rank_transfer_ns(XferKind::Parallel, Direction::ToDpu, 64, 64)
+        );
+        // Nothing to move costs nothing.
+        assert_eq!(
+            m.rank_in_call_ns(XferKind::Parallel, Direction::ToDpu, 0, 64, call(4, 0)),
+            0
+        );
+    }
+
+    #[test]
+    fn host_saturates_with_ranks() {
+        let m = model();
+        // g(R) = 5.042768 + 0.258673 * min(R, 31.536102); g(1) = 5.301441.
+        // One rank: exactly the rank's own figure.
+        let w1 = m.host_limit_gbps(XferKind::Parallel, Direction::ToDpu, 1);
+        assert!((w1 - 6.68).abs() < 1e-9, "{w1}");
+        // 4 ranks: g(4) = 6.077460, 6.68 * 6.077460 / 5.301441 = 7.6578 GB/s.
+        let w4 = m.host_limit_gbps(XferKind::Parallel, Direction::ToDpu, 4);
+        assert!((w4 - 7.6578).abs() < 1e-3, "{w4}");
+        // Plateau from 31.5 ranks: g = 13.200306, 6.68 * 2.48995 = 16.633 GB/s for writes,
+        // 4.74 * 2.48995 = 11.802 GB/s for reads, 16.88 * 2.48995 = 42.03 for broadcast.
+        for (kind, dir, want) in [
+            (XferKind::Parallel, Direction::ToDpu, 16.633),
+            (XferKind::Parallel, Direction::FromDpu, 11.802),
+            (XferKind::Broadcast, Direction::ToDpu, 42.030),
+        ] {
+            let at32 = m.host_limit_gbps(kind, dir, 32);
+            let at40 = m.host_limit_gbps(kind, dir, 40);
+            assert!((at32 - want).abs() < 1e-3, "{kind:?} {dir:?}: {at32}");
+            assert_eq!(at32, at40);
+        }
+        // 4 full ranks of 1 MiB per DPU: each rank alone takes 4 * 10500 + 64 MiB / 6.68 =
+        // 42000 + 10046238, but the host moves the 256 MiB at 7.6578 GB/s:
+        // 42000 + 268435456 / 7.657811 = 42000 + 35053811 ns.
+        let c = call(4, (4 * 64) << 20);
+        let t = m.rank_in_call_ns(XferKind::Parallel, Direction::ToDpu, 1 << 20, 64, c);
+        assert_eq!(t, 42_000 + 35_053_811);
+        assert_eq!(t, m.host_bound_ns(XferKind::Parallel, Direction::ToDpu, c));
+        // One full rank is not limited by the host.
+        let one = call(1, 64 << 20);
+        assert_eq!(
+            m.rank_in_call_ns(XferKind::Parallel, Direction::ToDpu, 1 << 20, 64, one),
+            10_500 + 10_046_238
+        );
+    }
+
+    #[test]
+    fn host_channels_cap_the_scaling() {
+        // A host with a single 10 GB/s channel: below the rank scaling from 2 ranks on
+        // (6.68 * g(2)/g(1) = 7.006; at 4 ranks 7.658 -> still below 10; at 16 ranks 11.57
+        // -> capped at 10).
+        let spec = BusSpec {
+            host_channels: 1,
+            channel_gbps: 10.0,
+            ..BusSpec::upmem_default()
+        };
+        let m = BusModel::new(&spec, 64);
+        assert!((m.host_limit_gbps(XferKind::Parallel, Direction::ToDpu, 4) - 7.6578).abs() < 1e-3);
+        assert_eq!(
+            m.host_limit_gbps(XferKind::Parallel, Direction::ToDpu, 16),
+            10.0
+        );
     }
 
     #[test]
@@ -360,8 +555,24 @@ mod tests {
         let mut zero = ok.clone();
         zero.channel_gbps = 0.0;
         assert!(zero.validate(64).unwrap_err().contains("channel_gbps"));
-        let mut nochan = ok;
+        let mut nochan = ok.clone();
         nochan.host_channels = 0;
         assert!(nochan.validate(64).is_err());
+        let mut step = ok.clone();
+        step.rank_scaling_step_gbps = -0.1;
+        assert!(step
+            .validate(64)
+            .unwrap_err()
+            .contains("rank_scaling_step_gbps"));
+        let mut max = ok.clone();
+        max.rank_scaling_max_ranks = 0.5;
+        assert!(max
+            .validate(64)
+            .unwrap_err()
+            .contains("rank_scaling_max_ranks"));
+        let mut old = ok;
+        old.call_latency_ns = Some(3000);
+        let e = old.validate(64).unwrap_err();
+        assert!(e.contains("cpu_dpu_call_ns"), "{e}");
     }
 }

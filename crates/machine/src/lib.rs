@@ -14,7 +14,7 @@ mod config;
 mod memory;
 mod profile;
 
-pub use bus::{BusModel, BusSpec, Direction, XferKind};
+pub use bus::{BusModel, BusSpec, CallShape, Direction, XferKind};
 pub use clock::{Nanos, Phase, Span, Track, VirtualClock};
 pub use config::{
     BackendKind, ConfigError, HostClock, MachineConfig, SystemConfig, PROFILE_BASE_ENV, VALID_KEYS,
@@ -24,8 +24,8 @@ pub use memory::{
     WramAddr,
 };
 pub use profile::{
-    builtin_names, CostSpec, DmaSpec, DpuSpec, HardwareProfile, MemorySpec, ProfileError,
-    TopologySpec, DEFAULT_PROFILE,
+    builtin_names, CostSpec, DmaSpec, DpuSpec, HardwareProfile, LaunchSpec, MemorySpec,
+    ProfileError, TopologySpec, DEFAULT_PROFILE,
 };
 
 /// Re-exported memory map of the emulated DPU.

@@ -134,6 +134,19 @@ pub struct TopologySpec {
     pub chips_per_rank: u32,
 }
 
+/// Fixed host-side cost of a kernel launch (`[launch]`): added to the modeled
+/// `max cycles / frequency` of every launch, ns. The built-in profiles set both to 0: no
+/// published measurement of the SDK's launch and completion cost was found
+/// (`docs/fidelity.md`, "Kernel launch, allocation and loading").
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LaunchSpec {
+    /// Per `dpu_launch` call, ns.
+    pub fixed_ns: u64,
+    /// Per rank the call launches, paid one rank after the other, ns.
+    pub per_rank_ns: u64,
+}
+
 /// A hardware profile. New sections (bus bandwidths, links, ...) are added as `Option`
 /// fields so that older profile files stay valid.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -150,6 +163,9 @@ pub struct HardwareProfile {
     /// Host <-> PIM bus (`[bus]`; a file without it gets the `upmem-v1a` figures).
     #[serde(default)]
     pub bus: Option<BusSpec>,
+    /// Kernel launch cost (`[launch]`; a file without it gets zeros: not modeled).
+    #[serde(default)]
+    pub launch: Option<LaunchSpec>,
     pub topology: TopologySpec,
 }
 
@@ -247,6 +263,11 @@ impl HardwareProfile {
     /// The bus figures (the profile's `[bus]`, or the `upmem-v1a` defaults).
     pub fn bus_spec(&self) -> BusSpec {
         self.bus.clone().unwrap_or_else(BusSpec::upmem_default)
+    }
+
+    /// The launch figures (the profile's `[launch]`, or zeros).
+    pub fn launch_spec(&self) -> LaunchSpec {
+        self.launch.clone().unwrap_or_default()
     }
 
     /// The bus model of this profile.
@@ -481,10 +502,40 @@ mod tests {
         assert!(e.to_string().contains("host_chanels"), "{e}");
         let e = HardwareProfile::parse(
             "type",
-            &text.replace("call_latency_ns = 3000", "call_latency_ns = \"fast\""),
+            &text.replace("cpu_dpu_call_ns = 10500", "cpu_dpu_call_ns = \"fast\""),
         )
         .unwrap_err();
-        assert!(e.to_string().contains("call_latency_ns"), "{e}");
+        assert!(e.to_string().contains("cpu_dpu_call_ns"), "{e}");
+        // The one fixed cost of older profiles is refused with what replaced it.
+        let e = HardwareProfile::parse(
+            "old-latency",
+            &text.replace(
+                "cpu_dpu_call_ns = 10500",
+                "cpu_dpu_call_ns = 10500\ncall_latency_ns = 3000",
+            ),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("dpu_cpu_call_ns"), "{e}");
+    }
+
+    #[test]
+    fn launch_section_optional_and_checked() {
+        for name in builtin_names() {
+            let p = HardwareProfile::load(name).unwrap();
+            assert_eq!(p.launch, Some(LaunchSpec::default()), "{name}");
+        }
+        let text = include_str!("../../../profiles/upmem-v1a.toml");
+        let p =
+            HardwareProfile::parse("x", &text.replace("fixed_ns = 0", "fixed_ns = 25000")).unwrap();
+        assert_eq!(p.launch_spec().fixed_ns, 25_000);
+        let start = text.find("\n[launch]").unwrap();
+        let end = text.find("\n[topology]").unwrap();
+        let old = format!("{}{}", &text[..start], &text[end..]);
+        let p = HardwareProfile::parse("old", &old).unwrap();
+        assert_eq!(p.launch_spec(), LaunchSpec::default());
+        let e = HardwareProfile::parse("typo", &text.replace("per_rank_ns = 0", "per_rank = 0"))
+            .unwrap_err();
+        assert!(e.to_string().contains("per_rank"), "{e}");
     }
 
     #[test]

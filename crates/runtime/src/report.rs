@@ -367,13 +367,14 @@ fn advise(r: &Report, s: &State) -> Vec<Advice> {
     if r.transfers.small_transfers >= 64
         && r.transfers.small_transfers_ns * 10 >= total.min(xfer_ns.max(1)).max(1)
     {
-        let latency = s.hardware.as_ref().map_or(0, |h| h.bus_latency_ns);
+        let latency = s.hardware.as_ref().map_or([0, 0], |h| h.bus_latency_ns);
         out.push(Advice {
             id: "small_transfers".into(),
             message: format!(
-                "{} transfers were so small that their fixed cost (~{:.1} us per call) was most of their time ({} in total): gather the data into fewer, larger transfers.",
+                "{} transfers were so small that their fixed cost (~{:.1} us CPU-DPU, ~{:.1} us DPU-CPU per rank of a call) was most of their time ({} in total): gather the data into fewer, larger transfers.",
                 r.transfers.small_transfers,
-                latency as f64 / 1000.0,
+                latency[0] as f64 / 1000.0,
+                latency[1] as f64 / 1000.0,
                 ms(r.transfers.small_transfers_ns)
             ),
         });
@@ -424,7 +425,11 @@ fn advise(r: &Report, s: &State) -> Vec<Advice> {
     let quirks: u64 = s.launches.iter().map(|l| l.record.dma_quirks).sum();
     if quirks > 0 {
         let mut examples: Vec<&str> = Vec::new();
-        for e in s.launches.iter().filter_map(|l| l.record.dma_quirk_example.as_deref()) {
+        for e in s
+            .launches
+            .iter()
+            .filter_map(|l| l.record.dma_quirk_example.as_deref())
+        {
             if examples.len() < 3 && !examples.contains(&e) {
                 examples.push(e);
             }

@@ -180,7 +180,7 @@ impl DpuSet {
         let mut ops = ops;
         ops.sort_by_key(|(r, _)| r.id());
         // Virtual time: the ranks' operations are issued now; the host waits for them.
-        let issue = crate::timeline::issue_now(crate::timeline::call_bytes(&ops));
+        let issue = crate::timeline::issue_now(crate::timeline::call_shape(&ops));
         let ids: Vec<u32> = ops.iter().map(|(r, _)| r.id()).collect();
         let _join = crate::timeline::JoinOnDrop(ids);
         if ops.len() == 1 {
@@ -209,11 +209,11 @@ impl DpuSet {
     /// Runs per-rank operations, synchronously or queued.
     fn submit(&self, ops: Vec<(Arc<Rank>, RankOp)>, asynchronous: bool) -> Result<()> {
         if asynchronous {
-            // The call's size applies to the operations queued here only; reset it so that
+            // The call's shape applies to the operations queued here only; reset it so that
             // work queued later by another path (e.g. a callback) does not inherit it.
-            crate::timeline::set_call_bytes(crate::timeline::call_bytes(&ops));
+            crate::timeline::set_call_shape(crate::timeline::call_shape(&ops));
             let queued = ops.into_iter().try_for_each(|(r, op)| r.enqueue(op));
-            crate::timeline::set_call_bytes(0);
+            crate::timeline::set_call_shape(Default::default());
             queued
         } else {
             self.run_sync(ops)

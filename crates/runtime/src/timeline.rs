@@ -11,10 +11,12 @@
 //!   another thread is inside an SDK call, a thread's host code counts by its CPU time: it
 //!   may be waiting for that call (joining the thread that makes it, say), whose time is the
 //!   emulator's; if it computes, its CPU time is its real time.
-//! - Each rank operation gets a modeled duration: DPU kernels `max cycles / frequency`;
-//!   transfers from the bus model ([`openpim_machine::BusModel`]), or the real time of the
-//!   host-side byte interleaving ([`crate::interleave`]) when that is longer (the real SDK
-//!   pipelines the two); program loading as a broadcast of the program image.
+//! - Each rank operation gets a modeled duration: DPU kernels `max cycles / frequency` plus
+//!   the profile's `[launch]` cost; transfers from the bus model
+//!   ([`openpim_machine::BusModel`]: the call's fixed cost for each of its ranks, the rank's
+//!   bytes, the host-wide limits of the whole call), or the real time of the host-side byte
+//!   interleaving ([`crate::interleave`]) when that is longer (the real SDK pipelines the
+//!   two); program loading as a broadcast of the program image.
 //! - Operations are placed on their rank's timeline at the host time they were issued;
 //!   synchronous calls and `dpu_sync` then join the host with the ranks.
 //! - The program can read the host clock between SDK calls without moving it
@@ -27,18 +29,18 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use openpim_machine::{Direction, Nanos, Phase, VirtualClock, XferKind};
+use openpim_machine::{CallShape, Direction, Nanos, Phase, VirtualClock, XferKind};
 
 use crate::program::Program;
 use crate::rank::{Rank, RankOp, XferItem};
 use crate::stats::{self, LaunchRecord};
 
-/// When (host time) an operation was issued, and the bytes of the whole call it belongs to
-/// (for the host-wide bus limit).
+/// When (host time) an operation was issued, and the shape of the whole call it belongs to
+/// (its ranks and bytes: the fixed cost per rank and the host-wide bus limits).
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Issue {
     pub at: Nanos,
-    pub call_bytes: u64,
+    pub call: CallShape,
 }
 
 /// A launch placed on the timeline.
@@ -98,7 +100,8 @@ pub struct HardwareInfo {
     pub frequency_mhz: u32,
     pub revolver_cycles: u32,
     pub dma_read_alpha: u32,
-    pub bus_latency_ns: u64,
+    /// Fixed cost of a transfer call on one rank: [CPU-DPU, DPU-CPU], ns.
+    pub bus_latency_ns: [u64; 2],
 }
 
 /// Everything the timeline knows.
@@ -399,7 +402,7 @@ thread_local! {
     /// Set while a synchronous call executes a rank operation on this thread.
     static SYNC_ISSUE: Cell<Option<Issue>> = const { Cell::new(None) };
     /// Bytes of the asynchronous call being queued by this thread.
-    static CALL_BYTES: Cell<u64> = const { Cell::new(0) };
+    static CALL_SHAPE: Cell<CallShape> = const { Cell::new(CallShape { ranks: 0, bytes: 0 }) };
     /// True while this thread runs a queued (asynchronous) callback: the host is not waiting
     /// for it, so neither its time nor the synchronous calls it makes move the host clock.
     static IN_QUEUED_CALLBACK: Cell<bool> = const { Cell::new(false) };
@@ -731,7 +734,7 @@ pub(crate) fn rank_allocated(rank: &Rank) {
                 frequency_mhz: hw.dpu.frequency_mhz,
                 revolver_cycles: hw.dpu.revolver_cycles,
                 dma_read_alpha: hw.dma.read_alpha_cycles,
-                bus_latency_ns: hw.bus_spec().call_latency_ns,
+                bus_latency_ns: [hw.bus_spec().cpu_dpu_call_ns, hw.bus_spec().dpu_cpu_call_ns],
             });
         }
         let life = s.ranks.entry(rank.id()).or_default();
@@ -756,11 +759,11 @@ pub(crate) fn rank_released(slot: u32) {
     });
 }
 
-/// The issue of a call made now, moving `call_bytes` in total.
-pub(crate) fn issue_now(call_bytes: u64) -> Issue {
+/// The issue of a call made now, of shape `call`.
+pub(crate) fn issue_now(call: CallShape) -> Issue {
     with_state(|s| Issue {
         at: s.clock.now(),
-        call_bytes,
+        call,
     })
 }
 
@@ -777,20 +780,20 @@ pub(crate) fn with_sync_issue<T>(issue: Issue, f: impl FnOnce() -> T) -> T {
     f()
 }
 
-/// Sets the byte count of the asynchronous call this thread is queuing.
-pub(crate) fn set_call_bytes(bytes: u64) {
-    CALL_BYTES.with(|c| c.set(bytes));
+/// Sets the shape of the asynchronous call this thread is queuing.
+pub(crate) fn set_call_shape(call: CallShape) {
+    CALL_SHAPE.with(|c| c.set(call));
 }
 
 /// An operation was queued on a rank: remember when.
 pub(crate) fn on_enqueue(rank: u32) {
-    let call_bytes = CALL_BYTES.with(|c| c.get());
+    let call = CALL_SHAPE.with(|c| c.get());
     with_state(|s| {
         let at = s.clock.now();
         s.issues
             .entry(rank)
             .or_default()
-            .push_back(Issue { at, call_bytes });
+            .push_back(Issue { at, call });
     });
 }
 
@@ -815,7 +818,7 @@ fn current_issue(rank: u32) -> Issue {
             .and_then(|q| q.pop_front())
             .unwrap_or(Issue {
                 at: now,
-                call_bytes: 0,
+                call: CallShape::default(),
             })
     })
 }
@@ -842,16 +845,22 @@ impl Drop for JoinOnDrop {
     }
 }
 
-/// Bytes moved by a call's rank operations, all ranks together.
-pub(crate) fn call_bytes(ops: &[(Arc<Rank>, RankOp)]) -> u64 {
-    ops.iter()
+/// The shape of a call made of these rank operations (one per rank): its ranks, and the
+/// bytes they move all together.
+pub(crate) fn call_shape(ops: &[(Arc<Rank>, RankOp)]) -> CallShape {
+    let bytes = ops
+        .iter()
         .map(|(_, op)| match op {
             RankOp::Write { len, items } | RankOp::Read { len, items } => {
                 *len as u64 * items.len() as u64
             }
             _ => 0,
         })
-        .sum()
+        .sum();
+    CallShape {
+        ranks: ops.len() as u32,
+        bytes,
+    }
 }
 
 /// What an operation is, captured before it runs.
@@ -927,7 +936,6 @@ pub(crate) fn finish(rank: &Rank, pending: Pending) {
             let kind = classify(&items);
             let bus = hw.bus_model();
             let dpus = items.len() as u32;
-            let modeled = bus.rank_transfer_ns(kind, dir, len as u64, dpus);
             // SAFETY: the operation that just ran had the same contract: every item's buffer
             // is valid for `len` bytes until the transfer has run, which is now.
             let host = unsafe {
@@ -940,8 +948,19 @@ pub(crate) fn finish(rank: &Rank, pending: Pending) {
                 )
             };
             let issue = current_issue(rank.id());
-            let capped = modeled.max(bus.host_bound_ns(issue.call_bytes));
-            let d = capped.max(host);
+            // The call's fixed cost for each of its ranks, the rank's bytes, at least the
+            // host-wide limit of the call's bytes (an operation queued by a callback, with
+            // no call shape, is a call on its rank alone).
+            let call = if issue.call.bytes == 0 {
+                CallShape {
+                    ranks: 1,
+                    bytes: len as u64 * u64::from(dpus),
+                }
+            } else {
+                issue.call
+            };
+            let modeled = bus.rank_in_call_ns(kind, dir, len as u64, dpus, call);
+            let d = modeled.max(host);
             let (phase, name, di) = match dir {
                 Direction::ToDpu => (Phase::CpuDpu, "transfer to DPUs", 0),
                 Direction::FromDpu => (Phase::DpuCpu, "transfer from DPUs", 1),
@@ -963,7 +982,7 @@ pub(crate) fn finish(rank: &Rank, pending: Pending) {
                 x.bytes[di] += len as u64 * u64::from(dpus);
                 x.bus_ns[di] += modeled;
                 x.interleave_ns += host;
-                if d > 0 && bus.call_latency_ns() * 2 >= d {
+                if d > 0 && bus.call_latency_ns(dir) * u64::from(call.ranks.max(1)) * 2 >= d {
                     x.small_ops += 1;
                     x.small_ops_ns += d;
                 }
@@ -975,8 +994,12 @@ pub(crate) fn finish(rank: &Rank, pending: Pending) {
                 return;
             };
             let mhz = u64::from(hw.dpu.frequency_mhz.max(1));
-            let d = (record.max_cycles * 1000).div_ceil(mhz);
             let issue = current_issue(rank.id());
+            // The modeled cycles, and the launch's host-side cost (`[launch]` of the profile:
+            // per call, and per rank of the call one after the other).
+            let launch = hw.launch_spec();
+            let host = launch.fixed_ns + launch.per_rank_ns * u64::from(issue.call.ranks.max(1));
+            let d = (record.max_cycles * 1000).div_ceil(mhz) + host;
             with_state(|s| {
                 let span = s
                     .clock
