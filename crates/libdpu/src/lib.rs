@@ -12,6 +12,7 @@ pub mod errors;
 mod exit;
 pub mod handles;
 pub mod management;
+pub mod objects;
 pub mod types;
 mod vclock;
 
@@ -25,9 +26,9 @@ use openpim_runtime::{
 
 use errors::{entry, entry_value, fail, Fail};
 use handles::{
-    c_ranks, dpu_ref, program_from_handle, program_handle, rank_ref, register, to_runtime, CDpu,
-    CRank,
+    c_ranks, dpu_ref, program_from_handle, program_handle, rank_ref, register, to_runtime,
 };
+use objects::{CDescription, CDpu, CRank};
 use types::{err::*, *};
 
 type R = Result<(), Fail>;
@@ -954,12 +955,6 @@ pub extern "C" fn dpu_error_to_string(status: DpuError) -> *mut c_char {
             p.cast()
         }
     })
-}
-
-/// What `dpu_description_t` points to.
-pub struct CDescription {
-    pub machine: openpim_runtime::machine::MachineConfig,
-    pub text: CString,
 }
 
 #[no_mangle]

@@ -16,9 +16,10 @@ use std::sync::Arc;
 use openpim_runtime::machine::{BackendKind, MachineConfig};
 
 use crate::errors::{entry, entry_value, fail, report};
-use crate::handles::{dpu_ref, rank_ref, register, unregister_single_rank, CDpu, CRank};
+use crate::handles::{dpu_ref, rank_ref, register, unregister_single_rank};
+use crate::objects::CDescription;
+use crate::objects::{CDpu, CRank};
 use crate::types::{err::*, DpuError, DpuSetT};
-use crate::CDescription;
 
 /// `dpu_type_t` (`dpu_target.h`).
 pub const FUNCTIONAL_SIMULATOR: u32 = 0;
@@ -359,7 +360,7 @@ mod tests {
 
     #[test]
     fn rank_lock_is_recursive_and_exclusive() {
-        let l = Arc::new(crate::handles::RankLock::default());
+        let l = Arc::new(crate::objects::RankLock::default());
         l.lock();
         assert!(l.try_lock());
         let other = Arc::clone(&l);

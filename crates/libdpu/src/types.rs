@@ -4,7 +4,7 @@
 
 use std::ffi::c_char;
 
-use crate::handles::{CDpu, CRank};
+use crate::objects::{CDpu, CRank};
 
 /// `dpu_error_t`.
 pub type DpuError = u32;

@@ -258,3 +258,34 @@ impl Error {
         }
     }
 }
+
+/// The first error of several (one per rank); DPU faults of several ranks are counted
+/// together.
+pub(crate) fn merge(results: Vec<Result<()>>) -> Result<()> {
+    let mut first: Option<Error> = None;
+    let mut extra_faults = 0usize;
+    for r in results {
+        if let Err(e) = r {
+            match (&mut first, e) {
+                (None, e) => first = Some(e),
+                (Some(Error::DpuFault { .. }), Error::DpuFault { count, .. }) => {
+                    extra_faults += count
+                }
+                _ => {}
+            }
+        }
+    }
+    match first {
+        None => Ok(()),
+        Some(Error::DpuFault { first, count }) => Err(Error::DpuFault {
+            first,
+            count: count + extra_faults,
+        }),
+        Some(e) => Err(e),
+    }
+}
+
+/// True when `OPENPIM_QUIET` asks for no messages on stderr.
+pub fn quiet() -> bool {
+    std::env::var_os("OPENPIM_QUIET").is_some_and(|v| !v.is_empty() && v != "0")
+}

@@ -12,34 +12,35 @@
 //! Every function is safe to call from several host threads at once: each rank has its own
 //! locks and no global lock is held while DPUs run.
 
+// Layers (docs/internals/runtime.md): `sdk` (what the SDK sees) calls `exec` (the ranks that
+// run it, behind the `exec::Backend` seam); both report to `clock`, which calls neither; all
+// three use the shared low-level modules `error`, `program`, `xfer` and `context`.
+// `scripts/module_graph.py` checks that no module depends on one that depends on it.
+pub mod clock;
+mod context;
 mod error;
-pub mod host_clock;
-mod interleave;
+pub mod exec;
 mod program;
-mod rank;
-pub mod report;
-mod set;
-mod stats;
-mod system;
-mod threads;
-pub mod timeline;
+pub mod sdk;
 mod xfer;
 
 #[cfg(test)]
 mod testutil;
 
-pub use error::{Error, FaultInfo, Result};
+pub use clock::stats::{launch_history, launch_totals, DpuRunStats, LaunchRecord, LaunchTotals};
+pub use clock::{host_clock, report, timeline};
+pub use error::{quiet, Error, FaultInfo, Result};
+pub use exec::local::threads::{
+    host_cores, parse_threads, thread_setting, ThreadSetting, THREADS_ENV, THREADS_PER_CORE,
+};
+pub use exec::{Backend, HostPtr, RankOp, XferItem};
 pub use program::{Program, Symbol, CLOCKS_PER_SEC_SYMBOL, MRAM_HEAP_SYMBOL};
-pub use rank::{quiet, HostPtr, Rank, RankOp, XferItem};
-pub use set::{
+pub use sdk::rank::Rank;
+pub use sdk::set::{
     get_symbol, Callback, CallbackFlags, CallbackScope, DpuSet, LaunchPolicy, XferDirection,
     XferFlags,
 };
-pub use stats::{launch_history, launch_totals, DpuRunStats, LaunchRecord, LaunchTotals};
-pub use system::{alloc, alloc_ranks, machine_description, ranks_in_use};
-pub use threads::{
-    host_cores, parse_threads, thread_setting, ThreadSetting, THREADS_ENV, THREADS_PER_CORE,
-};
+pub use sdk::system::{alloc, alloc_ranks, machine_description, ranks_in_use};
 pub use xfer::{check_access, Place, SymbolRef};
 
 pub use openpim_machine as machine;

@@ -1,80 +1,58 @@
-//! The process-wide pool of rank slots and allocation.
+//! Allocation: `dpu_alloc` and `dpu_alloc_ranks` checked against the machine, the ranks
+//! taken from the backend that runs them.
 
-use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use openpim_machine::MachineConfig;
 
 use crate::error::{Error, Result};
-use crate::rank::{Rank, SlotGuard};
-use crate::set::DpuSet;
+use crate::exec::local::LocalBackend;
+use crate::exec::{AllocRequest, Backend};
+use crate::sdk::rank::Rank;
+use crate::sdk::set::DpuSet;
 
-/// Rank slots currently allocated by this process.
-static USED: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
-
-pub(crate) fn release_slot(id: u32) {
-    crate::timeline::rank_released(id);
-    USED.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+/// The backend that runs this process's ranks.
+fn backend() -> Arc<dyn Backend> {
+    LocalBackend::shared()
 }
 
 /// Number of rank slots currently allocated in this process.
 pub fn ranks_in_use() -> usize {
-    USED.lock().unwrap_or_else(|e| e.into_inner()).len()
+    crate::exec::local::ranks_in_use()
 }
 
-/// Takes `count` free slots among `0..nr_ranks` (all free ones when `None`).
-fn take_slots(nr_ranks: u32, count: Option<u32>, what: &str) -> Result<Vec<SlotGuard>> {
-    let mut used = USED.lock().unwrap_or_else(|e| e.into_inner());
-    let free: Vec<u32> = (0..nr_ranks).filter(|i| !used.contains(i)).collect();
-    let want = count.unwrap_or(free.len() as u32) as usize;
-    if want == 0 || free.len() < want {
-        let reason = if free.is_empty() {
-            format!("all {nr_ranks} ranks of the machine are already allocated by this process; dpu_free a set first")
-        } else {
-            format!(
-                "only {} of the machine's {nr_ranks} ranks are free (the others are allocated by this process); dpu_free a set first or ask for fewer",
-                free.len()
-            )
-        };
-        return Err(Error::Allocation {
-            requested: what.to_string(),
-            reason,
-        });
-    }
-    Ok(free[..want]
-        .iter()
-        .map(|id| {
-            used.insert(*id);
-            SlotGuard(*id)
-        })
-        .collect())
-}
-
-fn build(machine: Arc<MachineConfig>, slots: Vec<SlotGuard>, dpus: Vec<u32>) -> Result<DpuSet> {
-    let mut ranks = Vec::with_capacity(slots.len());
-    for (slot, n) in slots.into_iter().zip(dpus) {
-        let rank = Arc::new(Rank::new(slot, n, Arc::clone(&machine))?);
-        crate::timeline::rank_allocated(&rank);
-        ranks.push(rank);
-    }
+/// Allocates ranks from `backend` and makes the set of them.
+fn build(
+    backend: Arc<dyn Backend>,
+    machine: Arc<MachineConfig>,
+    ranks: Option<u32>,
+    dpus: Option<u32>,
+    what: String,
+) -> Result<DpuSet> {
+    let req = AllocRequest {
+        machine: Arc::clone(&machine),
+        ranks,
+        dpus,
+        what,
+    };
+    let infos = backend.alloc(&req)?;
+    let ranks = infos
+        .into_iter()
+        .map(|info| Arc::new(Rank::new(info, Arc::clone(&machine), Arc::clone(&backend))))
+        .collect();
     Ok(DpuSet::from_ranks(ranks))
 }
 
 /// Allocates `nr_dpus` DPUs (`None` = every DPU of the machine) on `ceil(n / dpus_per_rank)`
 /// ranks, as `dpu_alloc`.
 pub fn alloc(nr_dpus: Option<u32>, profile: &str) -> Result<DpuSet> {
-    // OPENPIM_THREADS is checked and the simulation threads started here, so that a bad
-    // setting or a host that cannot start them fails the allocation, not a later call.
-    crate::threads::pool()?;
+    let backend = backend();
+    backend.start()?;
     let machine = Arc::new(MachineConfig::from_profile_string(profile)?);
-    crate::host_clock::configure(&machine.config)?;
+    crate::clock::host_clock::configure(&machine.config)?;
     let per_rank = machine.dpus_per_rank;
     match nr_dpus {
-        None => {
-            let slots = take_slots(machine.nr_ranks, None, "all DPUs")?;
-            let dpus = vec![per_rank; slots.len()];
-            build(machine, slots, dpus)
-        }
+        None => build(backend, machine, None, None, "all DPUs".into()),
         Some(0) => Err(Error::Allocation {
             requested: "0 DPUs".into(),
             reason: "ask for at least one DPU (or DPU_ALLOCATE_ALL)".into(),
@@ -93,20 +71,17 @@ pub fn alloc(nr_dpus: Option<u32>, profile: &str) -> Result<DpuSet> {
                 });
             }
             let nr_ranks = n.div_ceil(per_rank);
-            let slots = take_slots(machine.nr_ranks, Some(nr_ranks), &what)?;
-            let dpus = (0..nr_ranks)
-                .map(|r| per_rank.min(n - r * per_rank))
-                .collect();
-            build(machine, slots, dpus)
+            build(backend, machine, Some(nr_ranks), Some(n), what)
         }
     }
 }
 
 /// Allocates `nr_ranks` whole ranks (`None` = every rank), as `dpu_alloc_ranks`.
 pub fn alloc_ranks(nr_ranks: Option<u32>, profile: &str) -> Result<DpuSet> {
-    crate::threads::pool()?;
+    let backend = backend();
+    backend.start()?;
     let machine = Arc::new(MachineConfig::from_profile_string(profile)?);
-    crate::host_clock::configure(&machine.config)?;
+    crate::clock::host_clock::configure(&machine.config)?;
     if let Some(n) = nr_ranks {
         if n == 0 {
             return Err(Error::Allocation {
@@ -125,9 +100,7 @@ pub fn alloc_ranks(nr_ranks: Option<u32>, profile: &str) -> Result<DpuSet> {
         }
     }
     let what = nr_ranks.map_or("all ranks".to_string(), |n| format!("{n} ranks"));
-    let slots = take_slots(machine.nr_ranks, nr_ranks, &what)?;
-    let dpus = vec![machine.dpus_per_rank; slots.len()];
-    build(machine, slots, dpus)
+    build(backend, machine, nr_ranks, None, what)
 }
 
 /// A description of the machine a profile string selects (for `openpim info`).

@@ -1,19 +1,22 @@
 //! DPU sets and the operations on them, with the SDK's semantics.
 //!
 //! A set is either a list of whole ranks (from allocation, or one rank of it) or a single
-//! DPU. Synchronous operations first let the ranks' queued asynchronous work finish, then
-//! lock the ranks (always in slot order) and execute; asynchronous ones are queued on the
-//! ranks, which execute their queues in order while other ranks run in parallel.
+//! DPU. Each operation becomes one request per rank ([`RankOp`]) for the backend that runs
+//! the ranks ([`crate::exec::Backend`]): synchronous ones wait for the ranks' queued work,
+//! then run; asynchronous ones are queued on the ranks, which run their queues in order
+//! while other ranks run in parallel.
 
 use std::sync::{Arc, Condvar, Mutex};
 
 use openpim_machine::MachineConfig;
-use rayon::prelude::*;
 
-use crate::error::{Error, Result};
+use crate::clock::stats::DpuRunStats;
+use crate::clock::timeline;
+use crate::context::as_callback_of;
+use crate::error::{merge, Error, Result};
+use crate::exec::{HostPtr, RankOp, XferItem};
 use crate::program::{Program, Symbol};
-use crate::rank::{as_callback_of, pool, HostPtr, Rank, RankOp, XferItem};
-use crate::stats::DpuRunStats;
+use crate::sdk::rank::Rank;
 use crate::xfer::{check_access, Place, SymbolRef};
 
 /// A set of DPUs.
@@ -170,51 +173,31 @@ impl DpuSet {
 
     /// Runs one operation per rank synchronously, ranks in parallel.
     fn run_sync(&self, ops: Vec<(Arc<Rank>, RankOp)>) -> Result<()> {
-        if ops.is_empty() {
+        let Some(backend) = ops.first().map(|(r, _)| Arc::clone(r.backend())) else {
             return Ok(());
-        }
-        let pool = pool()?;
-        for (r, _) in &ops {
-            r.wait_idle();
-        }
-        let mut ops = ops;
-        ops.sort_by_key(|(r, _)| r.id());
-        // Virtual time: the ranks' operations are issued now; the host waits for them.
-        let issue = crate::timeline::issue_now(crate::timeline::call_shape(&ops));
-        let ids: Vec<u32> = ops.iter().map(|(r, _)| r.id()).collect();
-        let _join = crate::timeline::JoinOnDrop(ids);
-        if ops.len() == 1 {
-            let (r, op) = ops.pop().expect("one op");
-            return crate::timeline::with_sync_issue(issue, || r.execute(op));
-        }
-        // Lock every rank (in slot order: no deadlock between threads), then execute.
-        let (ranks, ops): (Vec<Arc<Rank>>, Vec<RankOp>) = ops.into_iter().unzip();
-        let mut guards: Vec<_> = ranks.iter().map(|r| r.lock_state()).collect();
-        let work: Vec<_> = guards
-            .iter_mut()
-            .zip(ranks.iter())
-            .zip(ops)
-            .map(|((g, r), op)| (r, &mut **g, op))
+        };
+        // The ranks' handles are held until the call returns.
+        let mut held = Vec::with_capacity(ops.len());
+        let requests = ops
+            .into_iter()
+            .map(|(r, op)| {
+                let id = r.id();
+                held.push(r);
+                (id, op)
+            })
             .collect();
-        let results: Vec<Result<()>> = pool.install(|| {
-            work.into_par_iter()
-                .map(|(r, st, op)| {
-                    crate::timeline::with_sync_issue(issue, || r.execute_locked(st, op))
-                })
-                .collect()
-        });
-        merge(results)
+        let result = backend.execute(requests);
+        drop(held);
+        result
     }
 
     /// Runs per-rank operations, synchronously or queued.
     fn submit(&self, ops: Vec<(Arc<Rank>, RankOp)>, asynchronous: bool) -> Result<()> {
         if asynchronous {
-            // The call's shape applies to the operations queued here only; reset it so that
-            // work queued later by another path (e.g. a callback) does not inherit it.
-            crate::timeline::set_call_shape(crate::timeline::call_shape(&ops));
-            let queued = ops.into_iter().try_for_each(|(r, op)| r.enqueue(op));
-            crate::timeline::set_call_shape(Default::default());
-            queued
+            let Some(backend) = ops.first().map(|(r, _)| Arc::clone(r.backend())) else {
+                return Ok(());
+            };
+            backend.enqueue(ops.into_iter().map(|(r, op)| (r.id(), op)).collect())
         } else {
             self.run_sync(ops)
         }
@@ -224,10 +207,11 @@ impl DpuSet {
     fn programs(&self) -> Result<PerRank<(u32, Arc<Program>)>> {
         let mut out = Vec::new();
         for (r, sel) in self.parts() {
-            let meta = r.lock_meta();
+            let range = Self::indices(r, sel);
+            let programs = r.programs(range.clone());
             let mut v = Vec::new();
-            for i in Self::indices(r, sel) {
-                match &meta.programs[i as usize] {
+            for i in range.clone() {
+                match &programs[(i - range.start) as usize] {
                     Some(p) => v.push((i, Arc::clone(p))),
                     None => {
                         return Err(Error::NoProgramLoaded(format!(
@@ -262,12 +246,16 @@ impl DpuSet {
                 let mut cache: Option<(*const Program, Place)> = None;
                 let mut out = Vec::new();
                 for (r, sel) in self.parts() {
-                    let meta = r.lock_meta();
+                    let range = Self::indices(r, sel);
+                    let programs = r.programs(range.clone());
                     let mut v = Vec::new();
-                    for i in Self::indices(r, sel) {
-                        let prog = meta.programs[i as usize].as_ref().ok_or_else(|| {
-                            Error::NoProgramLoaded(format!("DPU {i} of rank {}", r.id()))
-                        })?;
+                    for i in range.clone() {
+                        let prog =
+                            programs[(i - range.start) as usize]
+                                .as_ref()
+                                .ok_or_else(|| {
+                                    Error::NoProgramLoaded(format!("DPU {i} of rank {}", r.id()))
+                                })?;
                         let place = match cache {
                             Some((p, place)) if p == Arc::as_ptr(prog) => place,
                             _ => {
@@ -324,11 +312,7 @@ impl DpuSet {
         let parts = self.parts();
         let (r, sel) = parts.first()?;
         let first = Self::indices(r, *sel).start;
-        r.lock_meta()
-            .programs
-            .get(first as usize)
-            .cloned()
-            .flatten()
+        r.programs(first..first + 1).pop().flatten()
     }
 
     // ----- transfers ------------------------------------------------------------------
@@ -399,9 +383,9 @@ impl DpuSet {
     /// `buf` must stay valid for the length of every later `push_xfer` that uses it.
     pub unsafe fn prepare_xfer(&self, buf: *mut u8) {
         for (r, sel) in self.parts() {
-            let mut meta = r.lock_meta();
+            let mut prepared = r.lock_prepared();
             for i in Self::indices(r, sel) {
-                meta.prepared[i as usize] = if buf.is_null() {
+                prepared[i as usize] = if buf.is_null() {
                     None
                 } else {
                     Some(HostPtr(buf))
@@ -428,17 +412,17 @@ impl DpuSet {
         let places = self.places(sym, offset, len)?;
         let mut ops = Vec::with_capacity(places.len());
         for (r, v) in places {
-            let mut meta = r.lock_meta();
+            let mut prepared = r.lock_prepared();
             let mut items = Vec::with_capacity(v.len());
             for (dpu, place) in v {
-                if let Some(buf) = meta.prepared[dpu as usize] {
+                if let Some(buf) = prepared[dpu as usize] {
                     items.push(XferItem { dpu, place, buf });
                 }
                 if !flags.no_reset {
-                    meta.prepared[dpu as usize] = None;
+                    prepared[dpu as usize] = None;
                 }
             }
-            drop(meta);
+            drop(prepared);
             if !items.is_empty() {
                 let op = match dir {
                     XferDirection::ToDpu => RankOp::Write { len, items },
@@ -481,7 +465,7 @@ impl DpuSet {
     /// Waits for every queued operation of the set; returns the first asynchronous error.
     pub fn sync(&self) -> Result<()> {
         let results = self.parts().into_iter().map(|(r, _)| r.sync()).collect();
-        crate::timeline::join(self.parts().into_iter().map(|(r, _)| r.id()));
+        timeline::join(self.parts().into_iter().map(|(r, _)| r.id()));
         merge(results)
     }
 
@@ -532,10 +516,7 @@ impl DpuSet {
         self.wait_idle();
         let mut out = Vec::new();
         for (r, sel) in self.parts() {
-            let st = r.lock_state();
-            for i in Self::indices(r, sel) {
-                out.push(st.dpus[i as usize].stats);
-            }
+            out.extend(r.run_stats(Self::indices(r, sel)));
         }
         out
     }
@@ -553,8 +534,8 @@ impl DpuSet {
         let call = |cb: &Callback, scope: CallbackScope| {
             // User code on the host: real time, less its nested SDK calls (queued callbacks
             // count on their rank, parallel ones as the longest).
-            let (r, ns) = crate::timeline::user_code(|| cb(scope));
-            crate::timeline::callback_ran(ns);
+            let (r, ns) = timeline::user_code(|| cb(scope));
+            timeline::callback_ran(ns);
             r.map_err(|code| Error::CallbackFailed { code })
         };
         if !flags.asynchronous {
@@ -570,7 +551,7 @@ impl DpuSet {
                             let cb = &cb;
                             let id = ids[i as usize];
                             s.spawn(move || {
-                                crate::timeline::collect_callback_time(|| {
+                                timeline::collect_callback_time(|| {
                                     as_callback_of(&[id], || call(cb, CallbackScope::Rank(i)))
                                 })
                             })
@@ -588,7 +569,7 @@ impl DpuSet {
                         .collect()
                 });
                 // The callbacks ran side by side: the host waited for the longest.
-                crate::timeline::callback_ran(longest);
+                timeline::callback_ran(longest);
                 return merge(results);
             }
             for i in 0..ranks.len() as u32 {
@@ -659,31 +640,6 @@ struct Latch {
     cv: Condvar,
 }
 
-/// First error of several; DPU faults of several ranks are counted together.
-fn merge(results: Vec<Result<()>>) -> Result<()> {
-    let mut first: Option<Error> = None;
-    let mut extra_faults = 0usize;
-    for r in results {
-        if let Err(e) = r {
-            match (&mut first, e) {
-                (None, e) => first = Some(e),
-                (Some(Error::DpuFault { .. }), Error::DpuFault { count, .. }) => {
-                    extra_faults += count
-                }
-                _ => {}
-            }
-        }
-    }
-    match first {
-        None => Ok(()),
-        Some(Error::DpuFault { first, count }) => Err(Error::DpuFault {
-            first,
-            count: count + extra_faults,
-        }),
-        Some(e) => Err(e),
-    }
-}
-
 /// Looks up a symbol of a program (`dpu_get_symbol`).
 pub fn get_symbol(program: &Program, name: &str) -> Result<Symbol> {
     program.symbol(name)
@@ -698,7 +654,7 @@ mod tests {
     fn loaded(n: u32, profile: &str) -> Option<(std::sync::MutexGuard<'static, ()>, DpuSet)> {
         let g = alloc_lock();
         let bytes = build_fixture(&Fixture::default())?;
-        let set = crate::system::alloc(Some(n), profile).unwrap();
+        let set = crate::sdk::system::alloc(Some(n), profile).unwrap();
         set.load_bytes(&bytes).unwrap();
         Some((g, set))
     }
@@ -710,7 +666,7 @@ mod tests {
     #[test]
     fn no_program_errors() {
         let _g = alloc_lock();
-        let set = crate::system::alloc(Some(2), "nrRanks=2").unwrap();
+        let set = crate::sdk::system::alloc(Some(2), "nrRanks=2").unwrap();
         assert!(matches!(
             set.launch(LaunchPolicy::Synchronous),
             Err(Error::NoProgramLoaded(_))

@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use openpim_machine::{Nanos, Phase};
 use serde::{Deserialize, Serialize};
 
-use crate::timeline::{self, State};
+use crate::clock::timeline::{self, State};
 
 /// Version of the JSON report's schema.
 pub const SCHEMA_VERSION: u32 = 1;

@@ -17,21 +17,8 @@ use std::cell::RefCell;
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use crate::rank::XferItem;
-
-/// CPU time of the calling thread, ns.
-pub(crate) fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec to the valid pointer it is given.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return 0;
-    }
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+use crate::clock::cpu::thread_cpu_ns;
+use crate::exec::XferItem;
 
 /// Measures the work of the calling thread between [`Stopwatch::start`] and
 /// [`Stopwatch::stop`]: the smaller of two measurements, each less the cost of the
@@ -600,7 +587,7 @@ pub(crate) unsafe fn interleave_with(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rank::HostPtr;
+    use crate::exec::HostPtr;
     use crate::xfer::Place;
     use openpim_machine::MramAddr;
 

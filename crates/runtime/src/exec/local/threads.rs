@@ -108,7 +108,7 @@ pub fn thread_setting() -> Result<&'static ThreadSetting> {
             warning: Some(w), ..
         }) = &r
         {
-            if !crate::rank::quiet() {
+            if !crate::error::quiet() {
                 eprintln!("openpim: warning: {w}");
             }
         }

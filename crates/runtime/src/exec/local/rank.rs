@@ -1,12 +1,11 @@
-//! Ranks: the unit of allocation and of asynchronous execution.
+//! A rank of the local backend: the unit of allocation and of asynchronous execution.
 //!
 //! A rank owns the memories of its DPUs (behind one mutex, held while it executes an
-//! operation), light host-side bookkeeping (loaded programs, prepared transfer buffers; a
-//! second mutex, never held long), and a FIFO of asynchronous operations run in order by a
-//! per-rank worker thread spawned on first use. Operations are values ([`RankOp`]): the local
-//! backend executes them here; a remote backend would ship them elsewhere.
+//! operation), light bookkeeping (the DPUs' programs; a second mutex, never held long), and
+//! a FIFO of asynchronous operations run in order by a per-rank worker thread spawned on
+//! first use. It reports each operation to the virtual clock as plain facts
+//! ([`OpDone`]: what moved, how long the host-side interleaving took) once it has run.
 
-use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -16,67 +15,20 @@ use openpim_engine::{DmaQuirk, Timing};
 use openpim_machine::{Bytes, DpuMemories, MachineConfig};
 use rayon::prelude::*;
 
-use crate::error::{Error, FaultInfo, Result};
+use openpim_machine::{Direction, XferKind};
+
+use crate::clock::stats::{self, DpuRunStats, LaunchRecord};
+use crate::clock::timeline::{self, OpDone};
+use crate::context::{as_callback_of, inside_any_callback, inside_callback_of};
+use crate::error::{quiet, Error, FaultInfo, Result};
+use crate::exec::local::slots::SlotGuard;
+use crate::exec::local::threads::pool;
+use crate::exec::{CallbackJob, RankOp, XferItem};
 use crate::program::Program;
-use crate::stats::{self, DpuRunStats, LaunchRecord};
 use crate::xfer::Place;
 
-/// A host memory address handed over by the C API (prepared transfer buffers, async
-/// transfer sources). The caller of the unsafe API that stores it guarantees it is valid
-/// for the transfer's length until the transfer has run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HostPtr(pub *mut u8);
-
-// SAFETY: a HostPtr is only dereferenced by the transfer it was given for, under the
-// contract of the unsafe function that accepted it (valid, and not used concurrently by the
-// caller, until the transfer completes), exactly as the SDK requires of its callers.
-unsafe impl Send for HostPtr {}
-// SAFETY: see Send; the pointer value itself is plain data.
-unsafe impl Sync for HostPtr {}
-
-/// One DPU's part of a transfer.
-#[derive(Debug, Clone, Copy)]
-pub struct XferItem {
-    /// DPU index in the rank.
-    pub dpu: u32,
-    pub place: Place,
-    pub buf: HostPtr,
-}
-
 /// A queued operation with the rank it runs on.
-type Job = (Arc<Rank>, RankOp);
-
-/// A user callback as an operation.
-pub type CallbackJob = Box<dyn FnOnce() -> Result<()> + Send>;
-
-/// An operation on one rank (the boundary a remote backend or a virtual timeline plugs in).
-pub enum RankOp {
-    /// Load `program` on the DPUs (indices in the rank). Always synchronous.
-    Load {
-        program: Arc<Program>,
-        dpus: Vec<u32>,
-    },
-    /// Host -> DPU: copy `len` bytes from each item's buffer.
-    Write { len: usize, items: Vec<XferItem> },
-    /// DPU -> host: copy `len` bytes into each item's buffer.
-    Read { len: usize, items: Vec<XferItem> },
-    /// Run the DPUs with their programs.
-    Launch { dpus: Vec<(u32, Arc<Program>)> },
-    /// Call user code (no rank lock held).
-    Callback(CallbackJob),
-}
-
-impl RankOp {
-    fn name(&self) -> &'static str {
-        match self {
-            RankOp::Load { .. } => "load",
-            RankOp::Write { .. } => "transfer to DPUs",
-            RankOp::Read { .. } => "transfer from DPUs",
-            RankOp::Launch { .. } => "launch",
-            RankOp::Callback(_) => "callback",
-        }
-    }
-}
+type Job = (Arc<LocalRank>, RankOp);
 
 /// One DPU's state.
 pub(crate) struct DpuState {
@@ -96,10 +48,9 @@ pub(crate) struct RankState {
     pub dpus: Vec<DpuState>,
 }
 
-/// Light host-side bookkeeping. Never held while waiting for anything.
+/// Light bookkeeping: the DPUs' programs. Never held while waiting for anything.
 pub(crate) struct RankMeta {
     pub programs: Vec<Option<Arc<Program>>>,
-    pub prepared: Vec<Option<HostPtr>>,
 }
 
 #[derive(Default)]
@@ -127,7 +78,7 @@ impl Queue {
     }
 
     fn finish(&self, result: Result<()>, detached: bool) {
-        crate::timeline::background_finished();
+        timeline::background_finished();
         let mut q = self.lock();
         if detached {
             q.detached -= 1;
@@ -141,57 +92,8 @@ impl Queue {
     }
 }
 
-thread_local! {
-    /// Ranks whose queue the current thread is executing a callback for: a synchronous call
-    /// made from inside that callback must not wait for the callback itself.
-    static INSIDE_CALLBACK: RefCell<Vec<u32>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Runs `f` marked as being inside a callback of `ranks`.
-pub(crate) fn as_callback_of<T>(ranks: &[u32], f: impl FnOnce() -> T) -> T {
-    let before = INSIDE_CALLBACK.with(|c| {
-        let mut c = c.borrow_mut();
-        let n = c.len();
-        c.extend_from_slice(ranks);
-        n
-    });
-    // Unmark even when `f` panics (the panic is caught further up, on a thread that lives on).
-    struct Unmark(usize);
-    impl Drop for Unmark {
-        fn drop(&mut self) {
-            INSIDE_CALLBACK.with(|c| c.borrow_mut().truncate(self.0));
-        }
-    }
-    let _unmark = Unmark(before);
-    f()
-}
-
-fn inside_callback_of(id: u32) -> bool {
-    INSIDE_CALLBACK.with(|c| c.borrow().contains(&id))
-}
-
-fn inside_any_callback() -> bool {
-    INSIDE_CALLBACK.with(|c| !c.borrow().is_empty())
-}
-
-/// Runs `f` on the ranks whose callbacks this thread is running (none while the list is
-/// being changed: `f` may run in a signal handler, see `timeline::program_now`).
-pub(crate) fn with_callback_ranks<T>(f: impl FnOnce(&[u32]) -> T) -> T {
-    let ranks = INSIDE_CALLBACK.try_with(|c| c.try_borrow().map(|r| r.clone()).ok());
-    f(ranks.ok().flatten().as_deref().unwrap_or(&[]))
-}
-
-/// Returns the rank slot to the machine's pool when dropped.
-pub(crate) struct SlotGuard(pub u32);
-
-impl Drop for SlotGuard {
-    fn drop(&mut self) {
-        crate::system::release_slot(self.0);
-    }
-}
-
 /// A rank of DPUs.
-pub struct Rank {
+pub(crate) struct LocalRank {
     id: u32,
     nr_dpus: u32,
     machine: Arc<MachineConfig>,
@@ -204,18 +106,66 @@ pub struct Rank {
     _slot: SlotGuard,
 }
 
-impl std::fmt::Debug for Rank {
+/// What an operation is, captured before it runs.
+enum Pending {
+    Load {
+        bytes: u64,
+        dpus: u32,
+    },
+    Xfer {
+        dir: Direction,
+        len: usize,
+        items: Vec<XferItem>,
+    },
+    Launch,
+    Other,
+}
+
+impl Pending {
+    fn of(op: &RankOp) -> Pending {
+        match op {
+            RankOp::Load { program, dpus } => Pending::Load {
+                bytes: image_bytes(program),
+                dpus: dpus.len() as u32,
+            },
+            RankOp::Write { len, items } => Pending::Xfer {
+                dir: Direction::ToDpu,
+                len: *len,
+                items: items.clone(),
+            },
+            RankOp::Read { len, items } => Pending::Xfer {
+                dir: Direction::FromDpu,
+                len: *len,
+                items: items.clone(),
+            },
+            RankOp::Launch { .. } => Pending::Launch,
+            RankOp::Callback(_) => Pending::Other,
+        }
+    }
+}
+
+/// Bytes a program load writes to each DPU (code, WRAM image, MRAM segments).
+fn image_bytes(p: &Arc<Program>) -> u64 {
+    let mram: usize = p.mram_segments().iter().map(|(_, b)| b.len()).sum();
+    (p.text().len() + p.wram_image().len() + mram) as u64
+}
+
+/// How a transfer's items use the bus.
+fn classify(items: &[XferItem]) -> XferKind {
+    if items.len() <= 1 {
+        XferKind::Serial
+    } else if items.iter().all(|i| i.buf == items[0].buf) {
+        XferKind::Broadcast
+    } else {
+        XferKind::Parallel
+    }
+}
+
+impl std::fmt::Debug for LocalRank {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Rank({}, {} DPUs)", self.id, self.nr_dpus)
     }
 }
-
-/// True when `OPENPIM_QUIET` asks for no messages on stderr.
-pub fn quiet() -> bool {
-    std::env::var_os("OPENPIM_QUIET").is_some_and(|v| !v.is_empty() && v != "0")
-}
-
-pub(crate) use crate::threads::pool;
 
 fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = p.downcast_ref::<&str>() {
@@ -230,8 +180,12 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
 /// Transfers at least this big (bytes, all DPUs together) are spread over the pool.
 const PARALLEL_XFER_BYTES: usize = 1 << 20;
 
-impl Rank {
-    pub(crate) fn new(slot: SlotGuard, nr_dpus: u32, machine: Arc<MachineConfig>) -> Result<Rank> {
+impl LocalRank {
+    pub(crate) fn new(
+        slot: SlotGuard,
+        nr_dpus: u32,
+        machine: Arc<MachineConfig>,
+    ) -> Result<LocalRank> {
         let mut dpus = Vec::with_capacity(nr_dpus as usize);
         for _ in 0..nr_dpus {
             let mem = DpuMemories::new()
@@ -246,7 +200,7 @@ impl Rank {
         }
         let mut timing = machine.hardware.timing(machine.config.max_cycles);
         timing.strict_dma = machine.config.strict_dma;
-        Ok(Rank {
+        Ok(LocalRank {
             id: slot.0,
             nr_dpus,
             machine,
@@ -254,7 +208,6 @@ impl Rank {
             state: Mutex::new(RankState { dpus }),
             meta: Mutex::new(RankMeta {
                 programs: vec![None; nr_dpus as usize],
-                prepared: vec![None; nr_dpus as usize],
             }),
             queue: Arc::default(),
             sender: Mutex::new(None),
@@ -264,22 +217,17 @@ impl Rank {
     }
 
     /// The rank's slot in the machine (0-based).
-    pub fn id(&self) -> u32 {
+    pub(crate) fn id(&self) -> u32 {
         self.id
     }
 
     /// DPUs in this rank.
-    pub fn nr_dpus(&self) -> u32 {
+    pub(crate) fn nr_dpus(&self) -> u32 {
         self.nr_dpus
     }
 
-    /// The machine this rank belongs to.
-    pub fn machine(&self) -> &Arc<MachineConfig> {
-        &self.machine
-    }
-
     /// The DPU frequency in Hz: what the loader writes into a program's `CLOCKS_PER_SEC`.
-    pub fn clocks_per_sec(&self) -> u32 {
+    pub(crate) fn clocks_per_sec(&self) -> u32 {
         self.machine
             .hardware
             .dpu
@@ -288,7 +236,7 @@ impl Rank {
     }
 
     /// True when the last launch on this rank faulted.
-    pub fn faulted(&self) -> bool {
+    pub(crate) fn faulted(&self) -> bool {
         self.faulted.load(Ordering::Acquire)
     }
 
@@ -326,7 +274,7 @@ impl Rank {
     /// of an asynchronous operation.
     ///
     /// From inside a callback, callbacks of other ranks are not waited for (see
-    /// [`Rank::wait_idle`]).
+    /// [`LocalRank::wait_idle`]).
     pub(crate) fn sync(&self) -> Result<()> {
         if inside_callback_of(self.id) {
             return Ok(());
@@ -371,11 +319,11 @@ impl Rank {
             *sender = Some(tx);
         }
         self.queue.lock().pending += 1;
-        crate::timeline::background_started();
+        timeline::background_started();
         let tx = sender.as_ref().expect("sender was just set");
-        crate::timeline::on_enqueue(self.id);
+        timeline::on_enqueue(self.id);
         if tx.send((Arc::clone(self), op)).is_err() {
-            crate::timeline::cancel_enqueue(self.id);
+            timeline::cancel_enqueue(self.id);
             self.queue.finish(Ok(()), false);
             return Err(Error::Internal("the rank's worker thread is gone".into()));
         }
@@ -389,14 +337,14 @@ impl Rank {
         ranks: Vec<u32>,
     ) -> Result<()> {
         self.queue.lock().detached += 1;
-        crate::timeline::background_started();
+        timeline::background_started();
         let queue = Arc::clone(&self.queue);
         let spawned = std::thread::Builder::new()
             .name(format!("openpim-callback-{}", self.id))
             .spawn(move || {
                 // A non-blocking callback holds neither the host nor its ranks: its time is on
                 // no timeline.
-                let (r, _) = crate::timeline::in_queued_callback(|| {
+                let (r, _) = timeline::in_queued_callback(|| {
                     catch_unwind(AssertUnwindSafe(|| as_callback_of(&ranks, job)))
                 });
                 let r = r.unwrap_or_else(|p| {
@@ -421,10 +369,10 @@ impl Rank {
         match op {
             RankOp::Callback(job) => {
                 self.queue.lock().in_callback += 1;
-                let (r, ns) = crate::timeline::in_queued_callback(|| {
+                let (r, ns) = timeline::in_queued_callback(|| {
                     catch_unwind(AssertUnwindSafe(|| as_callback_of(&[self.id], job)))
                 });
-                crate::timeline::queued_callback(self.id, ns);
+                timeline::queued_callback(self.id, ns);
                 let mut q = self.queue.lock();
                 q.in_callback -= 1;
                 self.queue.changed.notify_all();
@@ -443,10 +391,11 @@ impl Rank {
         }
     }
 
-    /// Executes a non-callback operation on already locked state.
+    /// Executes a non-callback operation on already locked state, then places it on the
+    /// virtual timeline.
     pub(crate) fn execute_locked(&self, state: &mut RankState, op: RankOp) -> Result<()> {
         let name = op.name();
-        let pending = crate::timeline::Pending::of(&op);
+        let pending = Pending::of(&op);
         let r = catch_unwind(AssertUnwindSafe(|| match op {
             RankOp::Load { program, dpus } => self.exec_load(state, program, &dpus),
             RankOp::Write { len, items } => self.exec_write(state, len, &items),
@@ -462,8 +411,41 @@ impl Rank {
             )))
         });
         // Virtual time of the operation (modeled; the host-side interleaving is real).
-        crate::timeline::finish(self, pending);
+        let done = self.done(pending);
+        timeline::finish(self.id, &self.machine.hardware, done);
         r
+    }
+
+    /// What an operation that just ran tells the clock. For a transfer, the host-side byte
+    /// interleaving the real SDK performs is performed (and measured) now.
+    fn done(&self, pending: Pending) -> OpDone {
+        match pending {
+            Pending::Other => OpDone::Other,
+            Pending::Launch => OpDone::Launch,
+            Pending::Load { bytes, dpus } => OpDone::Load { bytes, dpus },
+            Pending::Xfer { dir, len, items } => {
+                let kind = classify(&items);
+                let topology = &self.machine.hardware.topology;
+                // SAFETY: the operation that just ran had the same contract: every item's
+                // buffer is valid for `len` bytes until the transfer has run, which is now.
+                let host_ns = unsafe {
+                    super::interleave::interleave(
+                        len,
+                        &items,
+                        topology.dpus_per_rank,
+                        topology.chips_per_rank,
+                        kind == XferKind::Broadcast,
+                    )
+                };
+                OpDone::Xfer {
+                    dir,
+                    kind,
+                    len,
+                    dpus: items.len() as u32,
+                    host_ns,
+                }
+            }
+        }
     }
 
     fn exec_load(&self, state: &mut RankState, program: Arc<Program>, dpus: &[u32]) -> Result<()> {

@@ -15,25 +15,26 @@
 //!   the profile's `[launch]` cost; transfers from the bus model
 //!   ([`openpim_machine::BusModel`]: the call's fixed cost for each of its ranks, the rank's
 //!   bytes, the host-wide limits of the whole call), or the real time of the host-side byte
-//!   interleaving ([`crate::interleave`]) when that is longer (the real SDK pipelines the
+//!   interleaving (measured by the execution layer) when that is longer (the real SDK pipelines the
 //!   two); program loading as a broadcast of the program image.
 //! - Operations are placed on their rank's timeline at the host time they were issued;
 //!   synchronous calls and `dpu_sync` then join the host with the ranks.
 //! - The program can read the host clock between SDK calls without moving it
-//!   ([`program_now`]: what [`crate::host_clock`] shows as the program's clocks); the
+//!   ([`program_now`]: what [`super::host_clock`] shows as the program's clocks); the
 //!   emulator's work in such reads is not host code ([`emulator_work`]).
 
 use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
-use openpim_machine::{CallShape, Direction, Nanos, Phase, VirtualClock, XferKind};
+use openpim_machine::{
+    CallShape, Direction, HardwareProfile, Nanos, Phase, VirtualClock, XferKind,
+};
 
-use crate::program::Program;
-use crate::rank::{Rank, RankOp, XferItem};
-use crate::stats::{self, LaunchRecord};
+use crate::clock::cpu::thread_cpu_ns;
+use crate::clock::stats::{self, LaunchRecord};
 
 /// When (host time) an operation was issued, and the shape of the whole call it belongs to
 /// (its ranks and bytes: the fixed cost per rank and the host-wide bus limits).
@@ -264,11 +265,7 @@ impl HostMark {
         let stats = sched_stats_needed();
         HostMark {
             delay: if stats { run_queue_delay_ns() } else { None },
-            cpu: if stats {
-                crate::interleave::thread_cpu_ns()
-            } else {
-                0
-            },
+            cpu: if stats { thread_cpu_ns() } else { 0 },
             own: own_ns(),
             at: Instant::now(),
             // SAFETY: pthread_self has no preconditions.
@@ -286,11 +283,7 @@ impl HostMark {
         HostMark {
             at,
             delay: if stats { run_queue_delay_ns() } else { None },
-            cpu: if stats {
-                crate::interleave::thread_cpu_ns()
-            } else {
-                0
-            },
+            cpu: if stats { thread_cpu_ns() } else { 0 },
             own: own_ns(),
             // SAFETY: pthread_self has no preconditions.
             thread: unsafe { libc::pthread_self() },
@@ -441,7 +434,7 @@ fn own_ns() -> u64 {
 }
 
 /// The emulator worked `ns` on this thread outside SDK calls (reading the program's virtual
-/// clock, [`crate::host_clock`]): not the program's host code, nor callback time.
+/// clock, [`super::host_clock`]): not the program's host code, nor callback time.
 pub fn emulator_work(ns: Nanos) {
     let _ = OWN_NS.try_with(|c| c.set(c.get().saturating_add(ns)));
 }
@@ -615,7 +608,7 @@ pub enum ProgramNow {
 ///
 /// Never blocks (it may run in a signal handler): [`ProgramNow::Busy`] when the timeline is
 /// locked. Successive readings can be slightly out of order (the next SDK call's
-/// statistics may differ); [`crate::host_clock`] makes them monotonic.
+/// statistics may differ); [`super::host_clock`] makes them monotonic.
 pub fn program_now(at: Instant) -> ProgramNow {
     let callback = CALLBACK_START.try_with(|c| c.get()).ok().flatten();
     let depth = HOST_DEPTH.try_with(|d| d.get()).unwrap_or(0);
@@ -633,7 +626,7 @@ pub fn program_now(at: Instant) -> ProgramNow {
     };
     let host = s.clock.now();
     let ns = if let Some(cb) = callback {
-        let ready = crate::rank::with_callback_ranks(|ranks| {
+        let ready = crate::context::with_callback_ranks(|ranks| {
             ranks
                 .iter()
                 .map(|r| s.clock.rank_ready(*r))
@@ -668,11 +661,7 @@ pub fn program_now(at: Instant) -> ProgramNow {
                     at,
                     thread: current_thread(),
                     delay: if stats { run_queue_delay_ns() } else { None },
-                    cpu: if others {
-                        crate::interleave::thread_cpu_ns()
-                    } else {
-                        0
-                    },
+                    cpu: if others { thread_cpu_ns() } else { 0 },
                     own: own_ns(),
                 };
                 host + s.host_code_ns(&last, &mark).0
@@ -723,9 +712,8 @@ pub(crate) fn collect_callback_time<T>(f: impl FnOnce() -> T) -> (T, Nanos) {
     (out, ns)
 }
 
-/// A rank was allocated.
-pub(crate) fn rank_allocated(rank: &Rank) {
-    let hw = &rank.machine().hardware;
+/// A rank (slot `id`, `dpus` DPUs) of a machine of hardware `hw` was allocated.
+pub(crate) fn rank_allocated(id: u32, dpus: u32, hw: &HardwareProfile) {
     with_state(|s| {
         let now = s.clock.now();
         if s.hardware.is_none() {
@@ -737,9 +725,9 @@ pub(crate) fn rank_allocated(rank: &Rank) {
                 bus_latency_ns: [hw.bus_spec().cpu_dpu_call_ns, hw.bus_spec().dpu_cpu_call_ns],
             });
         }
-        let life = s.ranks.entry(rank.id()).or_default();
+        let life = s.ranks.entry(id).or_default();
         life.intervals.push((now, None));
-        life.dpus = life.dpus.max(rank.nr_dpus());
+        life.dpus = life.dpus.max(dpus);
     });
 }
 
@@ -845,109 +833,49 @@ impl Drop for JoinOnDrop {
     }
 }
 
-/// The shape of a call made of these rank operations (one per rank): its ranks, and the
-/// bytes they move all together.
-pub(crate) fn call_shape(ops: &[(Arc<Rank>, RankOp)]) -> CallShape {
-    let bytes = ops
-        .iter()
-        .map(|(_, op)| match op {
-            RankOp::Write { len, items } | RankOp::Read { len, items } => {
-                *len as u64 * items.len() as u64
-            }
-            _ => 0,
-        })
-        .sum();
-    CallShape {
-        ranks: ops.len() as u32,
-        bytes,
-    }
-}
-
-/// What an operation is, captured before it runs.
-pub(crate) enum Pending {
-    Load {
-        bytes: u64,
-        dpus: u32,
-    },
+/// What a rank operation did, as the clock needs it (reported once it has run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OpDone {
+    /// A program image of `bytes` bytes loaded on `dpus` DPUs.
+    Load { bytes: u64, dpus: u32 },
+    /// A transfer of `len` bytes per DPU on `dpus` DPUs, whose host-side interleaving took
+    /// `host_ns` (real time).
     Xfer {
         dir: Direction,
+        kind: XferKind,
         len: usize,
-        items: Vec<XferItem>,
+        dpus: u32,
+        host_ns: Nanos,
     },
+    /// A launch (its record is in [`stats`], from `stats::record_launch`).
     Launch,
+    /// Nothing to place (a callback's time is reported by [`queued_callback`]).
     Other,
 }
 
-impl Pending {
-    pub(crate) fn of(op: &RankOp) -> Pending {
-        match op {
-            RankOp::Load { program, dpus } => Pending::Load {
-                bytes: image_bytes(program),
-                dpus: dpus.len() as u32,
-            },
-            RankOp::Write { len, items } => Pending::Xfer {
-                dir: Direction::ToDpu,
-                len: *len,
-                items: items.clone(),
-            },
-            RankOp::Read { len, items } => Pending::Xfer {
-                dir: Direction::FromDpu,
-                len: *len,
-                items: items.clone(),
-            },
-            RankOp::Launch { .. } => Pending::Launch,
-            RankOp::Callback(_) => Pending::Other,
-        }
-    }
-}
-
-/// Bytes a program load writes to each DPU (code, WRAM image, MRAM segments).
-fn image_bytes(p: &Arc<Program>) -> u64 {
-    let mram: usize = p.mram_segments().iter().map(|(_, b)| b.len()).sum();
-    (p.text().len() + p.wram_image().len() + mram) as u64
-}
-
-/// How a transfer's items use the bus.
-fn classify(items: &[XferItem]) -> XferKind {
-    if items.len() <= 1 {
-        XferKind::Serial
-    } else if items.iter().all(|i| i.buf == items[0].buf) {
-        XferKind::Broadcast
-    } else {
-        XferKind::Parallel
-    }
-}
-
-/// Places a finished operation of `rank` on the timeline.
-pub(crate) fn finish(rank: &Rank, pending: Pending) {
-    let hw = &rank.machine().hardware;
-    match pending {
-        Pending::Other => {}
-        Pending::Load { bytes, dpus } => {
+/// Places a finished operation of rank `rank` (of a machine of hardware `hw`) on the
+/// timeline.
+pub(crate) fn finish(rank: u32, hw: &HardwareProfile, done: OpDone) {
+    match done {
+        OpDone::Other => {}
+        OpDone::Load { bytes, dpus } => {
             let bus = hw.bus_model();
             let d = bus.rank_transfer_ns(XferKind::Broadcast, Direction::ToDpu, bytes, dpus);
-            let issue = current_issue(rank.id());
+            let issue = current_issue(rank);
             with_state(|s| {
                 s.clock
-                    .rank_op(rank.id(), issue.at, d, Phase::AllocLoad, "dpu_load");
+                    .rank_op(rank, issue.at, d, Phase::AllocLoad, "dpu_load");
             });
         }
-        Pending::Xfer { dir, len, items } => {
-            let kind = classify(&items);
+        OpDone::Xfer {
+            dir,
+            kind,
+            len,
+            dpus,
+            host_ns: host,
+        } => {
             let bus = hw.bus_model();
-            let dpus = items.len() as u32;
-            // SAFETY: the operation that just ran had the same contract: every item's buffer
-            // is valid for `len` bytes until the transfer has run, which is now.
-            let host = unsafe {
-                crate::interleave::interleave(
-                    len,
-                    &items,
-                    hw.topology.dpus_per_rank,
-                    hw.topology.chips_per_rank,
-                    kind == XferKind::Broadcast,
-                )
-            };
-            let issue = current_issue(rank.id());
+            let issue = current_issue(rank);
             // The call's fixed cost for each of its ranks, the rank's bytes, at least the
             // host-wide limit of the call's bytes (an operation queued by a callback, with
             // no call shape, is a call on its rank alone).
@@ -971,12 +899,12 @@ pub(crate) fn finish(rank: &Rank, pending: Pending) {
                 XferKind::Broadcast => 2,
             };
             let serial_key = (kind == XferKind::Serial).then(|| SerialKey {
-                rank: rank.id(),
+                rank: rank,
                 dir,
                 len,
             });
             with_state(|s| {
-                s.clock.rank_op(rank.id(), issue.at, d, phase, name);
+                s.clock.rank_op(rank, issue.at, d, phase, name);
                 let x = &mut s.xfers;
                 x.ops[di][ki] += 1;
                 x.bytes[di] += len as u64 * u64::from(dpus);
@@ -989,12 +917,12 @@ pub(crate) fn finish(rank: &Rank, pending: Pending) {
                 s.note_transfer(serial_key);
             });
         }
-        Pending::Launch => {
-            let Some(record) = stats::take_launch(rank.id()) else {
+        OpDone::Launch => {
+            let Some(record) = stats::take_launch(rank) else {
                 return;
             };
             let mhz = u64::from(hw.dpu.frequency_mhz.max(1));
-            let issue = current_issue(rank.id());
+            let issue = current_issue(rank);
             // The modeled cycles, and the launch's host-side cost (`[launch]` of the profile:
             // per call, and per rank of the call one after the other).
             let launch = hw.launch_spec();
@@ -1003,9 +931,9 @@ pub(crate) fn finish(rank: &Rank, pending: Pending) {
             with_state(|s| {
                 let span = s
                     .clock
-                    .rank_op(rank.id(), issue.at, d, Phase::DpuKernel, "dpu_launch");
+                    .rank_op(rank, issue.at, d, Phase::DpuKernel, "dpu_launch");
                 s.launches.push(LaunchEntry {
-                    rank: rank.id(),
+                    rank: rank,
                     issue_ns: issue.at,
                     start_ns: span.start,
                     end_ns: span.end,

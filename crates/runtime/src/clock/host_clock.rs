@@ -3,7 +3,7 @@
 //! A program timing its phases with `gettimeofday` or `clock_gettime` would see the
 //! emulator's time (interpreting DPU code) where the hardware takes the modeled time. So the
 //! clocks the program reads show the timeline's host clock instead: real host time between
-//! SDK calls plus the modeled time of what the SDK calls did ([`crate::timeline`]).
+//! SDK calls plus the modeled time of what the SDK calls did ([`super::timeline`]).
 //!
 //! - Epoch: the first SDK call (host time 0). Before it the clocks are real; at it they go on
 //!   from the real time, continuously.
@@ -26,8 +26,8 @@ use std::time::Instant;
 
 use openpim_machine::{HostClock, SystemConfig};
 
+use crate::clock::timeline::{self, ProgramNow};
 use crate::error::{Error, Result};
-use crate::timeline::{self, ProgramNow};
 
 /// Environment variable choosing the program's clocks: `virtual` (default) or `real`.
 pub const CLOCK_ENV: &str = "OPENPIM_CLOCK";

@@ -1,0 +1,16 @@
+//! The virtual clock: the run's timeline, the program's clocks, and the report.
+//!
+//! The SDK layer ([`crate::sdk`]) and the execution layer ([`crate::exec`]) report events
+//! here as plain values — rank slots, durations, byte counts, launch records — and the
+//! clock calls neither of them.
+//!
+//! - [`timeline`]: host and rank timelines, what each operation costs in virtual time;
+//! - [`host_clock`]: the clocks the host program reads (`clock_gettime` and friends);
+//! - [`stats`]: launch statistics;
+//! - [`report`]: the run report and trace built from the timeline.
+
+pub(crate) mod cpu;
+pub mod host_clock;
+pub mod report;
+pub mod stats;
+pub mod timeline;

@@ -1,0 +1,54 @@
+//! The process-wide pool of rank slots.
+
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+
+use crate::error::{Error, Result};
+
+/// Rank slots currently allocated by this process.
+static USED: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
+
+/// Returns the rank slot to the pool when dropped.
+pub(crate) struct SlotGuard(pub u32);
+
+impl Drop for SlotGuard {
+    fn drop(&mut self) {
+        crate::clock::timeline::rank_released(self.0);
+        USED.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.0);
+    }
+}
+
+/// Number of rank slots currently allocated in this process.
+pub(crate) fn in_use() -> usize {
+    USED.lock().unwrap_or_else(|e| e.into_inner()).len()
+}
+
+/// Takes `count` free slots among `0..nr_ranks` (all free ones when `None`).
+pub(crate) fn take(nr_ranks: u32, count: Option<u32>, what: &str) -> Result<Vec<SlotGuard>> {
+    let mut used = USED.lock().unwrap_or_else(|e| e.into_inner());
+    let free: Vec<u32> = (0..nr_ranks).filter(|i| !used.contains(i)).collect();
+    let want = count.unwrap_or(free.len() as u32) as usize;
+    if want == 0 || free.len() < want {
+        let reason = if free.is_empty() {
+            format!("all {nr_ranks} ranks of the machine are already allocated by this process; dpu_free a set first")
+        } else {
+            format!(
+                "only {} of the machine's {nr_ranks} ranks are free (the others are allocated by this process); dpu_free a set first or ask for fewer",
+                free.len()
+            )
+        };
+        return Err(Error::Allocation {
+            requested: what.to_string(),
+            reason,
+        });
+    }
+    Ok(free[..want]
+        .iter()
+        .map(|id| {
+            used.insert(*id);
+            SlotGuard(*id)
+        })
+        .collect())
+}

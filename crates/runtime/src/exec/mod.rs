@@ -1,0 +1,181 @@
+//! The execution layer: the ranks that run a DPU set's operations, behind one seam.
+//!
+//! The SDK layer ([`crate::sdk`]) turns what a program asks for (sets, symbols, prepared
+//! buffers) into requests on ranks named by their slot: [`RankOp`] values and the calls of
+//! [`Backend`]. A backend runs them: [`local`] in this process (a worker thread per rank,
+//! DPUs simulated on a thread pool); a remote backend (a daemon that owns the ranks, over a
+//! UNIX socket) or a distributed one (ranks on several machines) implements the same trait.
+//! Backends report what ran to the virtual clock ([`crate::clock`]) as plain values (rank
+//! slots, byte counts, durations, launch records); the clock never calls back.
+//!
+//! Every request names ranks by slot and carries its data by value (programs, places,
+//! lengths); the only pointers are the host buffers of transfers ([`HostPtr`]), which a
+//! remote backend copies into or out of its messages on the host side, and callbacks
+//! ([`CallbackJob`]), which always run in the host process, in the order of the rank's queue.
+
+pub mod local;
+
+use std::sync::Arc;
+
+use openpim_machine::{CallShape, MachineConfig};
+
+use crate::clock::stats::DpuRunStats;
+use crate::error::Result;
+use crate::program::Program;
+use crate::xfer::Place;
+
+/// A host memory address handed over by the C API (prepared transfer buffers, async
+/// transfer sources). The caller of the unsafe API that stores it guarantees it is valid
+/// for the transfer's length until the transfer has run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostPtr(pub *mut u8);
+
+// SAFETY: a HostPtr is only dereferenced by the transfer it was given for, under the
+// contract of the unsafe function that accepted it (valid, and not used concurrently by the
+// caller, until the transfer completes), exactly as the SDK requires of its callers.
+unsafe impl Send for HostPtr {}
+// SAFETY: see Send; the pointer value itself is plain data.
+unsafe impl Sync for HostPtr {}
+
+/// One DPU's part of a transfer.
+#[derive(Debug, Clone, Copy)]
+pub struct XferItem {
+    /// DPU index in the rank.
+    pub dpu: u32,
+    pub place: Place,
+    pub buf: HostPtr,
+}
+
+/// A user callback as an operation (runs on the host, in the rank's queue order).
+pub type CallbackJob = Box<dyn FnOnce() -> Result<()> + Send>;
+
+/// An operation on one rank.
+pub enum RankOp {
+    /// Load `program` on the DPUs (indices in the rank). Always synchronous.
+    Load {
+        program: Arc<Program>,
+        dpus: Vec<u32>,
+    },
+    /// Host -> DPU: copy `len` bytes from each item's buffer.
+    Write { len: usize, items: Vec<XferItem> },
+    /// DPU -> host: copy `len` bytes into each item's buffer.
+    Read { len: usize, items: Vec<XferItem> },
+    /// Run the DPUs with their programs.
+    Launch { dpus: Vec<(u32, Arc<Program>)> },
+    /// Call user code (no rank lock held).
+    Callback(CallbackJob),
+}
+
+impl RankOp {
+    /// The operation's name in messages.
+    pub fn name(&self) -> &'static str {
+        match self {
+            RankOp::Load { .. } => "load",
+            RankOp::Write { .. } => "transfer to DPUs",
+            RankOp::Read { .. } => "transfer from DPUs",
+            RankOp::Launch { .. } => "launch",
+            RankOp::Callback(_) => "callback",
+        }
+    }
+
+    /// Bytes the operation moves between the host and the rank (transfers; 0 otherwise).
+    pub fn xfer_bytes(&self) -> u64 {
+        match self {
+            RankOp::Write { len, items } | RankOp::Read { len, items } => {
+                *len as u64 * items.len() as u64
+            }
+            _ => 0,
+        }
+    }
+}
+
+/// The shape of a call made of these rank operations (one per rank): its ranks, and the
+/// bytes they move all together.
+pub fn call_shape(ops: &[(u32, RankOp)]) -> CallShape {
+    CallShape {
+        ranks: ops.len() as u32,
+        bytes: ops.iter().map(|(_, op)| op.xfer_bytes()).sum(),
+    }
+}
+
+/// An allocation: `dpu_alloc` (`dpus`: the DPUs wanted, on whole ranks but the last) or
+/// `dpu_alloc_ranks` (`dpus: None`: whole ranks).
+#[derive(Debug, Clone)]
+pub struct AllocRequest {
+    /// The machine (profile) the ranks belong to.
+    pub machine: Arc<MachineConfig>,
+    /// Ranks wanted (`None`: every free rank).
+    pub ranks: Option<u32>,
+    /// DPUs wanted in all (`None`: every DPU of the ranks).
+    pub dpus: Option<u32>,
+    /// What was asked for, as error messages name it ("4 DPUs", "all ranks").
+    pub what: String,
+}
+
+/// An allocated rank.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RankInfo {
+    /// Slot in the machine (0-based): how every later request names the rank.
+    pub id: u32,
+    /// DPUs of the rank in use.
+    pub nr_dpus: u32,
+}
+
+/// A rank's state, as `dpu_status` reports it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RankStatus {
+    /// Nothing queued or running.
+    pub idle: bool,
+    /// The last launch faulted.
+    pub faulted: bool,
+}
+
+/// The ranks that run a DPU set: the seam between the SDK layer and execution.
+///
+/// Ranks are named by slot ([`RankInfo::id`]). Synchronous requests return when done;
+/// queued ones run in order per rank, ranks in parallel, and report their first error at
+/// the next [`Backend::sync`]. Every implementation reports its operations to the virtual
+/// clock ([`crate::clock::timeline`]) the same way, so the report does not depend on the
+/// backend.
+pub trait Backend: Send + Sync {
+    /// Checks that the backend can run (the local one: its simulation threads start); an
+    /// allocation fails with this error first.
+    fn start(&self) -> Result<()>;
+
+    /// Allocates ranks; the caller has checked the request against the machine's size.
+    fn alloc(&self, req: &AllocRequest) -> Result<Vec<RankInfo>>;
+
+    /// Releases a rank: once its queued operations have run, its slot is free again.
+    fn free(&self, rank: u32);
+
+    /// Runs one operation per rank (distinct ranks) now: waits for the ranks' queued work,
+    /// runs the ranks in parallel, returns when all are done (the host joins them).
+    fn execute(&self, ops: Vec<(u32, RankOp)>) -> Result<()>;
+
+    /// Queues one operation per rank (one call of the program: `ops` is its shape).
+    fn enqueue(&self, ops: Vec<(u32, RankOp)>) -> Result<()>;
+
+    /// Starts a NONBLOCKING callback on its own thread, counted as work of `rank` (which
+    /// [`Backend::sync`] waits for); `ranks` are the ranks it runs for.
+    fn spawn_detached(&self, rank: u32, job: CallbackJob, ranks: Vec<u32>) -> Result<()>;
+
+    /// Waits until no queued operation of the rank is left (NONBLOCKING callbacks aside).
+    fn wait_idle(&self, rank: u32);
+
+    /// Waits for the rank's queued operations and callbacks; returns (and clears) the first
+    /// error of an asynchronous one.
+    fn sync(&self, rank: u32) -> Result<()>;
+
+    /// The rank's state.
+    fn status(&self, rank: u32) -> RankStatus;
+
+    /// The programs of the rank's DPUs `first..first + count` (as loaded, or patched by IRAM
+    /// writes), as of the operations run so far.
+    fn programs(&self, rank: u32, first: u32, count: u32) -> Vec<Option<Arc<Program>>>;
+
+    /// The log (printf output) of one DPU's last launch.
+    fn log(&self, rank: u32, dpu: u32) -> Vec<u8>;
+
+    /// Statistics of the last launch of the rank's DPUs `first..first + count`.
+    fn run_stats(&self, rank: u32, first: u32, count: u32) -> Vec<Option<DpuRunStats>>;
+}
