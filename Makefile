@@ -1,6 +1,6 @@
 # OpenPIM — top-level commands.
 #   make demo   fresh machine: installs what it needs, builds, runs the demo on the emulator
-#   make test   everything: module graph (no import cycle), unit tests, header checks, the conformance suite, the report tests
+#   make test   everything: module graph (no cycles), unit tests, header checks, conformance, report tests
 #   make bench  the benchmarks (tables on stdout)
 #   make fidelity  the fidelity suite: emulated vs published UPMEM measurements (bench/fidelity)
 #   make test-programs  every published program (PrIM x {1,4,64} DPUs, SimplePIM, dpu_demo)

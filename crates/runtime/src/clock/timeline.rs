@@ -898,11 +898,7 @@ pub(crate) fn finish(rank: u32, hw: &HardwareProfile, done: OpDone) {
                 XferKind::Parallel => 1,
                 XferKind::Broadcast => 2,
             };
-            let serial_key = (kind == XferKind::Serial).then(|| SerialKey {
-                rank: rank,
-                dir,
-                len,
-            });
+            let serial_key = (kind == XferKind::Serial).then_some(SerialKey { rank, dir, len });
             with_state(|s| {
                 s.clock.rank_op(rank, issue.at, d, phase, name);
                 let x = &mut s.xfers;
@@ -933,7 +929,7 @@ pub(crate) fn finish(rank: u32, hw: &HardwareProfile, done: OpDone) {
                     .clock
                     .rank_op(rank, issue.at, d, Phase::DpuKernel, "dpu_launch");
                 s.launches.push(LaunchEntry {
-                    rank: rank,
+                    rank,
                     issue_ns: issue.at,
                     start_ns: span.start,
                     end_ns: span.end,
