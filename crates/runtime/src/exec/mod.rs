@@ -137,6 +137,25 @@ pub struct RankStatus {
 /// the next [`Backend::sync`]. Every implementation reports its operations to the virtual
 /// clock ([`crate::clock::timeline`]) the same way, so the report does not depend on the
 /// backend.
+///
+/// ```
+/// use std::sync::Arc;
+/// use openpim_runtime::exec::{local::LocalBackend, AllocRequest, Backend};
+/// use openpim_runtime::machine::MachineConfig;
+///
+/// let backend = LocalBackend::shared();
+/// backend.start().unwrap();
+/// let machine = Arc::new(MachineConfig::from_profile_string("nrRanks=2,nrDpusPerRank=4").unwrap());
+/// let req = AllocRequest { machine, ranks: Some(2), dpus: Some(6), what: "6 DPUs".into() };
+/// let ranks = backend.alloc(&req).unwrap();
+/// assert_eq!(ranks.iter().map(|r| r.nr_dpus).collect::<Vec<_>>(), [4, 2]);
+/// assert!(backend.status(ranks[0].id).idle);
+/// assert!(backend.programs(ranks[1].id, 0, 2).iter().all(Option::is_none));
+/// for r in ranks {
+///     backend.free(r.id);
+/// }
+/// assert_eq!(openpim_runtime::ranks_in_use(), 0);
+/// ```
 pub trait Backend: Send + Sync {
     /// Checks that the backend can run (the local one: its simulation threads start); an
     /// allocation fails with this error first.
