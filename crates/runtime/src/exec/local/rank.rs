@@ -106,6 +106,16 @@ pub(crate) struct LocalRank {
     _slot: SlotGuard,
 }
 
+impl Drop for LocalRank {
+    /// The slot's memories go back, cleared, for its next allocation (`memories`); the slot
+    /// itself is released after this, when `_slot` drops.
+    fn drop(&mut self) {
+        let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        let dpus = std::mem::take(&mut state.dpus);
+        super::memories::give_back(self.id, dpus.into_iter().map(|d| d.mem));
+    }
+}
+
 /// What an operation is, captured before it runs.
 enum Pending {
     Load {
@@ -187,9 +197,7 @@ impl LocalRank {
         machine: Arc<MachineConfig>,
     ) -> Result<LocalRank> {
         let mut dpus = Vec::with_capacity(nr_dpus as usize);
-        for _ in 0..nr_dpus {
-            let mem = DpuMemories::new()
-                .map_err(|e| Error::System(format!("cannot reserve DPU memory: {e}")))?;
+        for mem in super::memories::take(slot.0, nr_dpus)? {
             dpus.push(DpuState {
                 mem,
                 log: Vec::new(),
