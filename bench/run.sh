@@ -1,30 +1,23 @@
 #!/usr/bin/env bash
-# OpenPIM benchmarks: simulation speed, host memory, conformance-suite wall time, and the
-# interleaving benchmark (bench/interleave; BENCH_SKIP_INTERLEAVE=1 skips it) and the fidelity
-# suite (bench/fidelity, about 1 minute; skipped with BENCH_SKIP_FIDELITY=1).
+# OpenPIM benchmarks: simulation speed (bench/speed/run.py), host memory, conformance-suite wall
+# time, and the interleaving benchmark (bench/interleave; BENCH_SKIP_INTERLEAVE=1 skips it) and the
+# fidelity suite (bench/fidelity, about 1 minute; skipped with BENCH_SKIP_FIDELITY=1).
 # Prints one table; run from anywhere after `make build` (or via `make bench`).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 eval "$("$root/target/release/openpim" env)"
-cores=$(nproc)
 cd "$root/bench/speed"
 make -s >/dev/null
 
 calc() { awk "BEGIN { print $1 }"; }
 field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p"; }
 
+# 1. Speed: DPU instructions per second per host core on three compute-bound kernels (its own
+#    table; bench/speed/run.py, docs/performance.md). BENCH_BASELINE=<git revision> also runs
+#    that revision's engine in the same run and prints the speed-up.
+"$root/bench/speed/run.py" ${BENCH_BASELINE:+--baseline "$BENCH_BASELINE"}
 printf '\n%-58s %s\n' "benchmark" "result"
 printf '%-58s %s\n' "----------------------------------------------------------" "------------------"
-
-# 1. Speed: simulated instructions per second, one host thread vs all of them.
-#    Same work in both runs (64 DPUs, compute-bound 16-tasklet kernel).
-one=$(OPENPIM_THREADS=1 ./bin/ips_host 64 20000)
-all=$(OPENPIM_THREADS=$cores ./bin/ips_host 64 20000)
-ips1=$(echo "$one" | field ips)
-ipsn=$(echo "$all" | field ips)
-printf '%-58s %8.1f M/s\n' "simulated instructions/s, 1 host thread" "$(calc "$ips1/1000000")"
-printf '%-58s %8.1f M/s\n' "simulated instructions/s, $cores host threads" "$(calc "$ipsn/1000000")"
-printf '%-58s %8.2fx\n' "speed-up with $cores threads" "$(calc "$ipsn/$ips1")"
 
 # 2. Memory: the whole 2,560-DPU server allocated, loaded and launched.
 mem=$(./bin/mem_host)

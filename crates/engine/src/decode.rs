@@ -9,8 +9,9 @@
 //! - `jal x0` / `jalr x0` become `J` / `Jr` (no link);
 //! - `fence`/`fence.i` become `Nop`.
 //!
-//! Two sentinel ops follow the program: `FellOff` (reached by running past the last
-//! instruction) and `Stall` (where a tasklet waits out the issue slots of an arithmetic call).
+//! Three sentinel ops follow the program: `FellOff` (reached by running past the last
+//! instruction), `Stall` (where a tasklet waits out the issue slots of an arithmetic call) and
+//! `Spin` (where a tasklet spins on an atomic bit that another tasklet holds).
 //!
 //! After specialisation, the fusion passes mark the ops whose successor issues in the same
 //! slot, because the real DPU executes them as one instruction (the rules and their sources
@@ -19,6 +20,14 @@
 //! [`mark_carries`] (rule 6, 64-bit add/sub). Marks chain: when ops `i` and `i + 1` are both
 //! marked, ops `i..=i + 2` issue in one slot. The mark lives in a byte array parallel to the
 //! ops, so `Op` stays 8 bytes and the unfused interpretation is unchanged.
+//!
+//! Last, [`mark_spin_loops`] finds the lock loops `while (!acquire(bit));` (the operand set-up
+//! and `ecall` in one slot, then `beqz a0` back) and makes their `ecall` an `EcallSpin`: when
+//! its acquire fails, the interpreter lets the tasklet spin on the `Spin` sentinel (the same
+//! issues, instructions and fused pairs, without re-executing the loop's ops) until the bit is
+//! clear.
+//! And [`Program::ahead`] says, per op, whether the slot starting at it only touches the
+//! tasklet's registers, so that the interpreter may execute it ahead of its issue.
 
 use openpim_isa::{decode as isa_decode, reg, Insn};
 
@@ -93,6 +102,11 @@ pub(crate) enum Op {
     FellOff,
     /// Sentinel: one issue slot of an arithmetic call.
     Stall,
+    /// An `ecall` that closes an acquire spin loop starting at op `start` (see
+    /// [`mark_spin_loops`]); executes as `Ecall`.
+    EcallSpin { start: u32 },
+    /// Sentinel: one issue slot of a tasklet spinning on a held atomic bit.
+    Spin,
 }
 
 /// A DPU program decoded once; shared (read-only) by every DPU it is loaded on.
@@ -110,12 +124,37 @@ pub(crate) enum Op {
 pub struct Program {
     base: u32,
     words: Vec<u32>,
-    /// `words.len() + 2` ops: the program, then `FellOff`, then `Stall`.
+    /// `words.len() + 3` ops: the program, then `FellOff`, `Stall` and `Spin`.
     pub(crate) ops: Vec<Op>,
     /// One [`fuse`] value per op (same length as `ops`; all `NONE` when fusion is off).
     pub(crate) fuse: Vec<u8>,
     /// Number of pairs marked in `fuse`.
     pairs: usize,
+    /// Per op, whether the issue slot that starts at it may be executed ahead of its issue
+    /// (see [`ahead`]).
+    pub(crate) ahead: Vec<u16>,
+    /// Whether the interpreter takes its shortcuts (see [`Program::without_shortcuts`]).
+    pub(crate) shortcuts: bool,
+}
+
+/// Values of [`Program::ahead`]: the issue slot starting at op `i` (ops `i..=i + fused`, see
+/// [`fuse`]) made only of ops that read and write the tasklet's registers and nothing else, so
+/// that the interpreter may execute it before it issues: `0` when it has any other op (loads,
+/// stores, environment calls other than the arithmetic ones, faulting ops); otherwise
+/// `fused << 2 | kind`.
+pub(crate) mod ahead {
+    /// Only ops that cannot fault (ALU ops, constants, branches, direct jumps and calls).
+    pub const PLAIN: u16 = 1;
+    /// Also an op that may fault or whose effect is only known when it runs (`jalr`, `addi sp`,
+    /// an `ecall` that is an arithmetic call unless its call number says otherwise).
+    pub const CHECKED: u16 = 2;
+    /// Longest fused run described (`fused` is at most this).
+    pub const MAX_FUSED: usize = 255;
+    /// Set when this slot and the slots that follow it in straight-line code (up to the first
+    /// branch or jump) are at least `WORTH_SLOTS` slots that may execute ahead: executing
+    /// ahead pays for itself only over several slots.
+    pub const WORTH: u16 = 1 << 15;
+    pub const WORTH_SLOTS: u32 = 3;
 }
 
 impl Program {
@@ -144,12 +183,13 @@ impl Program {
             })
             .collect();
         let n = words.len();
-        let mut ops = Vec::with_capacity(n + 2);
+        let mut ops = Vec::with_capacity(n + 3);
         for (i, &w) in words.iter().enumerate() {
             ops.push(specialise(text_base, n, i, w));
         }
         ops.push(Op::FellOff);
         ops.push(Op::Stall);
+        ops.push(Op::Spin);
         let mut fuse = vec![fuse::NONE; ops.len()];
         let mut pairs = 0;
         if fuse_pairs {
@@ -166,6 +206,32 @@ impl Program {
                     }
                 }
             }
+            mark_spin_loops(&mut ops, &fuse, n);
+        }
+        let mut ahead: Vec<u16> = (0..ops.len()).map(|i| ahead_kind(&ops, &fuse, i)).collect();
+        // Straight-line slots that may execute ahead, from each op.
+        let mut run = vec![0u32; ops.len() + 1];
+        for i in (0..ops.len()).rev() {
+            if ahead[i] == 0 {
+                continue;
+            }
+            let last = i + usize::from(ahead[i] >> 2);
+            run[i] = match ops[last] {
+                Op::Beq { .. }
+                | Op::Bne { .. }
+                | Op::Blt { .. }
+                | Op::Bge { .. }
+                | Op::Bltu { .. }
+                | Op::Bgeu { .. }
+                | Op::J { .. }
+                | Op::Jal { .. }
+                | Op::Jalr { .. }
+                | Op::Jr { .. } => 1,
+                _ => 1 + run[last + 1].min(ahead::WORTH_SLOTS),
+            };
+            if run[i] >= ahead::WORTH_SLOTS {
+                ahead[i] |= ahead::WORTH;
+            }
         }
         Program {
             base: text_base,
@@ -173,7 +239,25 @@ impl Program {
             ops,
             fuse,
             pairs,
+            ahead,
+            shortcuts: true,
         }
+    }
+
+    /// The same program for an interpreter without its shortcuts, which must change nothing
+    /// but its speed: no slots executed ahead of their issue, spin loops re-executed at every
+    /// slot, every tasklet scanned to pick the next issuer. For tests that compare the two.
+    #[doc(hidden)]
+    pub fn without_shortcuts(&self) -> Program {
+        let mut p = self.clone();
+        for op in &mut p.ops {
+            if let Op::EcallSpin { .. } = op {
+                *op = Op::Ecall;
+            }
+        }
+        p.ahead.fill(0);
+        p.shortcuts = false;
+        p
     }
 
     /// Number of instructions marked to issue together with the next one when control falls
@@ -227,6 +311,10 @@ impl Program {
 
     pub(crate) fn sentinel_stall(&self) -> u32 {
         self.words.len() as u32 + 1
+    }
+
+    pub(crate) fn sentinel_spin(&self) -> u32 {
+        self.words.len() as u32 + 2
     }
 }
 
@@ -912,6 +1000,117 @@ fn mark_carries(insns: &[Insn], ops: &[Op], fuse: &mut [u8]) {
     }
 }
 
+/// The [`ahead`] value of the issue slot starting at op `i`.
+fn ahead_kind(ops: &[Op], fuse: &[u8], i: usize) -> u16 {
+    let mut kind = ahead::PLAIN;
+    // The call number the slot's `ecall` sees: `Some(None)` = not written in the slot.
+    let mut a7: Option<Option<u32>> = Some(None);
+    let mut j = i;
+    loop {
+        match ops[j] {
+            Op::Nop
+            | Op::Beq { .. }
+            | Op::Bne { .. }
+            | Op::Blt { .. }
+            | Op::Bge { .. }
+            | Op::Bltu { .. }
+            | Op::Bgeu { .. }
+            | Op::J { .. }
+            | Op::Jal { .. } => {}
+            Op::Li { rd, imm } if rd & 31 == reg::A7 => a7 = Some(Some(imm)),
+            Op::Li { rd, .. }
+            | Op::Addi { rd, .. }
+            | Op::Slti { rd, .. }
+            | Op::Sltiu { rd, .. }
+            | Op::Xori { rd, .. }
+            | Op::Ori { rd, .. }
+            | Op::Andi { rd, .. }
+            | Op::Slli { rd, .. }
+            | Op::Srli { rd, .. }
+            | Op::Srai { rd, .. }
+            | Op::Add { rd, .. }
+            | Op::Sub { rd, .. }
+            | Op::Sll { rd, .. }
+            | Op::Slt { rd, .. }
+            | Op::Sltu { rd, .. }
+            | Op::Xor { rd, .. }
+            | Op::Srl { rd, .. }
+            | Op::Sra { rd, .. }
+            | Op::Or { rd, .. }
+            | Op::And { rd, .. } => {
+                if rd & 31 == reg::A7 {
+                    a7 = None;
+                }
+            }
+            Op::Jalr { .. } | Op::Jr { .. } | Op::AddiSp { .. } => kind = ahead::CHECKED,
+            Op::Ecall | Op::EcallSpin { .. } => {
+                let arithmetic = |nr| (crate::ecall::MUL32..=crate::ecall::FDIV64).contains(&nr);
+                match a7 {
+                    Some(Some(nr)) if !arithmetic(nr) => return 0,
+                    None => return 0,
+                    _ => kind = ahead::CHECKED,
+                }
+            }
+            _ => return 0,
+        }
+        if fuse[j] == fuse::NONE {
+            break;
+        }
+        j += 1;
+        if j - i > ahead::MAX_FUSED {
+            return 0;
+        }
+    }
+    ((j - i) as u16) << 2 | kind
+}
+
+/// Marks the acquire spin loops: an `ecall` at `e` whose slot starts at `j < e` (ops
+/// `j..e` are register moves and constants marked to issue with it, rule 5) followed by
+/// `beqz a0` back to `j`, where the ops write `a0` and read no register that the loop writes
+/// (their own destinations, or `a0`, the `ecall`'s result). Once such a loop has run in full
+/// and its acquire failed, every further iteration writes the same values and is exactly
+/// two issue slots (the ops with the `ecall`, then the branch) until the bit is clear: the
+/// interpreter runs those on the `Spin` sentinel. The `ecall` becomes `EcallSpin { start: j }`
+/// (it still executes any call: the call number is checked when it runs).
+fn mark_spin_loops(ops: &mut [Op], fuse: &[u8], n: usize) {
+    for e in 1..n.saturating_sub(1) {
+        if ops[e] != Op::Ecall {
+            continue;
+        }
+        let (a0, zero) = (reg::A0, reg::ZERO);
+        let j = match ops[e + 1] {
+            Op::Beq { rs1, rs2, target }
+                if (rs1 == a0 && rs2 == zero) || (rs1 == zero && rs2 == a0) =>
+            {
+                target as usize
+            }
+            _ => continue,
+        };
+        if j >= e {
+            continue;
+        }
+        let (mut dests, mut srcs) = (0u32, 0u32);
+        let moves = (j..e).all(|k| {
+            fuse[k] == fuse::ALWAYS
+                && match ops[k] {
+                    Op::Li { rd, .. } => {
+                        dests |= 1 << (rd & 31);
+                        true
+                    }
+                    Op::Addi { rd, rs1, imm: 0 } => {
+                        dests |= 1 << (rd & 31);
+                        srcs |= 1 << (rs1 & 31);
+                        true
+                    }
+                    _ => false,
+                }
+        });
+        if moves && dests & (1 << a0) != 0 && srcs & (dests | 1 << a0) == 0 {
+            ops[e] = Op::EcallSpin { start: j as u32 };
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -971,6 +1170,7 @@ mod tests {
         assert!(matches!(p.ops[12], Op::Generic { .. }));
         assert_eq!(p.ops[13], Op::FellOff);
         assert_eq!(p.ops[14], Op::Stall);
+        assert_eq!(p.ops[15], Op::Spin);
         assert_eq!(p.index_of(0x8000_0008), Some(2));
         assert_eq!(p.index_of(0x8000_0006), None);
         assert_eq!(p.index_of(0x8000_0034), None);

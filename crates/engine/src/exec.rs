@@ -5,7 +5,23 @@
 //! after the last issuer is nearly always ready when 11 or more tasklets run), branches once
 //! on the pre-decoded op, and updates the tasklet's pc and next-issue cycle. Everything
 //! rare — MRAM or misaligned accesses, environment calls, the generic checked path, faults —
-//! is in `#[cold]` functions.
+//! is in `#[cold]` functions. The frequent environment calls (DMA, atomic bits) are decoded
+//! inline (`Dpu::ecall_hot`).
+//!
+//! Shortcuts (speed only; `Program::without_shortcuts` turns them off, and the engine's
+//! `shortcuts` tests check that the outcomes are identical, docs/performance.md):
+//! - *Passive slots*: slots that execute no op when they issue are counted without a
+//!   dispatch: the `*_slots` of an arithmetic call, slots executed ahead (below), and the
+//!   slots of a tasklet spinning on an atomic bit another tasklet holds (`Spin`: a lock loop
+//!   `while (!acquire(bit));` whose acquire failed repeats identically until the bit is
+//!   released).
+//! - *Executing ahead* (`Dpu::run_ahead`): when other tasklets issue passive slots, a tasklet's
+//!   next slots that only touch its own registers (ALU ops, branches, jumps, calls, the
+//!   arithmetic calls; `Program::ahead`) run in a batch, and become passive slots it owes
+//!   (`OwedLog`). Interleaving unrelated tasklets one slot at a time defeats the host's branch
+//!   predictor; a batch of one tasklet's code does not.
+//! - *Blocked tasklets*: picking the next issuer when the one after the last issuer is not
+//!   ready skips the tasklets waiting for their DMA, asleep or exited (`Dpu::select`).
 
 use crate::decode::{fuse, Op, Program};
 use crate::map::{ATOMIC_BASE, ATOMIC_BITS, MAX_TASKLETS, MRAM_BASE, MRAM_SIZE, WRAM_SIZE};
@@ -48,6 +64,48 @@ struct Hot {
     pc: u32,
 }
 
+/// A tasklet spinning in an acquire loop (`decode::mark_spin_loops`) on the `Spin` sentinel.
+#[derive(Clone, Copy, Default)]
+struct Spin {
+    /// Op index of the loop's first op (its slot: ops `start..=ecall`).
+    start: u32,
+    /// Op index of the loop's `ecall` (the branch back is at `ecall + 1`).
+    ecall: u32,
+    /// The atomic bit the loop acquires (0..256).
+    bit: u8,
+    /// The next slot is the loop's ops and acquire (else: the branch back).
+    acquire_next: bool,
+}
+
+/// Most runs in a tasklet's batch of owed slots (`OwedLog`).
+const OWED: usize = 32;
+
+/// The batch of issue slots a tasklet owes (`Dpu::owed`), as runs in issue order: the slots of
+/// an arithmetic call (the call issues, then its `*_slots`) and the slots it has executed ahead
+/// of their issue (see `Dpu::run_ahead`). Run `i` is `counts[i]` slots, to be reported at op
+/// `pcs[i]`, the first of which issues `fused[i]` ops besides its first. The fused pairs of a
+/// batch are counted when it is queued, those of slots that never issue taken back at the end
+/// (`Dpu::unissued`).
+#[derive(Clone, Copy)]
+struct OwedLog {
+    pcs: [u32; OWED],
+    counts: [u32; OWED],
+    fused: [u32; OWED],
+    len: usize,
+    /// Slots of the batch.
+    total: u64,
+}
+
+impl OwedLog {
+    const EMPTY: OwedLog = OwedLog {
+        pcs: [0; OWED],
+        counts: [0; OWED],
+        fused: [0; OWED],
+        len: 0,
+        total: 0,
+    };
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum State {
     Running,
@@ -77,22 +135,45 @@ enum Flow {
 }
 
 struct Dpu<'a> {
+    regs: [[u32; 32]; MAXT],
+    hot: [Hot; MAXT],
     ops: &'a [Op],
     base: u32,
+    /// Number of program instructions (ops past them are sentinels).
+    len: u32,
     stall_index: u32,
+    spin_index: u32,
     wram: &'a mut [u8; WS],
     mram: &'a mut [u8],
     timing: &'a Timing,
     nr: usize,
     rev: u64,
-    regs: [[u32; 32]; MAXT],
-    hot: [Hot; MAXT],
     state: [State; MAXT],
     stack_lo: [u32; MAXT],
     pending_wake: [bool; MAXT],
     sleep_since: [u64; MAXT],
     stall_left: [u32; MAXT],
     stall_ret: [u32; MAXT],
+    spin: [Spin; MAXT],
+    /// Tasklets on the `Spin` sentinel whose atomic bit is set (bit `t` for tasklet `t`):
+    /// every slot they issue is a pure spin slot until that bit is released.
+    held_spin: u32,
+    /// Tasklets waiting longer than the revolver (for their DMA, asleep, exited): `select`
+    /// skips them until `blocked_min`, the earliest of their `Hot::ready_at`.
+    blocked: u32,
+    blocked_min: u64,
+    /// Issue slots each tasklet owes: slots that execute no op when they issue (see
+    /// `OwedLog`).
+    owed: [u64; MAXT],
+    owed_log: [OwedLog; MAXT],
+    /// Tasklets with a non-empty `owed` queue.
+    owing: u32,
+    /// `held_spin | owing`: the tasklets whose next slot executes no op.
+    passive: u32,
+    /// Per op, whether the slot starting at it may execute ahead (`Program::ahead`).
+    ahead: &'a [u16],
+    /// `Program::shortcuts`: `select` may skip the `blocked` tasklets.
+    shortcuts: bool,
     stats: [TaskletStats; MAXT],
     dma_busy_until: u64,
     atomic: [u64; 4],
@@ -161,7 +242,9 @@ pub(crate) fn run(
     let mut dpu = Box::new(Dpu {
         ops: &program.ops,
         base: program.text_base(),
+        len: program.len() as u32,
         stall_index: program.sentinel_stall(),
+        spin_index: program.sentinel_spin(),
         wram,
         mram,
         timing,
@@ -175,6 +258,16 @@ pub(crate) fn run(
         sleep_since: [0; MAXT],
         stall_left: [0; MAXT],
         stall_ret: [0; MAXT],
+        spin: [Spin::default(); MAXT],
+        held_spin: 0,
+        blocked: 0,
+        blocked_min: u64::MAX,
+        owed: [0; MAXT],
+        owed_log: [OwedLog::EMPTY; MAXT],
+        owing: 0,
+        passive: 0,
+        ahead: &program.ahead,
+        shortcuts: program.shortcuts,
         stats: Default::default(),
         dma_busy_until: 0,
         atomic: [0; 4],
@@ -271,316 +364,409 @@ impl<'a> Dpu<'a> {
                 };
             }};
         }
-        // Set when the last op was the first of a fused pair: the same tasklet continues.
-        let mut stay = false;
-        // The pending `wait` of the first op of a fused pair.
-        let mut carry: u64 = 0;
         loop {
-            if stay {
-                stay = false;
-            } else {
-                // Pick the tasklet: the one after the last issuer if it is ready (the common
-                // case with >= revolver_cycles tasklets), else scan / jump the clock.
-                let mut next = t + 1;
-                if next >= nr {
-                    next = 0;
-                }
-                if self.hot[next].ready_at > now {
-                    match self.select(now, t) {
-                        Some((n, at)) => {
-                            next = n;
-                            now = at;
-                        }
-                        None => {
-                            self.end_cycle = now;
-                            return self.no_ready_tasklet();
-                        }
+            // Pick the tasklet: the one after the last issuer if it is ready (the common case
+            // with >= revolver_cycles tasklets), else scan / jump the clock.
+            let mut next = t + 1;
+            if next >= nr {
+                next = 0;
+            }
+            if self.hot[next].ready_at > now {
+                match self.select(now, t) {
+                    Some((n, at)) => {
+                        next = n;
+                        now = at;
+                    }
+                    None => {
+                        self.end_cycle = now;
+                        return self.no_ready_tasklet();
                     }
                 }
-                t = next;
-                if now >= limit {
-                    self.end_cycle = now;
-                    return End::Fault {
-                        tasklet: t,
-                        pc_index: self.report_index(t),
-                        fault: Fault::CycleLimit { limit },
-                    };
-                }
             }
-            let pc = self.hot[t].pc;
-            let mut wait: u64 = std::mem::take(&mut carry);
-            debug_assert!((pc as usize) < ops.len());
-            // SAFETY: `pc` is always a valid index into `ops` (`ops.len()` = program length
-            // + 2). It is only ever set to: the entry (checked by `index_of`); a decoded
-            // branch/jal target (checked `< len` in `decode`); a `jump_index` result (checked
-            // `< len`); `pc + 1` of a program instruction (`<= len`, the `FellOff` sentinel,
-            // which faults instead of advancing); the `Stall` sentinel (`len + 1`, which only
-            // stays put or returns to a saved `pc + 1 <= len`).
-            let op = unsafe { *ops.get_unchecked(pc as usize) };
-            let mut npc = pc + 1;
-            // Register field of the op carrying a fusion mark (> 31 when marked).
-            let mut fk: u8 = 0;
-            let r = &mut self.regs[t];
-            macro_rules! x {
-                ($i:expr) => {
-                    r[($i & 31) as usize]
+            t = next;
+            if now >= limit {
+                self.end_cycle = now;
+                return End::Fault {
+                    tasklet: t,
+                    pc_index: self.report_index(t),
+                    fault: Fault::CycleLimit { limit },
                 };
             }
-            // The first op of a fused pair carries the pair's kind in bits 5..7 of a register
-            // field (`decode::mark_fused`; register numbers are always masked with 31). When
-            // it is set, the next op executes in this same issue: the same tasklet continues
-            // at the same cycle, without tasklet selection and without a clock tick.
-            macro_rules! fuse_next {
-                ($field:expr) => {
-                    fk = $field;
-                };
+            // One issue slot: one op, or the ops of a fused group, each executed in turn (the
+            // earliest next issue `wait` is the latest any of them asks for).
+            let passive = self.passive;
+            if passive != 0 {
+                let bit = 1 << t;
+                if passive & bit == 0
+                    && self.ahead[self.hot[t].pc as usize] & crate::decode::ahead::WORTH != 0
+                {
+                    // Slots made only of register operations are executed ahead, in a batch,
+                    // when other tasklets issue slots without ops (their interleaving is what
+                    // makes executing one slot at a time slow; see `run_ahead`).
+                    self.run_ahead(t);
+                }
+                if self.passive & bit != 0 {
+                    self.passive_slot(t);
+                    let h = &mut self.hot[t];
+                    h.ready_at = now + rev;
+                    h.icount += 1;
+                    now += 1;
+                    continue;
+                }
             }
-            macro_rules! set {
-                ($rd:expr, $v:expr) => {{
-                    x!($rd) = $v;
-                    fuse_next!($rd);
-                }};
-            }
-            match op {
-                Op::Nop => {}
-                Op::Li { rd, imm } => set!(rd, imm),
-                Op::Addi { rd, rs1, imm } => set!(rd, x!(rs1).wrapping_add(imm as u32)),
-                Op::AddiSp { imm } => {
-                    let sp = r[2].wrapping_add(imm as u32);
-                    if sp < self.stack_lo[t] {
-                        let stack_lo = self.stack_lo[t];
-                        fault!(pc, Fault::StackOverflow { sp, stack_lo });
-                    }
-                    r[2] = sp;
+            let mut pc = self.hot[t].pc;
+            let mut wait: u64 = 0;
+            loop {
+                debug_assert!((pc as usize) < ops.len());
+                // SAFETY: `pc` is always a valid index into `ops` (`ops.len()` = program length
+                // + 3). It is only ever set to: the entry (checked by `index_of`); a decoded
+                // branch/jal target (checked `< len` in `decode`); a `jump_index` result (checked
+                // `< len`); `pc + 1` of a program instruction (`<= len`, the `FellOff` sentinel,
+                // which faults instead of advancing); the `Stall` sentinel (`len + 1`, which only
+                // stays put or returns to a saved `pc + 1 <= len`); the `Spin` sentinel
+                // (`len + 2`, which only stays put or goes to a loop start `< len`).
+                let op = unsafe { *ops.get_unchecked(pc as usize) };
+                let mut npc = pc + 1;
+                let r = &mut self.regs[t];
+                macro_rules! x {
+                    ($i:expr) => {
+                        r[($i & 31) as usize]
+                    };
                 }
-                Op::Slti { rd, rs1, imm } => set!(rd, ((x!(rs1) as i32) < imm) as u32),
-                Op::Sltiu { rd, rs1, imm } => set!(rd, (x!(rs1) < imm as u32) as u32),
-                Op::Xori { rd, rs1, imm } => set!(rd, x!(rs1) ^ imm as u32),
-                Op::Ori { rd, rs1, imm } => set!(rd, x!(rs1) | imm as u32),
-                Op::Andi { rd, rs1, imm } => set!(rd, x!(rs1) & imm as u32),
-                Op::Slli { rd, rs1, sh } => set!(rd, x!(rs1) << (sh & 31)),
-                Op::Srli { rd, rs1, sh } => set!(rd, x!(rs1) >> (sh & 31)),
-                Op::Srai { rd, rs1, sh } => set!(rd, ((x!(rs1) as i32) >> (sh & 31)) as u32),
-                Op::Add { rd, rs1, rs2 } => set!(rd, x!(rs1).wrapping_add(x!(rs2))),
-                Op::Sub { rd, rs1, rs2 } => set!(rd, x!(rs1).wrapping_sub(x!(rs2))),
-                Op::Sll { rd, rs1, rs2 } => set!(rd, x!(rs1) << (x!(rs2) & 31)),
-                Op::Slt { rd, rs1, rs2 } => set!(rd, ((x!(rs1) as i32) < (x!(rs2) as i32)) as u32),
-                Op::Sltu { rd, rs1, rs2 } => set!(rd, (x!(rs1) < x!(rs2)) as u32),
-                Op::Xor { rd, rs1, rs2 } => set!(rd, x!(rs1) ^ x!(rs2)),
-                Op::Srl { rd, rs1, rs2 } => set!(rd, x!(rs1) >> (x!(rs2) & 31)),
-                Op::Sra { rd, rs1, rs2 } => set!(rd, ((x!(rs1) as i32) >> (x!(rs2) & 31)) as u32),
-                Op::Or { rd, rs1, rs2 } => set!(rd, x!(rs1) | x!(rs2)),
-                Op::And { rd, rs1, rs2 } => set!(rd, x!(rs1) & x!(rs2)),
-                Op::Lw { rd, rs1, imm } => {
-                    let a = x!(rs1).wrapping_add(imm as u32);
-                    if a <= WRAM_SIZE - 4 && a & 3 == 0 {
-                        x!(rd) = rd_u32(self.wram, a);
-                    } else {
-                        match self.load_slow(t, a, 4, now) {
-                            Ok((v, w)) => {
-                                self.regs[t][(rd & 31) as usize] = v;
-                                wait = wait.max(w);
+                // The first op of a fused pair carries the pair's kind in bits 5..7 of a register
+                // field (`decode::mark_fused`; register numbers are always masked with 31). When
+                // it is set, the next op executes in this same issue: the same tasklet continues
+                // at the same cycle, without tasklet selection and without a clock tick. (Only
+                // word accesses carry the word-pair kinds, checked in their arms.)
+                macro_rules! fuse_next {
+                    ($field:expr) => {
+                        if $field >> 5 == fuse::ALWAYS {
+                            self.run_stats.fused_pairs += 1;
+                            pc = npc;
+                            continue;
+                        }
+                    };
+                }
+                macro_rules! pair_next {
+                    ($field:expr, $rs1:expr, $imm:expr) => {
+                        let kind = $field >> 5;
+                        if kind != fuse::NONE
+                            && (kind == fuse::ALWAYS || self.pair_fuses(t, $rs1, $imm, kind))
+                        {
+                            self.run_stats.fused_pairs += 1;
+                            pc = npc;
+                            continue;
+                        }
+                    };
+                }
+                macro_rules! set {
+                    ($rd:expr, $v:expr) => {{
+                        x!($rd) = $v;
+                        fuse_next!($rd);
+                    }};
+                }
+                match op {
+                    Op::Nop => {}
+                    Op::Li { rd, imm } => set!(rd, imm),
+                    Op::Addi { rd, rs1, imm } => set!(rd, x!(rs1).wrapping_add(imm as u32)),
+                    Op::AddiSp { imm } => {
+                        let sp = r[2].wrapping_add(imm as u32);
+                        if sp < self.stack_lo[t] {
+                            let stack_lo = self.stack_lo[t];
+                            fault!(pc, Fault::StackOverflow { sp, stack_lo });
+                        }
+                        r[2] = sp;
+                    }
+                    Op::Slti { rd, rs1, imm } => set!(rd, ((x!(rs1) as i32) < imm) as u32),
+                    Op::Sltiu { rd, rs1, imm } => set!(rd, (x!(rs1) < imm as u32) as u32),
+                    Op::Xori { rd, rs1, imm } => set!(rd, x!(rs1) ^ imm as u32),
+                    Op::Ori { rd, rs1, imm } => set!(rd, x!(rs1) | imm as u32),
+                    Op::Andi { rd, rs1, imm } => set!(rd, x!(rs1) & imm as u32),
+                    Op::Slli { rd, rs1, sh } => set!(rd, x!(rs1) << (sh & 31)),
+                    Op::Srli { rd, rs1, sh } => set!(rd, x!(rs1) >> (sh & 31)),
+                    Op::Srai { rd, rs1, sh } => set!(rd, ((x!(rs1) as i32) >> (sh & 31)) as u32),
+                    Op::Add { rd, rs1, rs2 } => set!(rd, x!(rs1).wrapping_add(x!(rs2))),
+                    Op::Sub { rd, rs1, rs2 } => set!(rd, x!(rs1).wrapping_sub(x!(rs2))),
+                    Op::Sll { rd, rs1, rs2 } => set!(rd, x!(rs1) << (x!(rs2) & 31)),
+                    Op::Slt { rd, rs1, rs2 } => {
+                        set!(rd, ((x!(rs1) as i32) < (x!(rs2) as i32)) as u32)
+                    }
+                    Op::Sltu { rd, rs1, rs2 } => set!(rd, (x!(rs1) < x!(rs2)) as u32),
+                    Op::Xor { rd, rs1, rs2 } => set!(rd, x!(rs1) ^ x!(rs2)),
+                    Op::Srl { rd, rs1, rs2 } => set!(rd, x!(rs1) >> (x!(rs2) & 31)),
+                    Op::Sra { rd, rs1, rs2 } => {
+                        set!(rd, ((x!(rs1) as i32) >> (x!(rs2) & 31)) as u32)
+                    }
+                    Op::Or { rd, rs1, rs2 } => set!(rd, x!(rs1) | x!(rs2)),
+                    Op::And { rd, rs1, rs2 } => set!(rd, x!(rs1) & x!(rs2)),
+                    Op::Lw { rd, rs1, imm } => {
+                        let a = x!(rs1).wrapping_add(imm as u32);
+                        if a <= WRAM_SIZE - 4 && a & 3 == 0 {
+                            x!(rd) = rd_u32(self.wram, a);
+                        } else {
+                            match self.load_slow(t, a, 4, now) {
+                                Ok((v, w)) => {
+                                    self.regs[t][(rd & 31) as usize] = v;
+                                    wait = wait.max(w);
+                                }
+                                Err(f) => fault!(pc, f),
+                            }
+                        }
+                        pair_next!(rd, rs1, imm);
+                    }
+                    Op::Lh { rd, rs1, imm } | Op::Lhu { rd, rs1, imm } => {
+                        let a = x!(rs1).wrapping_add(imm as u32);
+                        let signed = matches!(op, Op::Lh { .. });
+                        let v = if a <= WRAM_SIZE - 2 && a & 1 == 0 {
+                            u32::from(rd_u16(self.wram, a))
+                        } else {
+                            match self.load_slow(t, a, 2, now) {
+                                Ok((v, w)) => {
+                                    wait = wait.max(w);
+                                    v
+                                }
+                                Err(f) => fault!(pc, f),
+                            }
+                        };
+                        self.regs[t][(rd & 31) as usize] = if signed {
+                            v as u16 as i16 as i32 as u32
+                        } else {
+                            v
+                        };
+                    }
+                    Op::Lb { rd, rs1, imm } | Op::Lbu { rd, rs1, imm } => {
+                        let a = x!(rs1).wrapping_add(imm as u32);
+                        let signed = matches!(op, Op::Lb { .. });
+                        let v = if a < WRAM_SIZE {
+                            u32::from(self.wram[(a as usize) & (WS - 1)])
+                        } else {
+                            match self.load_slow(t, a, 1, now) {
+                                Ok((v, w)) => {
+                                    wait = wait.max(w);
+                                    v
+                                }
+                                Err(f) => fault!(pc, f),
+                            }
+                        };
+                        self.regs[t][(rd & 31) as usize] = if signed {
+                            v as u8 as i8 as i32 as u32
+                        } else {
+                            v
+                        };
+                    }
+                    Op::Sw { rs1, rs2, imm } => {
+                        let a = x!(rs1).wrapping_add(imm as u32);
+                        let v = x!(rs2);
+                        if a <= WRAM_SIZE - 4 && a & 3 == 0 {
+                            wr_u32(self.wram, a, v);
+                        } else {
+                            match self.store_slow(t, a, 4, v, now) {
+                                Ok(w) => wait = wait.max(w),
+                                Err(f) => fault!(pc, f),
+                            }
+                        }
+                        pair_next!(rs2, rs1, imm);
+                    }
+                    Op::Sh { rs1, rs2, imm } => {
+                        let a = x!(rs1).wrapping_add(imm as u32);
+                        let v = x!(rs2);
+                        if a <= WRAM_SIZE - 2 && a & 1 == 0 {
+                            wr_u16(self.wram, a, v as u16);
+                        } else {
+                            match self.store_slow(t, a, 2, v, now) {
+                                Ok(w) => wait = wait.max(w),
+                                Err(f) => fault!(pc, f),
+                            }
+                        }
+                    }
+                    Op::Sb { rs1, rs2, imm } => {
+                        let a = x!(rs1).wrapping_add(imm as u32);
+                        let v = x!(rs2);
+                        if a < WRAM_SIZE {
+                            self.wram[(a as usize) & (WS - 1)] = v as u8;
+                        } else {
+                            match self.store_slow(t, a, 1, v, now) {
+                                Ok(w) => wait = wait.max(w),
+                                Err(f) => fault!(pc, f),
+                            }
+                        }
+                    }
+                    Op::Beq { rs1, rs2, target } => {
+                        if x!(rs1) == x!(rs2) {
+                            npc = target
+                        }
+                    }
+                    Op::Bne { rs1, rs2, target } => {
+                        if x!(rs1) != x!(rs2) {
+                            npc = target
+                        }
+                    }
+                    Op::Blt { rs1, rs2, target } => {
+                        if (x!(rs1) as i32) < (x!(rs2) as i32) {
+                            npc = target
+                        }
+                    }
+                    Op::Bge { rs1, rs2, target } => {
+                        if (x!(rs1) as i32) >= (x!(rs2) as i32) {
+                            npc = target
+                        }
+                    }
+                    Op::Bltu { rs1, rs2, target } => {
+                        if x!(rs1) < x!(rs2) {
+                            npc = target
+                        }
+                    }
+                    Op::Bgeu { rs1, rs2, target } => {
+                        if x!(rs1) >= x!(rs2) {
+                            npc = target
+                        }
+                    }
+                    Op::Jal { rd, target } => {
+                        x!(rd) = self.base.wrapping_add(npc << 2);
+                        npc = target;
+                    }
+                    Op::J { target } => npc = target,
+                    Op::Jalr { rd, rs1, imm } => {
+                        let dest = x!(rs1).wrapping_add(imm as u32) & !1;
+                        x!(rd) = self.base.wrapping_add(npc << 2);
+                        match self.jump_index(dest) {
+                            Ok(i) => npc = i,
+                            Err(f) => fault!(pc, f),
+                        }
+                    }
+                    Op::Jr { rs1, imm } => {
+                        let dest = x!(rs1).wrapping_add(imm as u32) & !1;
+                        match self.jump_index(dest) {
+                            Ok(i) => npc = i,
+                            Err(f) => fault!(pc, f),
+                        }
+                    }
+                    // (Not reached: the slots of an arithmetic call are owed instead.)
+                    Op::Stall => {
+                        let left = &mut self.stall_left[t];
+                        *left = left.saturating_sub(1);
+                        npc = if *left == 0 { self.stall_ret[t] } else { pc };
+                    }
+                    Op::Ecall | Op::EcallSpin { .. } => {
+                        let (call, bit) = (r[reg::A7 as usize], r[reg::A0 as usize]);
+                        match self.ecall_hot(t, pc, now) {
+                            Ok(Flow::Next { wait: w }) => wait = wait.max(w),
+                            Ok(Flow::Jump { npc: n }) => {
+                                npc = n;
+                                if n == self.stall_index {
+                                    // The call's issue slots: owed, then the next instruction.
+                                    self.owe(t, pc, self.stall_left[t], 0);
+                                    npc = self.stall_ret[t];
+                                }
+                            }
+                            Ok(Flow::Halt) => {
+                                let h = &mut self.hot[t];
+                                h.pc = npc;
+                                h.icount += 1;
+                                self.end_cycle = now + 1;
+                                return End::Halted;
                             }
                             Err(f) => fault!(pc, f),
                         }
-                    }
-                    fuse_next!(rd);
-                }
-                Op::Lh { rd, rs1, imm } | Op::Lhu { rd, rs1, imm } => {
-                    let a = x!(rs1).wrapping_add(imm as u32);
-                    let signed = matches!(op, Op::Lh { .. });
-                    let v = if a <= WRAM_SIZE - 2 && a & 1 == 0 {
-                        u32::from(rd_u16(self.wram, a))
-                    } else {
-                        match self.load_slow(t, a, 2, now) {
-                            Ok((v, w)) => {
-                                wait = wait.max(w);
-                                v
+                        // A failed acquire closing a spin loop whose ops all ran in this slot:
+                        // the loop now repeats identically until the bit is clear.
+                        if let Op::EcallSpin { start } = op {
+                            if call == ecall::ATOMIC_ACQUIRE
+                                && self.hot[t].pc <= start
+                                && self.regs[t][reg::A0 as usize] == 0
+                            {
+                                self.spin[t] = Spin {
+                                    start,
+                                    ecall: pc,
+                                    // (valid: the acquire did not fault)
+                                    bit: Self::atomic_bit(bit).map_or(0, |b| b as u8),
+                                    acquire_next: false,
+                                };
+                                self.held_spin |= 1 << t;
+                                self.passive |= 1 << t;
+                                npc = self.spin_index;
                             }
-                            Err(f) => fault!(pc, f),
-                        }
-                    };
-                    self.regs[t][(rd & 31) as usize] = if signed {
-                        v as u16 as i16 as i32 as u32
-                    } else {
-                        v
-                    };
-                }
-                Op::Lb { rd, rs1, imm } | Op::Lbu { rd, rs1, imm } => {
-                    let a = x!(rs1).wrapping_add(imm as u32);
-                    let signed = matches!(op, Op::Lb { .. });
-                    let v = if a < WRAM_SIZE {
-                        u32::from(self.wram[(a as usize) & (WS - 1)])
-                    } else {
-                        match self.load_slow(t, a, 1, now) {
-                            Ok((v, w)) => {
-                                wait = wait.max(w);
-                                v
-                            }
-                            Err(f) => fault!(pc, f),
-                        }
-                    };
-                    self.regs[t][(rd & 31) as usize] = if signed {
-                        v as u8 as i8 as i32 as u32
-                    } else {
-                        v
-                    };
-                }
-                Op::Sw { rs1, rs2, imm } => {
-                    let a = x!(rs1).wrapping_add(imm as u32);
-                    let v = x!(rs2);
-                    if a <= WRAM_SIZE - 4 && a & 3 == 0 {
-                        wr_u32(self.wram, a, v);
-                    } else {
-                        match self.store_slow(t, a, 4, v, now) {
-                            Ok(w) => wait = wait.max(w),
-                            Err(f) => fault!(pc, f),
                         }
                     }
-                    fuse_next!(rs2);
-                }
-                Op::Sh { rs1, rs2, imm } => {
-                    let a = x!(rs1).wrapping_add(imm as u32);
-                    let v = x!(rs2);
-                    if a <= WRAM_SIZE - 2 && a & 1 == 0 {
-                        wr_u16(self.wram, a, v as u16);
-                    } else {
-                        match self.store_slow(t, a, 2, v, now) {
-                            Ok(w) => wait = wait.max(w),
-                            Err(f) => fault!(pc, f),
+                    // (Spinning slots are taken before the dispatch; this is the same.)
+                    Op::Spin => match self.spin_slot(t) {
+                        None => npc = pc,
+                        Some(start) => {
+                            pc = start;
+                            continue;
                         }
-                    }
-                }
-                Op::Sb { rs1, rs2, imm } => {
-                    let a = x!(rs1).wrapping_add(imm as u32);
-                    let v = x!(rs2);
-                    if a < WRAM_SIZE {
-                        self.wram[(a as usize) & (WS - 1)] = v as u8;
-                    } else {
-                        match self.store_slow(t, a, 1, v, now) {
-                            Ok(w) => wait = wait.max(w),
-                            Err(f) => fault!(pc, f),
+                    },
+                    Op::Generic { word } => match self.generic(t, pc, word, now) {
+                        Ok((n, w)) => {
+                            npc = n;
+                            wait = wait.max(w);
                         }
-                    }
-                }
-                Op::Beq { rs1, rs2, target } => {
-                    if x!(rs1) == x!(rs2) {
-                        npc = target
-                    }
-                }
-                Op::Bne { rs1, rs2, target } => {
-                    if x!(rs1) != x!(rs2) {
-                        npc = target
-                    }
-                }
-                Op::Blt { rs1, rs2, target } => {
-                    if (x!(rs1) as i32) < (x!(rs2) as i32) {
-                        npc = target
-                    }
-                }
-                Op::Bge { rs1, rs2, target } => {
-                    if (x!(rs1) as i32) >= (x!(rs2) as i32) {
-                        npc = target
-                    }
-                }
-                Op::Bltu { rs1, rs2, target } => {
-                    if x!(rs1) < x!(rs2) {
-                        npc = target
-                    }
-                }
-                Op::Bgeu { rs1, rs2, target } => {
-                    if x!(rs1) >= x!(rs2) {
-                        npc = target
-                    }
-                }
-                Op::Jal { rd, target } => {
-                    x!(rd) = self.base.wrapping_add(npc << 2);
-                    npc = target;
-                }
-                Op::J { target } => npc = target,
-                Op::Jalr { rd, rs1, imm } => {
-                    let dest = x!(rs1).wrapping_add(imm as u32) & !1;
-                    x!(rd) = self.base.wrapping_add(npc << 2);
-                    match self.jump_index(dest) {
-                        Ok(i) => npc = i,
                         Err(f) => fault!(pc, f),
+                    },
+                    Op::Ebreak => fault!(pc, Fault::Breakpoint),
+                    Op::Illegal { word } => fault!(pc, Fault::IllegalInstruction { word }),
+                    Op::FellOff => {
+                        let addr = self.base.wrapping_add(pc << 2);
+                        fault!(pc, Fault::IramOutOfRange { addr })
                     }
                 }
-                Op::Jr { rs1, imm } => {
-                    let dest = x!(rs1).wrapping_add(imm as u32) & !1;
-                    match self.jump_index(dest) {
-                        Ok(i) => npc = i,
-                        Err(f) => fault!(pc, f),
-                    }
+                let h = &mut self.hot[t];
+                h.pc = npc;
+                h.icount += 1;
+                if wait > now + rev {
+                    h.ready_at = wait;
+                    self.block(t, wait);
+                } else {
+                    h.ready_at = now + rev;
                 }
-                Op::Stall => {
-                    let left = &mut self.stall_left[t];
-                    *left = left.saturating_sub(1);
-                    npc = if *left == 0 { self.stall_ret[t] } else { pc };
-                }
-                Op::Ecall => match self.ecall(t, pc, now) {
-                    Ok(Flow::Next { wait: w }) => wait = wait.max(w),
-                    Ok(Flow::Jump { npc: n }) => npc = n,
-                    Ok(Flow::Halt) => {
-                        let h = &mut self.hot[t];
-                        h.pc = npc;
-                        h.icount += 1;
-                        self.end_cycle = now + 1;
-                        return End::Halted;
-                    }
-                    Err(f) => fault!(pc, f),
-                },
-                Op::Generic { word } => match self.generic(t, pc, word, now) {
-                    Ok((n, w)) => {
-                        npc = n;
-                        wait = wait.max(w);
-                    }
-                    Err(f) => fault!(pc, f),
-                },
-                Op::Ebreak => fault!(pc, Fault::Breakpoint),
-                Op::Illegal { word } => fault!(pc, Fault::IllegalInstruction { word }),
-                Op::FellOff => {
-                    let addr = self.base.wrapping_add(pc << 2);
-                    fault!(pc, Fault::IramOutOfRange { addr })
-                }
+                break;
             }
-            if fk > 31 && self.fuse_into_next(t, op, fk >> 5) {
-                self.hot[t].pc = npc;
-                carry = wait;
-                stay = true;
-                continue;
-            }
-            let h = &mut self.hot[t];
-            h.pc = npc;
-            h.ready_at = wait.max(now + rev);
-            h.icount += 1;
             now += 1;
         }
     }
 
-    /// Whether the op after `op` (just executed by tasklet `t`, the first of a fused pair of
-    /// [`fuse`] kind `kind`) issues in the same slot. Word pairs fuse only when their
+    /// Whether the op after a word access at `imm(rs1)` just executed by tasklet `t` (the first
+    /// of a word pair of [`fuse`] kind `kind`) issues in the same slot: only when the pair's
     /// address is 8-aligned (the DPU's `ld`/`sd` need it); a pair in MRAM is one 8-byte DMA.
+    #[inline(always)]
+    fn pair_fuses(&mut self, t: usize, rs1: u8, imm: i32, kind: u8) -> bool {
+        let hi = if kind == fuse::PAIR_HI { 4 } else { 0 };
+        let addr = self.regs[t][(rs1 & 31) as usize]
+            .wrapping_add(imm as u32)
+            .wrapping_sub(hi);
+        if addr & 7 != 0 {
+            return false;
+        }
+        if addr >= WRAM_SIZE {
+            self.pair_second = true;
+        }
+        true
+    }
+
+    /// Tasklet `t` waits until cycle `at`, longer than the revolver (see `blocked`).
+    #[cold]
+    fn block(&mut self, t: usize, at: u64) {
+        self.blocked |= 1 << t;
+        self.blocked_min = self.blocked_min.min(at);
+    }
+
+    /// Unblocks the `blocked` tasklets ready at cycle `now`; returns them.
     #[inline(never)]
-    fn fuse_into_next(&mut self, t: usize, op: Op, kind: u8) -> bool {
-        if kind != fuse::ALWAYS {
-            let (rs1, imm) = match op {
-                Op::Lw { rs1, imm, .. } | Op::Sw { rs1, imm, .. } => (rs1, imm),
-                _ => return false,
-            };
-            let hi = if kind == fuse::PAIR_HI { 4 } else { 0 };
-            let addr = self.regs[t][(rs1 & 31) as usize]
-                .wrapping_add(imm as u32)
-                .wrapping_sub(hi);
-            if addr & 7 != 0 {
-                return false;
-            }
-            if addr >= WRAM_SIZE {
-                self.pair_second = true;
+    fn unblock(&mut self, now: u64) -> u32 {
+        let (mut m, mut min, mut freed) = (self.blocked, u64::MAX, 0);
+        while m != 0 {
+            let i = m.trailing_zeros() as usize;
+            m &= m - 1;
+            let at = self.hot[i].ready_at;
+            if at <= now {
+                freed |= 1 << i;
+            } else {
+                min = min.min(at);
             }
         }
-        self.run_stats.fused_pairs += 1;
-        true
+        self.blocked &= !freed;
+        self.blocked_min = min;
+        freed
     }
 
     /// Round-robin choice when the tasklet after `last` cannot issue at `now`: the first
@@ -588,35 +774,351 @@ impl<'a> Dpu<'a> {
     /// (the clock jumps there). `None` when no tasklet will ever be ready.
     #[inline(never)]
     fn select(&mut self, now: u64, last: usize) -> Option<(usize, u64)> {
+        if !self.shortcuts {
+            return self.select_scan(now, last);
+        }
+        if self.blocked_min <= now {
+            self.unblock(now);
+        }
+        // The others in round-robin order after `last` (bit j of `m` is tasklet
+        // (last + 1 + j) % 32; there are none from `nr` to 31): the first ready one wins;
+        // meanwhile those that become ready earliest.
+        let shift = (last as u32 + 1) % 32;
+        let all = if self.nr == 32 {
+            u32::MAX
+        } else {
+            (1u32 << self.nr) - 1
+        };
+        let mut m = (all & !self.blocked).rotate_right(shift);
+        let (mut earliest, mut at_earliest) = (u64::MAX, 0u32);
+        while m != 0 {
+            let j = m.trailing_zeros();
+            m &= m - 1;
+            let i = ((j + shift) % 32) as usize;
+            let at = self.hot[i].ready_at;
+            if at <= now {
+                return Some((i, now));
+            }
+            if at < earliest {
+                earliest = at;
+                at_earliest = 0;
+            }
+            if at == earliest {
+                at_earliest |= 1 << i;
+            }
+        }
+        // None is ready: the clock jumps to the earliest cycle at which one is, an unblocked
+        // one's or a blocked one's.
+        let at = earliest.min(self.blocked_min);
+        if at == u64::MAX {
+            return None;
+        }
+        let mut cands = if earliest == at { at_earliest } else { 0 };
+        if self.blocked_min == at {
+            cands |= self.unblock(at);
+        }
+        // (`blocked_min` is exact here: a blocked tasklet's `ready_at` only rises above it
+        // once the clock has passed it, and then `unblock` above recomputed it. Were it not,
+        // the scan of every tasklet decides.)
+        if cands == 0 {
+            debug_assert!(false, "blocked_min below every blocked tasklet's ready_at");
+            return self.select_scan(now, last);
+        }
+        let r = cands.rotate_right(shift);
+        let i = ((r.trailing_zeros() + shift) % 32) as usize;
+        self.run_stats.idle_cycles += at - now;
+        Some((i, at))
+    }
+
+    /// `select` by a scan of every tasklet in round-robin order: the first ready one wins;
+    /// meanwhile the first one (in that order) of those that become ready earliest.
+    #[cold]
+    fn select_scan(&mut self, now: u64, last: usize) -> Option<(usize, u64)> {
         let nr = self.nr;
-        let mut earliest = u64::MAX;
-        for h in &self.hot[..nr] {
-            earliest = earliest.min(h.ready_at);
+        let (mut earliest, mut first) = (u64::MAX, 0);
+        let mut i = last;
+        for _ in 0..nr {
+            i = (i + 1) % nr;
+            let at = self.hot[i].ready_at;
+            if at <= now {
+                return Some((i, now));
+            }
+            if at < earliest {
+                earliest = at;
+                first = i;
+            }
         }
         if earliest == u64::MAX {
             return None;
         }
-        let at = earliest.max(now);
-        self.run_stats.idle_cycles += at - now;
-        let mut i = last;
-        for _ in 0..nr {
-            i += 1;
-            if i >= nr {
-                i = 0;
+        self.run_stats.idle_cycles += earliest - now;
+        Some((first, earliest))
+    }
+
+    /// One issue slot that executes no op, of tasklet `t`: a slot it owes (`owing`), or a
+    /// slot of its spin on a held atomic bit (`held_spin`, see `Spin`).
+    #[inline(always)]
+    fn passive_slot(&mut self, t: usize) {
+        let bit = 1u32 << t;
+        if self.owing & bit != 0 {
+            let owed = &mut self.owed[t];
+            *owed -= 1;
+            if *owed == 0 {
+                self.owing &= !bit;
+                self.passive &= !bit;
             }
-            if self.hot[i].ready_at <= at {
-                return Some((i, at));
+        } else {
+            let s = &mut self.spin[t];
+            let acquire = s.acquire_next;
+            self.run_stats.fused_pairs += u64::from(acquire) * u64::from(s.ecall - s.start);
+            s.acquire_next = !acquire;
+        }
+    }
+
+    /// Tasklet `t` owes `count` more issue slots (`pc`: the op index to report for them; the
+    /// first slot issues `fused` ops besides its first, counted now). A tasklet that owes
+    /// nothing starts a new batch. The batch must have room for a run.
+    #[inline(always)]
+    fn owe(&mut self, t: usize, pc: u32, count: u32, fused: u32) {
+        let log = &mut self.owed_log[t];
+        if self.owed[t] == 0 {
+            log.len = 0;
+            log.total = 0;
+        }
+        let i = log.len % OWED;
+        log.pcs[i] = pc;
+        log.counts[i] = count;
+        log.fused[i] = fused;
+        log.len = i + 1;
+        log.total += u64::from(count);
+        self.owed[t] += u64::from(count);
+        self.run_stats.fused_pairs += u64::from(fused);
+        self.owing |= 1 << t;
+        self.passive |= 1 << t;
+    }
+
+    /// The first run of tasklet `t`'s batch with a slot not yet issued, and whether that is
+    /// the run's first slot (`None` when it owes nothing).
+    fn unissued(&self, t: usize) -> Option<(usize, bool)> {
+        if self.owed[t] == 0 {
+            return None;
+        }
+        let log = &self.owed_log[t];
+        let issued = log.total - self.owed[t];
+        let mut at = 0;
+        for i in 0..log.len {
+            let next = at + u64::from(log.counts[i]);
+            if issued < next {
+                return Some((i, issued == at));
             }
+            at = next;
         }
         None
+    }
+
+    /// Executes ahead the next issue slots of tasklet `t` (which owes none) that only read and
+    /// write its own registers, and queues them as owed slots: ops that no other tasklet can
+    /// observe or influence and that do not depend on when they issue (`Program::ahead`: ALU
+    /// ops, constants, branches, jumps, calls and returns to valid targets, `addi sp` within
+    /// the stack, the arithmetic environment calls, whose issue slots are queued with them).
+    /// It stops before the first slot with any other op (loads and stores, other environment
+    /// calls) or that would fault, which executes when it issues, and when the queue is full.
+    /// The tasklet's registers are then ahead of its issues, which only the tasklet itself
+    /// could see; issuing the queued slots counts them exactly as executing them then would.
+    #[inline(never)]
+    fn run_ahead(&mut self, t: usize) {
+        let ahead = self.ahead;
+        let mut pc = self.hot[t].pc;
+        while self.owed_log[t].len < OWED - 2 || self.owed[t] == 0 {
+            let a = ahead[pc as usize] & !crate::decode::ahead::WORTH;
+            if a == 0 {
+                break;
+            }
+            let fused = u32::from(a >> 2);
+            let last = pc + fused;
+            let mut npc = pc + 1;
+            let mut stall = 0;
+            if a & 3 == crate::decode::ahead::PLAIN {
+                for i in pc..=last {
+                    npc = self.plain_op(t, i);
+                }
+            } else {
+                // A slot whose later op may fault runs on a copy of the registers kept to
+                // undo its first ops.
+                let saved = (fused > 0).then(|| self.regs[t]);
+                for i in pc..=last {
+                    match self.checked_op(t, i) {
+                        Some((n, slots)) => {
+                            npc = n;
+                            stall = slots;
+                        }
+                        None => {
+                            if let Some(regs) = saved {
+                                self.regs[t] = regs;
+                            }
+                            self.hot[t].pc = pc;
+                            return;
+                        }
+                    }
+                }
+            }
+            self.owe(t, pc, 1, fused);
+            if stall > 0 {
+                self.owe(t, last, stall, 0);
+            }
+            pc = npc;
+        }
+        self.hot[t].pc = pc;
+    }
+
+    /// Executes op `i` of tasklet `t`, one of the ops of a `PLAIN` slot (`Program::ahead`);
+    /// returns the next op index.
+    #[inline(always)]
+    fn plain_op(&mut self, t: usize, i: u32) -> u32 {
+        let op = self.ops[i as usize];
+        let r = &mut self.regs[t];
+        macro_rules! x {
+            ($i:expr) => {
+                r[($i & 31) as usize]
+            };
+        }
+        match op {
+            Op::Li { rd, imm } => x!(rd) = imm,
+            Op::Addi { rd, rs1, imm } => x!(rd) = x!(rs1).wrapping_add(imm as u32),
+            Op::Slti { rd, rs1, imm } => x!(rd) = ((x!(rs1) as i32) < imm) as u32,
+            Op::Sltiu { rd, rs1, imm } => x!(rd) = (x!(rs1) < imm as u32) as u32,
+            Op::Xori { rd, rs1, imm } => x!(rd) = x!(rs1) ^ imm as u32,
+            Op::Ori { rd, rs1, imm } => x!(rd) = x!(rs1) | imm as u32,
+            Op::Andi { rd, rs1, imm } => x!(rd) = x!(rs1) & imm as u32,
+            Op::Slli { rd, rs1, sh } => x!(rd) = x!(rs1) << (sh & 31),
+            Op::Srli { rd, rs1, sh } => x!(rd) = x!(rs1) >> (sh & 31),
+            Op::Srai { rd, rs1, sh } => x!(rd) = ((x!(rs1) as i32) >> (sh & 31)) as u32,
+            Op::Add { rd, rs1, rs2 } => x!(rd) = x!(rs1).wrapping_add(x!(rs2)),
+            Op::Sub { rd, rs1, rs2 } => x!(rd) = x!(rs1).wrapping_sub(x!(rs2)),
+            Op::Sll { rd, rs1, rs2 } => x!(rd) = x!(rs1) << (x!(rs2) & 31),
+            Op::Slt { rd, rs1, rs2 } => x!(rd) = ((x!(rs1) as i32) < (x!(rs2) as i32)) as u32,
+            Op::Sltu { rd, rs1, rs2 } => x!(rd) = (x!(rs1) < x!(rs2)) as u32,
+            Op::Xor { rd, rs1, rs2 } => x!(rd) = x!(rs1) ^ x!(rs2),
+            Op::Srl { rd, rs1, rs2 } => x!(rd) = x!(rs1) >> (x!(rs2) & 31),
+            Op::Sra { rd, rs1, rs2 } => x!(rd) = ((x!(rs1) as i32) >> (x!(rs2) & 31)) as u32,
+            Op::Or { rd, rs1, rs2 } => x!(rd) = x!(rs1) | x!(rs2),
+            Op::And { rd, rs1, rs2 } => x!(rd) = x!(rs1) & x!(rs2),
+            // (A branch not taken, like `Nop`, goes on below.)
+            Op::Beq { rs1, rs2, target } if x!(rs1) == x!(rs2) => return target,
+            Op::Bne { rs1, rs2, target } if x!(rs1) != x!(rs2) => return target,
+            Op::Blt { rs1, rs2, target } if (x!(rs1) as i32) < (x!(rs2) as i32) => return target,
+            Op::Bge { rs1, rs2, target } if (x!(rs1) as i32) >= (x!(rs2) as i32) => return target,
+            Op::Bltu { rs1, rs2, target } if x!(rs1) < x!(rs2) => return target,
+            Op::Bgeu { rs1, rs2, target } if x!(rs1) >= x!(rs2) => return target,
+            Op::Jal { rd, target } => {
+                x!(rd) = self.base.wrapping_add((i + 1) << 2);
+                return target;
+            }
+            Op::J { target } => return target,
+            // Nop, a branch not taken; nothing else is in a PLAIN slot.
+            _ => {}
+        }
+        i + 1
+    }
+
+    /// Executes op `i` of tasklet `t`, one of the ops of a `CHECKED` slot (`Program::ahead`),
+    /// if it does not fault and, for an `ecall`, is an arithmetic call: returns the next op
+    /// index and the issue slots the op adds (an arithmetic call's); `None` (and nothing
+    /// changed) otherwise.
+    #[inline(always)]
+    fn checked_op(&mut self, t: usize, i: u32) -> Option<(u32, u32)> {
+        let next = i + 1;
+        let r = &mut self.regs[t];
+        match self.ops[i as usize] {
+            Op::AddiSp { imm } => {
+                let sp = r[2].wrapping_add(imm as u32);
+                if sp < self.stack_lo[t] {
+                    return None;
+                }
+                r[2] = sp;
+            }
+            Op::Jalr { rd, rs1, imm } => {
+                let dest = r[(rs1 & 31) as usize].wrapping_add(imm as u32) & !1;
+                let target = self.jump_index(dest).ok()?;
+                self.regs[t][(rd & 31) as usize] = self.base.wrapping_add(next << 2);
+                return Some((target, 0));
+            }
+            Op::Jr { rs1, imm } => {
+                let dest = r[(rs1 & 31) as usize].wrapping_add(imm as u32) & !1;
+                return Some((self.jump_index(dest).ok()?, 0));
+            }
+            Op::Ecall | Op::EcallSpin { .. } => {
+                if !(ecall::MUL32..=ecall::FDIV64).contains(&r[reg::A7 as usize]) {
+                    return None;
+                }
+                // The arithmetic calls do not look at the cycle; they fault (division by
+                // zero) before changing anything.
+                return match self.ecall(t, i, 0) {
+                    Ok(Flow::Next { .. }) => Some((next, 0)),
+                    Ok(Flow::Jump { .. }) => Some((next, self.stall_left[t])),
+                    Ok(Flow::Halt) | Err(_) => None,
+                };
+            }
+            _ => return Some((self.plain_op(t, i), 0)),
+        }
+        Some((next, 0))
+    }
+
+    /// Bit `b` was released: the tasklets spinning on it will acquire it (or find it held
+    /// again) at their next acquire slot, which `spin_slot` decides.
+    #[cold]
+    #[inline(never)]
+    fn release_spinners(&mut self, b: usize) {
+        let mut m = self.held_spin;
+        while m != 0 {
+            let i = m.trailing_zeros() as usize;
+            m &= m - 1;
+            if usize::from(self.spin[i].bit) == b {
+                self.held_spin &= !(1 << i);
+                self.passive &= !(1 << i);
+            }
+        }
+    }
+
+    /// One issue slot of tasklet `t` spinning on the `Spin` sentinel: the branch back to the
+    /// loop (`beqz a0`, a0 being 0), or the loop's ops and its acquire, which fails again while
+    /// the bit is held (they write the values they wrote last time; the slot counts their
+    /// fused pairs). `None` when that is the slot; `Some(start)` when the bit is clear: the
+    /// loop's ops run for real from `start`, in this slot, and the tasklet stops spinning.
+    #[inline(always)]
+    fn spin_slot(&mut self, t: usize) -> Option<u32> {
+        let s = &mut self.spin[t];
+        let b = usize::from(s.bit);
+        let held = self.atomic[b / 64] & (1 << (b % 64)) != 0;
+        if held {
+            self.held_spin |= 1 << t;
+            self.passive |= 1 << t;
+        }
+        if !s.acquire_next || held {
+            let acquire = s.acquire_next;
+            self.run_stats.fused_pairs += u64::from(acquire) * u64::from(s.ecall - s.start);
+            s.acquire_next = !acquire;
+            None
+        } else {
+            Some(s.start)
+        }
     }
 
     /// The op index to report for tasklet `t` stopped before its next issue: the arithmetic
     /// call it is still paying for, or its next instruction.
     fn report_index(&self, t: usize) -> u32 {
         let pc = self.hot[t].pc;
-        if pc == self.stall_index {
+        if let Some((run, _)) = self.unissued(t) {
+            self.owed_log[t].pcs[run]
+        } else if pc == self.stall_index {
             self.stall_ret[t].wrapping_sub(1)
+        } else if pc == self.spin_index {
+            let s = &self.spin[t];
+            if s.acquire_next {
+                s.start
+            } else {
+                s.ecall + 1
+            }
         } else {
             pc
         }
@@ -647,8 +1149,7 @@ impl<'a> Dpu<'a> {
     #[inline(always)]
     fn jump_index(&self, dest: u32) -> Result<u32, Fault> {
         let off = dest.wrapping_sub(self.base);
-        let n = (self.ops.len() - 2) as u32;
-        if off & 3 == 0 && (off >> 2) < n {
+        if off & 3 == 0 && (off >> 2) < self.len {
             Ok(off >> 2)
         } else {
             Err(jump_fault(dest, off))
@@ -1001,6 +1502,67 @@ impl<'a> Dpu<'a> {
         }
     }
 
+    /// Environment call of tasklet `t` at op index `pc`, issued at cycle `now`: the frequent
+    /// ones (DMA, atomic bits) here, inline in the interpreter loop; the others in
+    /// [`Dpu::ecall`].
+    #[inline(always)]
+    fn ecall_hot(&mut self, t: usize, pc: u32, now: u64) -> Result<Flow, Fault> {
+        let r = &self.regs[t];
+        let (nr_call, a0) = (r[reg::A7 as usize], r[reg::A0 as usize]);
+        match nr_call {
+            ecall::ATOMIC_ACQUIRE | ecall::ATOMIC_RELEASE => {
+                let v = self.atomic_call(a0, nr_call == ecall::ATOMIC_ACQUIRE)?;
+                self.regs[t][reg::A0 as usize] = v;
+                Ok(Flow::Next { wait: 0 })
+            }
+            ecall::DMA_MRAM_TO_WRAM | ecall::DMA_WRAM_TO_MRAM => {
+                let done = self.dma_call(t, pc, now, nr_call == ecall::DMA_MRAM_TO_WRAM)?;
+                Ok(Flow::Next { wait: done })
+            }
+            _ => self.ecall(t, pc, now),
+        }
+    }
+
+    /// `ATOMIC_ACQUIRE` (`acquire`) or `ATOMIC_RELEASE` of the atomic bit `v`: sets (clears)
+    /// it; returns 1 if it was clear (set), else 0.
+    #[inline(always)]
+    fn atomic_call(&mut self, v: u32, acquire: bool) -> Result<u32, Fault> {
+        let b = Self::atomic_bit(v)?;
+        let (word, mask) = ((b / 64) & 3, 1u64 << (b % 64));
+        let was_set = self.atomic[word] & mask != 0;
+        if acquire {
+            self.atomic[word] |= mask;
+        } else {
+            self.atomic[word] &= !mask;
+            if was_set && self.held_spin != 0 {
+                self.release_spinners(b);
+            }
+        }
+        Ok((was_set != acquire) as u32)
+    }
+
+    /// `DMA_MRAM_TO_WRAM` (`read`) or `DMA_WRAM_TO_MRAM` of tasklet `t` at op index `pc`,
+    /// issued at cycle `now` (arguments in `a0..a2`): moves the data; returns the cycle at which
+    /// the transfer completes.
+    #[inline(never)]
+    fn dma_call(&mut self, t: usize, pc: u32, now: u64, read: bool) -> Result<u64, Fault> {
+        let r = &self.regs[t];
+        let (a0, a1, a2) = (
+            r[reg::A0 as usize],
+            r[reg::A1 as usize],
+            r[reg::A2 as usize],
+        );
+        let (mram, wram) = if read { (a0, a1) } else { (a1, a0) };
+        let d = self.dma_request(t, pc, read, wram, mram, a2)?;
+        let (w, m, nn) = (d.wram as usize, d.mram_offset as usize, d.size as usize);
+        if read {
+            self.wram[w..w + nn].copy_from_slice(&self.mram[m..m + nn]);
+        } else {
+            self.mram[m..m + nn].copy_from_slice(&self.wram[w..w + nn]);
+        }
+        Ok(self.dma(t, now, d.size, read))
+    }
+
     /// Environment call of tasklet `t` at op index `pc`, issued at cycle `now`.
     #[cold]
     #[inline(never)]
@@ -1027,32 +1589,12 @@ impl<'a> Dpu<'a> {
             }
             ecall::HALT => return Ok(Flow::Halt),
             ecall::DMA_MRAM_TO_WRAM | ecall::DMA_WRAM_TO_MRAM => {
-                let read = nr_call == ecall::DMA_MRAM_TO_WRAM;
-                let (mram, wram) = if read { (a0, a1) } else { (a1, a0) };
-                let d = self.dma_request(t, pc, read, wram, mram, a2)?;
-                let (w, m, nn) = (d.wram as usize, d.mram_offset as usize, d.size as usize);
-                if read {
-                    self.wram[w..w + nn].copy_from_slice(&self.mram[m..m + nn]);
-                } else {
-                    self.mram[m..m + nn].copy_from_slice(&self.wram[w..w + nn]);
-                }
-                let done = self.dma(t, now, d.size, read);
+                let done = self.dma_call(t, pc, now, nr_call == ecall::DMA_MRAM_TO_WRAM)?;
                 return Ok(Flow::Next { wait: done });
             }
-            ecall::ATOMIC_ACQUIRE => {
-                let b = Self::atomic_bit(a0)?;
-                let (word, mask) = (b / 64, 1u64 << (b % 64));
-                let was_clear = self.atomic[word] & mask == 0;
-                self.atomic[word] |= mask;
-                set(self, reg::A0, was_clear as u32);
-                return Ok(next);
-            }
-            ecall::ATOMIC_RELEASE => {
-                let b = Self::atomic_bit(a0)?;
-                let (word, mask) = (b / 64, 1u64 << (b % 64));
-                let was_set = self.atomic[word] & mask != 0;
-                self.atomic[word] &= !mask;
-                set(self, reg::A0, was_set as u32);
+            ecall::ATOMIC_ACQUIRE | ecall::ATOMIC_RELEASE => {
+                let v = self.atomic_call(a0, nr_call == ecall::ATOMIC_ACQUIRE)?;
+                set(self, reg::A0, v);
                 return Ok(next);
             }
             ecall::SLEEP => {
@@ -1077,7 +1619,10 @@ impl<'a> Dpu<'a> {
                         self.state[id] = State::Running;
                         let since = self.sleep_since[id];
                         self.stats[id].sleep_cycles += now - since;
-                        self.hot[id].ready_at = (now + 1).max(since + self.rev);
+                        let at = (now + 1).max(since + self.rev);
+                        self.hot[id].ready_at = at;
+                        // (`id` is blocked since it went to sleep.)
+                        self.blocked_min = self.blocked_min.min(at);
                         true
                     }
                     State::Running => {
@@ -1236,6 +1781,18 @@ impl<'a> Dpu<'a> {
 
     /// Builds the outcome from the final state.
     fn finish(mut self: Box<Self>, end: End, program: &Program) -> RunOutcome {
+        // Slots executed ahead that never issued: their fused pairs do not count.
+        for t in 0..self.nr {
+            if let Some((run, at_start)) = self.unissued(t) {
+                let log = &self.owed_log[t];
+                let first = run + usize::from(!at_start);
+                let back: u64 = log.fused[first..log.len]
+                    .iter()
+                    .map(|&f| u64::from(f))
+                    .sum();
+                self.run_stats.fused_pairs -= back;
+            }
+        }
         let end_cycle = self.end_cycle;
         let mut halted = false;
         let fault = match end {
