@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Runs PrIM programs at 64 DPUs with two engines and compares them (docs/performance.md).
+
+Each program is copied from the third-party folder and built once (its own Makefile,
+NR_DPUS=64 NR_TASKLETS=16 and the make variables and host command of tests/programs/run.py),
+then run with this checkout's libdpu.so and with a baseline's (--baseline REV: a git revision,
+built as bench/speed/run.py builds it; or a directory holding a libdpu.so). For each program:
+whether every launch of the run report has the same cycles, instructions, DMA bytes and
+requests, utilisation figures and per-rank cycles and instructions, whether the program's
+output is the same (numbers masked: it prints its own timings), and both wall times.
+
+Usage: bench/speed/prim_compare.py --baseline REV|DIR [NAME...]   (default: all 16)
+Environment: OPENPIM_THREADS (default: one per core), PRIM_COMPARE_DIR (build folder,
+default /tmp/openpim-prim-compare).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+
+KEYS = ["cycles", "instructions", "dma_bytes", "dma_requests", "tasklet_utilisation",
+        "sync_wait_fraction", "faults", "dpus", "tasklets"]
+
+
+def load(name: str, path: Path):
+    """A Python file as a module."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+# bench/speed/run.py (environment, baseline builds) and tests/programs/run.py (the PrIM runs).
+speed = load("speed_run", HERE / "run.py")
+
+
+def run_one(cmd: list[str], cwd: str, lib: Path | None, report: str) -> dict:
+    env = speed.env_of(lib, int(os.environ.get("OPENPIM_THREADS", os.cpu_count() or 1)), report)
+    if os.path.exists(report):
+        os.remove(report)
+    t0 = time.time()
+    p = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    wall = time.time() - t0
+    try:
+        launches = json.load(open(report))["launches"]
+    except (OSError, ValueError):
+        launches = None
+    if launches is not None:
+        launches = [{k: l.get(k) for k in KEYS}
+                    | {"per_rank": [(r["cycles"], r["instructions"]) for r in l.get("per_rank", [])]}
+                    for l in launches]
+    return {"launches": launches, "output": re.sub(r"[0-9.]+", "#", p.stdout),
+            "rc": p.returncode, "wall": wall}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--baseline", required=True)
+    ap.add_argument("names", nargs="*")
+    a = ap.parse_args()
+    sys.path.insert(0, str(ROOT / "tests" / "programs"))
+    progs = load("programs_run", ROOT / "tests" / "programs" / "run.py")
+    names = a.names or list(progs.PRIM_64)
+    base = speed.build_baseline(a.baseline)
+    work = Path(os.environ.get("PRIM_COMPARE_DIR", "/tmp/openpim-prim-compare"))
+    work.mkdir(parents=True, exist_ok=True)
+    all_same = True
+    print(f"{'program':<9} {'launches':>8} {'instructions':>15} {'wall new':>9} {'baseline':>9} {'speed-up':>8}  same")
+    for name in names:
+        make_vars, args = progs.PRIM_64[name]
+        d = work / name
+        if not (d / "bin").is_dir():
+            shutil.rmtree(d, ignore_errors=True)
+            shutil.copytree(progs.THIRD_PARTY / "prim-benchmarks" / name, d)
+            subprocess.run(["make", "-j2", "NR_DPUS=64", "NR_TASKLETS=16", *make_vars.split()],
+                           cwd=d, env=speed.env_of(None, 1, ""), check=True, capture_output=True)
+        cmd = args.format(inputs=progs.INPUTS).split()
+        new = run_one(cmd, str(d), None, str(work / f"{name}-new.json"))
+        old = run_one(cmd, str(d), base, str(work / f"{name}-base.json"))
+        same = new["launches"] is not None and all(new[k] == old[k] for k in ("launches", "output", "rc"))
+        all_same &= same
+        n = len(new["launches"] or [])
+        instr = sum(l["instructions"] for l in new["launches"] or [])
+        print(f"{name:<9} {n:>8} {instr:>15,} {new['wall']:>8.2f}s {old['wall']:>8.2f}s"
+              f" {old['wall'] / new['wall']:>7.2f}x  {'yes' if same else 'NO'}"
+              + ("" if new["rc"] == 0 else f" (exit status {new['rc']}, baseline {old['rc']})"), flush=True)
+    return 0 if all_same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
