@@ -44,7 +44,9 @@ fn env_puts_the_sdk_commands_and_libdpu_on_the_paths() {
         .next()
         .unwrap();
     assert!(
-        std::path::Path::new(py_dir).join("dpu/__init__.py").exists(),
+        std::path::Path::new(py_dir)
+            .join("dpu/__init__.py")
+            .exists(),
         "{py}"
     );
     // The exported directory really holds the compiler shim.

@@ -374,7 +374,9 @@ pub enum Fault {
     DmaMisaligned { wram: u32, mram: u32 },
     /// DMA size not a multiple of 8 in 8..=2048, or an MRAM address without the MRAM base
     /// (only under `Timing::strict_dma`: the DPU moves what the length field encodes).
-    #[error("DMA of {size} bytes: the size must be a multiple of 8 between 8 and 2048 (strictDma)")]
+    #[error(
+        "DMA of {size} bytes: the size must be a multiple of 8 between 8 and 2048 (strictDma)"
+    )]
     DmaBadSize { size: u32 },
     /// DMA whose WRAM or MRAM range is out of bounds: past the 64 KiB of WRAM, or an MRAM
     /// address that is neither in 0x08000000..0x0c000000 nor an offset below 64 MiB.

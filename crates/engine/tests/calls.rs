@@ -32,7 +32,11 @@ fn try_call(nr: u32, args: [u32; 4]) -> (Option<Fault>, [u32; 4]) {
 
 /// Division by zero faults on the DPU (its division routine executes `fault`).
 fn assert_div_by_zero(nr: u32, args: [u32; 4]) {
-    assert_eq!(try_call(nr, args).0, Some(Fault::DivisionByZero), "call {nr}");
+    assert_eq!(
+        try_call(nr, args).0,
+        Some(Fault::DivisionByZero),
+        "call {nr}"
+    );
 }
 
 fn i(v: i32) -> u32 {
