@@ -329,22 +329,7 @@ fn check_raw_args(args: &[String]) -> Result<()> {
 /// One `openpim: internal error` line instead of Rust's panic message and backtrace hint
 /// (kept with `RUST_BACKTRACE` set, for debugging).
 fn install_panic_hook() {
-    if std::env::var_os("RUST_BACKTRACE").is_some_and(|v| !v.is_empty() && v != "0") {
-        return;
-    }
-    std::panic::set_hook(Box::new(|info| {
-        let payload = info.payload();
-        let msg = payload
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic".into());
-        let at = info
-            .location()
-            .map(|l| format!(" at {}:{}", l.file(), l.line()))
-            .unwrap_or_default();
-        eprintln!("openpim: internal error{at}: {msg} (a bug in OpenPIM; please report it)");
-    }));
+    openpim_runtime::install_one_line_panic_hook("", false);
 }
 
 fn main() -> ExitCode {

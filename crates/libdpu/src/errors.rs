@@ -81,27 +81,7 @@ pub fn fault_summary(count: usize) -> String {
 pub fn install_panic_hook() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        if std::env::var_os("RUST_BACKTRACE").is_some_and(|v| !v.is_empty() && v != "0") {
-            return;
-        }
-        std::panic::set_hook(Box::new(|info| {
-            if openpim_runtime::quiet() {
-                return;
-            }
-            let payload = info.payload();
-            let msg = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            let at = info
-                .location()
-                .map(|l| format!(" at {}:{}", l.file(), l.line()))
-                .unwrap_or_default();
-            eprintln!(
-                "openpim: internal error{at}: {msg} (a bug in OpenPIM; the SDK call returns DPU_ERR_INTERNAL; please report it)"
-            );
-        }));
+        openpim_runtime::install_one_line_panic_hook("the SDK call returns DPU_ERR_INTERNAL", true);
     });
 }
 
@@ -131,11 +111,7 @@ pub fn entry(func: &'static str, f: impl FnOnce() -> Result<(), Fail>) -> DpuErr
             code
         }
         Err(p) => {
-            let msg = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
+            let msg = openpim_runtime::panic_message(&*p);
             report(
                 func,
                 &format!("internal error (a bug in OpenPIM, please report it): {msg}"),

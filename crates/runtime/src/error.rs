@@ -289,3 +289,38 @@ pub(crate) fn merge(results: Vec<Result<()>>) -> Result<()> {
 pub fn quiet() -> bool {
     std::env::var_os("OPENPIM_QUIET").is_some_and(|v| !v.is_empty() && v != "0")
 }
+
+/// The message a panic carried (`&str` or `String` payloads), for one-line reports.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+/// Installs a panic hook that prints one `openpim: internal error at FILE:LINE: MESSAGE
+/// (a bug in OpenPIM; WHAT_HAPPENS; please report it)` line instead of Rust's panic message
+/// and backtrace hint, unless `RUST_BACKTRACE` is set (kept for debugging OpenPIM) or the
+/// line is silenced (`OPENPIM_QUIET`, when `respect_quiet`). Used by the C library and the CLI.
+pub fn install_one_line_panic_hook(what_happens: &'static str, respect_quiet: bool) {
+    if std::env::var_os("RUST_BACKTRACE").is_some_and(|v| !v.is_empty() && v != "0") {
+        return;
+    }
+    std::panic::set_hook(Box::new(move |info| {
+        if respect_quiet && quiet() {
+            return;
+        }
+        let msg = panic_message(info.payload());
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        let then = if what_happens.is_empty() {
+            String::new()
+        } else {
+            format!("; {what_happens}")
+        };
+        eprintln!("openpim: internal error{at}: {msg} (a bug in OpenPIM{then}; please report it)");
+    }));
+}

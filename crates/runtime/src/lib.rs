@@ -29,7 +29,7 @@ mod testutil;
 
 pub use clock::stats::{launch_history, launch_totals, DpuRunStats, LaunchRecord, LaunchTotals};
 pub use clock::{host_clock, report, timeline};
-pub use error::{quiet, Error, FaultInfo, Result};
+pub use error::{install_one_line_panic_hook, panic_message, quiet, Error, FaultInfo, Result};
 pub use exec::local::threads::{
     host_cores, parse_threads, thread_setting, ThreadSetting, THREADS_ENV, THREADS_PER_CORE,
 };

@@ -20,6 +20,7 @@ use openpim_machine::{Direction, XferKind};
 use crate::clock::stats::{self, DpuRunStats, LaunchRecord};
 use crate::clock::timeline::{self, OpDone};
 use crate::context::{as_callback_of, inside_any_callback, inside_callback_of};
+use crate::error::panic_message;
 use crate::error::{quiet, Error, FaultInfo, Result};
 use crate::exec::local::slots::SlotGuard;
 use crate::exec::local::threads::pool;
@@ -174,16 +175,6 @@ fn classify(items: &[XferItem]) -> XferKind {
 impl std::fmt::Debug for LocalRank {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Rank({}, {} DPUs)", self.id, self.nr_dpus)
-    }
-}
-
-fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = p.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = p.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "unknown panic".to_string()
     }
 }
 
