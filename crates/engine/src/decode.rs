@@ -676,6 +676,20 @@ fn mark_fused(op: &mut Op, kind: u8) -> bool {
     debug_assert!(kind != fuse::NONE && kind < 8);
     let bits = kind << 5;
     match op {
+        Op::Lw { rd, .. } => *rd |= bits,
+        Op::Sw { rs2, .. } => *rs2 |= bits,
+        op => match alu_dest_mut(op) {
+            Some(rd) => *rd |= bits,
+            None => return false,
+        },
+    }
+    true
+}
+
+/// The destination register field of a register-only ALU op (constants, immediate and
+/// register-register arithmetic, logic, shifts, comparisons); `None` for any other op.
+fn alu_dest_mut(op: &mut Op) -> Option<&mut u8> {
+    match op {
         Op::Li { rd, .. }
         | Op::Addi { rd, .. }
         | Op::Slti { rd, .. }
@@ -695,12 +709,9 @@ fn mark_fused(op: &mut Op, kind: u8) -> bool {
         | Op::Srl { rd, .. }
         | Op::Sra { rd, .. }
         | Op::Or { rd, .. }
-        | Op::And { rd, .. }
-        | Op::Lw { rd, .. } => *rd |= bits,
-        Op::Sw { rs2, .. } => *rs2 |= bits,
-        _ => return false,
+        | Op::And { rd, .. } => Some(rd),
+        _ => None,
     }
-    true
 }
 
 /// Rules 1-4: marks the fused pairs of `words` in `fuse` (greedily from the start: an
@@ -1018,30 +1029,6 @@ fn ahead_kind(ops: &[Op], fuse: &[u8], i: usize) -> u16 {
             | Op::J { .. }
             | Op::Jal { .. } => {}
             Op::Li { rd, imm } if rd & 31 == reg::A7 => a7 = Some(Some(imm)),
-            Op::Li { rd, .. }
-            | Op::Addi { rd, .. }
-            | Op::Slti { rd, .. }
-            | Op::Sltiu { rd, .. }
-            | Op::Xori { rd, .. }
-            | Op::Ori { rd, .. }
-            | Op::Andi { rd, .. }
-            | Op::Slli { rd, .. }
-            | Op::Srli { rd, .. }
-            | Op::Srai { rd, .. }
-            | Op::Add { rd, .. }
-            | Op::Sub { rd, .. }
-            | Op::Sll { rd, .. }
-            | Op::Slt { rd, .. }
-            | Op::Sltu { rd, .. }
-            | Op::Xor { rd, .. }
-            | Op::Srl { rd, .. }
-            | Op::Sra { rd, .. }
-            | Op::Or { rd, .. }
-            | Op::And { rd, .. } => {
-                if rd & 31 == reg::A7 {
-                    a7 = None;
-                }
-            }
             Op::Jalr { .. } | Op::Jr { .. } | Op::AddiSp { .. } => kind = ahead::CHECKED,
             Op::Ecall | Op::EcallSpin { .. } => {
                 let arithmetic = |nr| (crate::ecall::MUL32..=crate::ecall::FDIV64).contains(&nr);
@@ -1051,7 +1038,11 @@ fn ahead_kind(ops: &[Op], fuse: &[u8], i: usize) -> u16 {
                     _ => kind = ahead::CHECKED,
                 }
             }
-            _ => return 0,
+            mut op => match alu_dest_mut(&mut op) {
+                Some(rd) if *rd & 31 == reg::A7 => a7 = None,
+                Some(_) => {}
+                None => return 0,
+            },
         }
         if fuse[j] == fuse::NONE {
             break;
