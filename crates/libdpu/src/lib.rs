@@ -11,6 +11,7 @@
 pub mod errors;
 mod exit;
 pub mod handles;
+mod interdpu;
 pub mod management;
 pub mod objects;
 pub mod types;

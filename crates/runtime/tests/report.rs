@@ -242,3 +242,53 @@ fn asynchronous_launch_overlaps_host_work() {
     );
     drop(set);
 }
+
+#[test]
+fn inter_dpu_exchanges_nest_and_count_once() {
+    use openpim_runtime::inter_dpu::{self, InterDpuCall};
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    timeline::reset();
+    let call = |primitive: &str, bytes: u64| InterDpuCall {
+        primitive: primitive.into(),
+        label: String::new(),
+        axes: "100".into(),
+        bytes,
+        path: "optimized".into(),
+    };
+    {
+        let _c = SdkCall::enter();
+        assert!(!inter_dpu::is_open());
+        assert_eq!(inter_dpu::begin(call("all_reduce", 4096)), 0);
+        inter_dpu::host_work(1_000, "host step");
+        assert_eq!(inter_dpu::begin(call("inner", 0)), 1);
+        // Two ranks' links, 3 and 5 us: the host waits for the longer.
+        inter_dpu::link_ops(&[(0, 3_000), (1, 5_000)], "links");
+        let inner = inter_dpu::end().unwrap();
+        assert_eq!(
+            (inner.start_ns, inner.end_ns, inner.link_ns),
+            (1_000, Some(6_000), 8_000)
+        );
+        let outer = inter_dpu::end().unwrap();
+        assert_eq!((outer.start_ns, outer.end_ns), (0, Some(6_000)));
+        assert!(inter_dpu::end().is_none());
+        assert!(!inter_dpu::is_open());
+    }
+    let r = report::report();
+    // The nested exchange's time counts once in the phase.
+    assert_eq!(r.phases.inter_dpu_ns, 6_000);
+    assert_eq!(r.inter_dpu.len(), 2);
+    assert_eq!(r.inter_dpu[0].primitive, "all_reduce");
+    assert_eq!(r.inter_dpu[0].bytes, 4096);
+    assert_eq!((r.inter_dpu[1].bytes, r.inter_dpu[1].link_ns), (0, 8_000));
+    check_schema(&r);
+    let text = r.to_text();
+    assert!(text.contains("inter-DPU exchanges (2 in total"), "{text}");
+    let t = report::trace();
+    let events: Vec<_> = t
+        .trace_events
+        .iter()
+        .filter(|e| e.ph == "X" && e.tid == report::INTER_DPU_TRACK)
+        .collect();
+    assert_eq!(events.len(), 2);
+    timeline::reset();
+}

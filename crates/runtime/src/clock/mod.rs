@@ -6,11 +6,13 @@
 //!
 //! - [`timeline`]: host and rank timelines, what each operation costs in virtual time;
 //! - [`host_clock`]: the clocks the host program reads (`clock_gettime` and friends);
+//! - [`inter_dpu`]: exchanges between DPUs (inter-DPU time: regions, collectives);
 //! - [`stats`]: launch statistics;
 //! - [`report`]: the run report and trace built from the timeline.
 
 pub(crate) mod cpu;
 pub mod host_clock;
+pub mod inter_dpu;
 pub mod report;
 pub mod stats;
 pub mod timeline;

@@ -150,6 +150,26 @@ pub struct TransferReport {
     pub serial_in_loops: u64,
 }
 
+/// One exchange between DPUs (a program-marked region or a collective), see
+/// [`crate::clock::inter_dpu`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InterDpuReport {
+    pub id: u32,
+    /// `region` (program-marked) or the collective (`all_reduce`, `alltoall`, ...).
+    pub primitive: String,
+    pub label: String,
+    /// Communicating axes (a PID-Comm `comm` string; empty for a region).
+    pub axes: String,
+    /// Bytes moved (the caller's count, else the transfers issued inside it).
+    pub bytes: u64,
+    /// How: `host`, `optimized`, `baseline`, `interconnect ...`.
+    pub path: String,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// Modeled DPU-to-DPU link time inside it, summed over ranks.
+    pub link_ns: u64,
+}
+
 /// One piece of advice.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Advice {
@@ -173,6 +193,9 @@ pub struct Report {
     pub ranks: Vec<RankReport>,
     pub launches: Vec<LaunchReport>,
     pub transfers: TransferReport,
+    /// Exchanges between DPUs, in order (their time is `phases.inter_dpu_ns`).
+    #[serde(default)]
+    pub inter_dpu: Vec<InterDpuReport>,
     pub advice: Vec<Advice>,
 }
 
@@ -317,6 +340,23 @@ fn build(s: &State) -> Report {
         small_transfers_ns: x.small_ops_ns,
         serial_in_loops: x.serial_in_loops,
     };
+    report.inter_dpu = s
+        .inter_dpu
+        .entries
+        .iter()
+        .enumerate()
+        .map(|(i, e)| InterDpuReport {
+            id: i as u32,
+            primitive: e.call.primitive.clone(),
+            label: e.call.label.clone(),
+            axes: e.call.axes.clone(),
+            bytes: e.bytes(),
+            path: e.call.path.clone(),
+            start_ns: e.start_ns,
+            end_ns: e.end_ns.unwrap_or(total).max(e.start_ns),
+            link_ns: e.link_ns,
+        })
+        .collect();
     report.advice = advise(&report, s);
     report
 }
@@ -490,12 +530,13 @@ impl Report {
         if !self.ranks.is_empty() {
             let _ = writeln!(
                 o,
-                "\n{:<5} {:>5} {:>13} {:>13} {:>13} {:>13} {:>13} {:>13} {:>8}",
+                "\n{:<5} {:>5} {:>13} {:>13} {:>13} {:>13} {:>13} {:>13} {:>13} {:>8}",
                 "rank",
                 "DPUs",
                 "allocated",
                 "CPU-DPU",
                 "kernel",
+                "inter-DPU",
                 "DPU-CPU",
                 "load",
                 "idle",
@@ -504,12 +545,13 @@ impl Report {
             for r in &self.ranks {
                 let _ = writeln!(
                     o,
-                    "{:<5} {:>5} {:>13} {:>13} {:>13} {:>13} {:>13} {:>13} {:>8}",
+                    "{:<5} {:>5} {:>13} {:>13} {:>13} {:>13} {:>13} {:>13} {:>13} {:>8}",
                     r.rank,
                     r.dpus,
                     ms(r.allocated_ns),
                     ms(r.busy.cpu_dpu_ns),
                     ms(r.busy.dpu_kernel_ns),
+                    ms(r.busy.inter_dpu_ns),
                     ms(r.busy.dpu_cpu_ns),
                     ms(r.busy.alloc_load_ns),
                     ms(r.idle_ns),
@@ -574,6 +616,9 @@ impl Report {
             t.bytes_from_dpus,
             ms(t.host_interleave_ns)
         );
+        if !self.inter_dpu.is_empty() {
+            o.push_str(&self.inter_dpu_table());
+        }
         if self.advice.is_empty() {
             let _ = writeln!(o, "\nadvice: none");
         } else {
@@ -581,6 +626,48 @@ impl Report {
             for a in &self.advice {
                 let _ = writeln!(o, "- [{}] {}", a.id, a.message);
             }
+        }
+        o
+    }
+
+    /// The exchanges between DPUs, one row per kind (primitive, axes, path): calls, bytes,
+    /// time on the host clock (nested exchanges count in their own row and in the enclosing
+    /// one's).
+    fn inter_dpu_table(&self) -> String {
+        // (calls, bytes, time, link time) per (primitive, axes, path).
+        type Row = (u64, u64, u64, u64);
+        let mut rows: BTreeMap<(&str, &str, &str), Row> = BTreeMap::new();
+        for e in &self.inter_dpu {
+            let r = rows.entry((&e.primitive, &e.axes, &e.path)).or_default();
+            r.0 += 1;
+            r.1 += e.bytes;
+            r.2 += e.end_ns - e.start_ns;
+            r.3 += e.link_ns;
+        }
+        let mut o = String::new();
+        let _ = writeln!(
+            o,
+            "\ninter-DPU exchanges ({} in total, inter-DPU phase {})",
+            self.inter_dpu.len(),
+            ms(self.phases.inter_dpu_ns)
+        );
+        let _ = writeln!(
+            o,
+            "{:<16} {:<6} {:<24} {:>7} {:>14} {:>13} {:>13}",
+            "primitive", "axes", "path", "calls", "bytes", "time", "link time"
+        );
+        for ((prim, axes, path), (n, bytes, ns, link)) in rows {
+            let _ = writeln!(
+                o,
+                "{:<16} {:<6} {:<24} {:>7} {:>14} {:>13} {:>13}",
+                prim,
+                if axes.is_empty() { "-" } else { axes },
+                path,
+                n,
+                bytes,
+                ms(ns),
+                ms(link)
+            );
         }
         o
     }
@@ -616,7 +703,11 @@ pub struct Trace {
     pub display_time_unit: String,
 }
 
-/// The trace of the run so far: track 0 is the host, track `r + 1` rank `r`.
+/// Trace track of the exchanges between DPUs (one event per exchange).
+pub const INTER_DPU_TRACK: u32 = 1_000_000;
+
+/// The trace of the run so far: track 0 is the host, track `r + 1` rank `r`, track
+/// [`INTER_DPU_TRACK`] the exchanges between DPUs (when there are some).
 pub fn trace() -> Trace {
     timeline::with_state(|s| {
         s.settle();
@@ -669,6 +760,32 @@ pub fn trace() -> Trace {
             ev.push(meta(r + 1, format!("rank {r}")));
             for sp in track.spans() {
                 ev.push(span_event(sp, r + 1));
+            }
+        }
+        if !s.inter_dpu.entries.is_empty() {
+            ev.push(meta(INTER_DPU_TRACK, "inter-DPU exchanges".into()));
+            let now = s.clock.now();
+            for e in &s.inter_dpu.entries {
+                let end = e.end_ns.unwrap_or(now).max(e.start_ns);
+                ev.push(TraceEvent {
+                    name: if e.call.label.is_empty() {
+                        e.call.primitive.clone()
+                    } else {
+                        format!("{} ({})", e.call.primitive, e.call.label)
+                    },
+                    cat: Phase::InterDpu.key().into(),
+                    ph: "X".into(),
+                    ts: e.start_ns as f64 / 1000.0,
+                    dur: Some((end - e.start_ns) as f64 / 1000.0),
+                    pid: 1,
+                    tid: INTER_DPU_TRACK,
+                    args: Some(serde_json::json!({
+                        "axes": e.call.axes,
+                        "bytes": e.bytes(),
+                        "path": e.call.path,
+                        "link_ns": e.link_ns,
+                    })),
+                });
             }
         }
         Trace {

@@ -34,6 +34,7 @@ use openpim_machine::{
 };
 
 use crate::clock::cpu::thread_cpu_ns;
+use crate::clock::inter_dpu::InterDpuLog;
 use crate::clock::stats::{self, LaunchRecord};
 
 /// When (host time) an operation was issued, and the shape of the whole call it belongs to
@@ -42,6 +43,9 @@ use crate::clock::stats::{self, LaunchRecord};
 pub(crate) struct Issue {
     pub at: Nanos,
     pub call: CallShape,
+    /// The inter-DPU exchange open when it was issued ([`crate::clock::inter_dpu`]): its transfers are
+    /// inter-DPU time.
+    pub exchange: Option<u32>,
 }
 
 /// A launch placed on the timeline.
@@ -130,6 +134,8 @@ pub struct State {
     pub sdk_calls: u64,
     /// The start of the first SDK call: host time 0.
     epoch: Option<Instant>,
+    /// Exchanges between DPUs ([`crate::clock::inter_dpu`]).
+    pub inter_dpu: InterDpuLog,
 }
 
 impl State {
@@ -149,6 +155,7 @@ impl State {
             serial: None,
             sdk_calls: 0,
             epoch: None,
+            inter_dpu: InterDpuLog::default(),
         }
     }
 
@@ -189,7 +196,14 @@ impl State {
     /// the real time with no SDK call in progress counts.
     fn host_code(&mut self, last: &ExitMark, now: &HostMark) {
         let (ns, busy_now) = self.host_code_ns(last, now);
-        self.clock.host_work(ns, Phase::Host, "host");
+        // Inside an exchange between DPUs the program's host code is part of it.
+        let phase = self.inter_dpu.host_phase();
+        let name = if phase == Phase::Host {
+            "host"
+        } else {
+            "inter-DPU host code"
+        };
+        self.clock.host_work(ns, phase, name);
         if self.counted_until.is_none_or(|(c, _)| c < now.at) {
             self.counted_until = Some((now.at, busy_now));
         }
@@ -689,7 +703,8 @@ pub(crate) fn callback_ran(ns: Nanos) {
     });
     if !collected {
         with_state(|s| {
-            s.clock.host_work(ns, Phase::Host, "callback");
+            let phase = s.inter_dpu.host_phase();
+            s.clock.host_work(ns, phase, "callback");
         });
     }
 }
@@ -752,6 +767,7 @@ pub(crate) fn issue_now(call: CallShape) -> Issue {
     with_state(|s| Issue {
         at: s.clock.now(),
         call,
+        exchange: s.inter_dpu.current(),
     })
 }
 
@@ -778,10 +794,11 @@ pub(crate) fn on_enqueue(rank: u32) {
     let call = CALL_SHAPE.with(|c| c.get());
     with_state(|s| {
         let at = s.clock.now();
+        let exchange = s.inter_dpu.current();
         s.issues
             .entry(rank)
             .or_default()
-            .push_back(Issue { at, call });
+            .push_back(Issue { at, call, exchange });
     });
 }
 
@@ -807,6 +824,7 @@ fn current_issue(rank: u32) -> Issue {
             .unwrap_or(Issue {
                 at: now,
                 call: CallShape::default(),
+                exchange: s.inter_dpu.current(),
             })
     })
 }
@@ -889,9 +907,14 @@ pub(crate) fn finish(rank: u32, hw: &HardwareProfile, done: OpDone) {
             };
             let modeled = bus.rank_in_call_ns(kind, dir, len as u64, dpus, call);
             let d = modeled.max(host);
-            let (phase, name, di) = match dir {
-                Direction::ToDpu => (Phase::CpuDpu, "transfer to DPUs", 0),
-                Direction::FromDpu => (Phase::DpuCpu, "transfer from DPUs", 1),
+            let (phase, name, di) = match (dir, issue.exchange) {
+                (Direction::ToDpu, None) => (Phase::CpuDpu, "transfer to DPUs", 0),
+                (Direction::FromDpu, None) => (Phase::DpuCpu, "transfer from DPUs", 1),
+                // Part of an exchange between DPUs (see `inter_dpu`).
+                (Direction::ToDpu, Some(_)) => (Phase::InterDpu, "inter-DPU transfer to DPUs", 0),
+                (Direction::FromDpu, Some(_)) => {
+                    (Phase::InterDpu, "inter-DPU transfer from DPUs", 1)
+                }
             };
             let ki = match kind {
                 XferKind::Serial => 0,
@@ -905,6 +928,9 @@ pub(crate) fn finish(rank: u32, hw: &HardwareProfile, done: OpDone) {
                 x.ops[di][ki] += 1;
                 x.bytes[di] += len as u64 * u64::from(dpus);
                 x.bus_ns[di] += modeled;
+                if let Some(id) = issue.exchange {
+                    s.inter_dpu.add_xfer_bytes(id, len as u64 * u64::from(dpus));
+                }
                 x.interleave_ns += host;
                 if d > 0 && bus.call_latency_ns(dir) * u64::from(call.ranks.max(1)) * 2 >= d {
                     x.small_ops += 1;

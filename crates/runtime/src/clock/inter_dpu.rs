@@ -1,0 +1,154 @@
+//! Inter-DPU time: exchanges of data between DPUs, which on UPMEM hardware go through the host
+//! (read from some DPUs, rearrange or reduce in host memory, write to others) and on a machine
+//! with modeled DPU-to-DPU links may use those links.
+//!
+//! An exchange is a *region* of the timeline opened by [`begin`] and closed by [`end`], always
+//! from inside an SDK call (the caller holds a [`super::timeline::SdkCall`], so the program's
+//! host code before the region is accounted before it opens). While a region is open:
+//!
+//! - transfers issued (to and from the DPUs) are inter-DPU time instead of CPU-DPU / DPU-CPU,
+//!   on the rank timelines and in the host's waits for them; their bytes are the region's;
+//! - the program's host code between SDK calls is inter-DPU time instead of host time;
+//! - launches and program loads keep their phases (a DPU kernel is kernel time wherever it
+//!   runs; the collectives charge their relocation kernels as they see fit);
+//! - a library doing the exchange itself charges its host work ([`host_work`]) and the
+//!   modeled links ([`link_ops`]) as inter-DPU time directly.
+//!
+//! Regions are process-wide (one host program exchanges data for all its threads) and nest:
+//! each [`begin`] makes one entry of the report's per-call list, the innermost open one gets
+//! the transfer bytes. The phase totals count each nanosecond once whatever the nesting.
+
+use openpim_machine::{Nanos, Phase};
+
+use crate::clock::timeline::with_state;
+
+/// What an exchange is, as the caller describes it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InterDpuCall {
+    /// The primitive: `region` for a program-marked host-mediated exchange, or a collective's
+    /// name (`all_reduce`, `alltoall`, ...).
+    pub primitive: String,
+    /// Free text (the program's label for a region; empty when none).
+    pub label: String,
+    /// The communicating axes as the caller names them (a PID-Comm `comm` string such as
+    /// `"100"`; empty for a region).
+    pub axes: String,
+    /// Bytes the exchange moves as the caller counts them (0: count the transfers made in the
+    /// region instead).
+    pub bytes: u64,
+    /// How the data moves: `host` (program-marked, through the host), or the library's path
+    /// name (`optimized`, `baseline`, `interconnect ...`).
+    pub path: String,
+}
+
+/// One exchange on the timeline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InterDpuEntry {
+    pub call: InterDpuCall,
+    /// Host clock when it began.
+    pub start_ns: Nanos,
+    /// Host clock when it ended (`None` while open).
+    pub end_ns: Option<Nanos>,
+    /// Bytes of the transfers issued inside it (both directions, all DPUs).
+    pub xfer_bytes: u64,
+    /// Modeled link time charged inside it ([`link_ops`]), summed over ranks.
+    pub link_ns: Nanos,
+}
+
+impl InterDpuEntry {
+    /// The bytes to report: the caller's count, else the transfers'.
+    pub fn bytes(&self) -> u64 {
+        if self.call.bytes > 0 {
+            self.call.bytes
+        } else {
+            self.xfer_bytes
+        }
+    }
+}
+
+/// The exchanges of the run.
+#[derive(Debug, Clone, Default)]
+pub struct InterDpuLog {
+    pub entries: Vec<InterDpuEntry>,
+    /// Indices of the open entries, innermost last.
+    open: Vec<usize>,
+}
+
+impl InterDpuLog {
+    /// The innermost open exchange (an index into [`InterDpuLog::entries`]).
+    pub fn current(&self) -> Option<u32> {
+        self.open.last().map(|i| *i as u32)
+    }
+
+    /// Whether an exchange is open: host code and transfers are inter-DPU time.
+    pub fn is_open(&self) -> bool {
+        !self.open.is_empty()
+    }
+
+    /// Transfer bytes issued in exchange `id`.
+    pub(crate) fn add_xfer_bytes(&mut self, id: u32, bytes: u64) {
+        if let Some(e) = self.entries.get_mut(id as usize) {
+            e.xfer_bytes += bytes;
+        }
+    }
+
+    /// The phase of host code now: inter-DPU inside an exchange.
+    pub(crate) fn host_phase(&self) -> Phase {
+        if self.is_open() {
+            Phase::InterDpu
+        } else {
+            Phase::Host
+        }
+    }
+}
+
+/// Opens an exchange now (call it from inside an SDK call). Returns its index in the log.
+pub fn begin(call: InterDpuCall) -> u32 {
+    with_state(|s| {
+        let id = s.inter_dpu.entries.len();
+        s.inter_dpu.entries.push(InterDpuEntry {
+            call,
+            start_ns: s.clock.now(),
+            end_ns: None,
+            xfer_bytes: 0,
+            link_ns: 0,
+        });
+        s.inter_dpu.open.push(id);
+        id as u32
+    })
+}
+
+/// Closes the innermost open exchange now; returns it, or `None` when none is open.
+pub fn end() -> Option<InterDpuEntry> {
+    with_state(|s| {
+        let id = s.inter_dpu.open.pop()?;
+        let now = s.clock.now();
+        let e = &mut s.inter_dpu.entries[id];
+        e.end_ns = Some(now);
+        Some(e.clone())
+    })
+}
+
+/// Whether an exchange is open now.
+pub fn is_open() -> bool {
+    with_state(|s| s.inter_dpu.is_open())
+}
+
+/// The host worked `ns` (measured) for an exchange: inter-DPU time on the host timeline.
+pub fn host_work(ns: Nanos, name: &'static str) {
+    with_state(|s| {
+        s.clock.host_work(ns, Phase::InterDpu, name);
+    });
+}
+
+/// Modeled DPU-to-DPU link activity of a synchronous exchange: `parts` (rank slot, duration)
+/// start now on their ranks and the host waits for all of them; inter-DPU time.
+pub fn link_ops(parts: &[(u32, Nanos)], name: &'static str) {
+    with_state(|s| {
+        s.clock.sync_op(parts, Phase::InterDpu, name);
+        let total: Nanos = parts.iter().map(|(_, d)| *d).sum();
+        if let Some(id) = s.inter_dpu.current() {
+            s.inter_dpu.entries[id as usize].link_ns += total;
+        }
+    });
+}

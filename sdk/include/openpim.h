@@ -1,0 +1,49 @@
+/* OpenPIM's own host functions (not part of the UPMEM SDK's interface), exported by libdpu.so.
+ *
+ * Inter-DPU regions: UPMEM DPUs cannot exchange data directly; a program that moves data from
+ * some DPUs to others reads it to the host, rearranges or reduces it there and writes it back.
+ * Marking that code as a region makes the run report (openpim run --report) show its
+ * transfers and host code as inter-DPU time, with one entry per region, instead of CPU-DPU,
+ * DPU-CPU and host time:
+ *
+ *     openpim_interdpu_begin();
+ *     dpu_push_xfer(set, DPU_XFER_FROM_DPU, ...);   // gather
+ *     ...                                           // reduce / permute on the host
+ *     dpu_push_xfer(set, DPU_XFER_TO_DPU, ...);     // scatter back
+ *     openpim_interdpu_end();
+ *
+ * Regions are process-wide and nest; launches and program loads inside one keep their phase.
+ *
+ * Programs that must also build with the UPMEM SDK (which has no such header) include it
+ * only where it exists, and otherwise make the calls compile to nothing:
+ *
+ *     #if defined(__has_include)
+ *     #if __has_include(<openpim.h>)
+ *     #include <openpim.h>
+ *     #endif
+ *     #endif
+ *     #ifndef OPENPIM_H
+ *     #define openpim_interdpu_begin() ((void)0)
+ *     #define openpim_interdpu_end() ((void)0)
+ *     #endif
+ *
+ * See docs/report-schema.md ("Inter-DPU time"). */
+#ifndef OPENPIM_H
+#define OPENPIM_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Opens an inter-DPU region (host-mediated exchange between DPUs). */
+void openpim_interdpu_begin(void);
+/* The same, with a label shown in the report and the trace (NULL: none). */
+void openpim_interdpu_begin_named(const char *label);
+/* Closes the innermost open region (without one: a message on stderr, nothing else). */
+void openpim_interdpu_end(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* OPENPIM_H */
