@@ -34,7 +34,7 @@ use openpim_machine::{
 };
 
 use crate::clock::cpu::thread_cpu_ns;
-use crate::clock::inter_dpu::InterDpuLog;
+use crate::clock::exchanges::InterDpuLog;
 use crate::clock::stats::{self, LaunchRecord};
 
 /// When (host time) an operation was issued, and the shape of the whole call it belongs to
