@@ -1,6 +1,7 @@
 # OpenPIM — top-level commands.
 #   make demo   fresh machine: installs what it needs, builds, runs the demo on the emulator
-#   make test   everything: module graph (no cycles), unit tests, header checks, conformance, report tests
+#   make test   everything: module graph (no cycles), unit tests, header checks, conformance, report tests,
+#               the study's workloads against their CPU references
 #   make bench  the benchmarks (tables on stdout)
 #   make fidelity  the fidelity suite: emulated vs published UPMEM measurements (bench/fidelity)
 #   make test-programs  every published program (PrIM x {1,4,64} DPUs, SimplePIM, dpu_demo)
@@ -40,6 +41,7 @@ test: build
 	tests/report/run.sh
 	python3 -m pytest -q python/tests
 	tests/programs/run.py
+	tests/workloads/run.py
 
 test-programs: build
 	tests/programs/run.py --all
@@ -57,4 +59,4 @@ lint:
 clean:
 	$(CARGO) clean
 	rm -rf build
-	find tests examples -name bin -type d -prune -exec rm -rf {} +
+	find tests examples workloads -name bin -type d -prune -exec rm -rf {} +

@@ -1,0 +1,83 @@
+/* CPU baseline of the NTT workload: the same instances and operation as bin/host, on the
+ * host's cores with OpenMP (instances in parallel; element-wise operations split over all
+ * elements), radix-2 NTTs with precomputed Shoup twiddles, timed with the real clock (not
+ * linked with the SDK). Prints the best of --reps runs, the threads and the checksum of
+ * the results, which must equal the PIM run's.
+ *
+ *   ./bin/cpu --n 256 --steps 2 --instances 8 [--op ntt|intt|add|mul] [--reps 5] */
+#include <omp.h>
+
+#include "ntt.h"
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+    struct study_opts o;
+    study_opts_init(&o, argc, argv);
+    struct ntt_cfg c;
+    ntt_parse(&c, &o); /* the PIM options (--dpus, --radix, --tasklets) are accepted and ignored */
+    study_opt_str(&o, "verify", NULL);
+    study_opt_str(&o, "exchange", NULL);
+    study_opt_flag(&o, "setup-only");
+    uint32_t reps = (uint32_t)study_opt_u64(&o, "reps", 5);
+    study_opts_check(&o);
+    if (reps < 1)
+        reps = 1;
+    uint32_t I = c.instances;
+    uint64_t N = c.N;
+    uint32_t *q = (uint32_t *)study_xcalloc(I, 4, "primes");
+    ntt_primes(q, I);
+    uint32_t **in = (uint32_t **)study_xcalloc(I, sizeof(uint32_t *), "inputs");
+    uint32_t **a = (uint32_t **)study_xcalloc(I, sizeof(uint32_t *), "data");
+    uint32_t **b = (uint32_t **)study_xcalloc(I, sizeof(uint32_t *), "operands");
+    uint32_t **tw = (uint32_t **)study_xcalloc(I, sizeof(uint32_t *), "twiddles");
+    uint32_t **tmp = (uint32_t **)study_xcalloc(I, sizeof(uint32_t *), "scratch");
+    for (uint32_t i = 0; i < I; i++) {
+        in[i] = (uint32_t *)study_xcalloc(N, 4, "input");
+        a[i] = (uint32_t *)study_xcalloc(N, 4, "data");
+        b[i] = (uint32_t *)study_xcalloc(N, 4, "operand");
+        tmp[i] = (uint32_t *)study_xcalloc(N, 4, "scratch");
+        for (uint64_t x = 0; x < N; x++) {
+            in[i][x] = ntt_input(&c, i, x, 0, q[i]);
+            uint32_t bv = ntt_input(&c, i, x, 1, q[i]);
+            b[i][x] = c.op == OP_MUL ? (uint32_t)(((uint64_t)bv << 32) % q[i]) : bv;
+        }
+        if (c.op == OP_NTT || c.op == OP_INTT)
+            tw[i] = ntt_twiddles(ntt_op_root(&c, q[i]), N, q[i]);
+    }
+    uint64_t *times = (uint64_t *)study_xcalloc(reps, 8, "times");
+    for (uint32_t rep = 0; rep < reps; rep++) {
+        for (uint32_t i = 0; i < I; i++)
+            memcpy(a[i], in[i], N * 4);
+        uint64_t t0 = study_now_ns();
+        if (c.op == OP_ADD || c.op == OP_MUL) {
+            int64_t total = (int64_t)I * (int64_t)N;
+#pragma omp parallel for schedule(static)
+            for (int64_t e = 0; e < total; e++) {
+                uint32_t i = (uint32_t)(e / (int64_t)N);
+                uint64_t x = (uint64_t)(e % (int64_t)N);
+                a[i][x] = c.op == OP_ADD ? mod_add(a[i][x], b[i][x], q[i])
+                                         : mod_mul_mont(a[i][x], b[i][x], q[i], mont_qneg(q[i]));
+            }
+        } else {
+#pragma omp parallel for schedule(dynamic, 1)
+            for (int i = 0; i < (int)I; i++)
+                ntt_cpu_op(&c, a[i], b[i], tw[i], q[i], tmp[i]);
+        }
+        times[rep] = study_now_ns() - t0;
+    }
+    qsort(times, reps, 8, cmp_u64); /* the best run: the machine is shared */
+    uint64_t sum = STUDY_FNV_INIT;
+    for (uint32_t i = 0; i < I; i++)
+        sum = study_fnv(sum, a[i], N * 4);
+    printf("ntt cpu: op %s N %" PRIu64 " instances %u\n", c.op_name, N, I);
+    printf("cpu_ns %" PRIu64 "\n", times[0]);
+    printf("threads %d\n", omp_get_max_threads());
+    printf("checksum 0x%016" PRIx64 "\n", sum);
+    return 0;
+}

@@ -1,0 +1,333 @@
+/* NTT workload on PIM: I independent N-point NTTs (one prime each: the limbs of an RNS
+ * polynomial), N = n^steps, computed as a hierarchical (multi-dimensional) NTT: `steps`
+ * kernels of n-point NTTs over the DPUs, an inter-DPU exchange (an all-to-all transpose,
+ * through the host) between them. Also the inverse NTT and the element-wise polynomial add and
+ * multiply of CKKS. Checked against the CPU (fast NTT, or the O(N^2) definition).
+ *
+ *   ./bin/host --n 256 --steps 1 --radix 16 --tasklets 16            one 256-point NTT, 1 DPU
+ *   ./bin/host --n 256 --steps 2 --instances 8 --dpus 256            8 x 2D 65,536-point NTTs
+ *   ./bin/host --n 16 --steps 4 --dpus 2048                          4D
+ *   ./bin/host --op mul --n 256 --steps 2 --instances 24 --dpus 2048 CKKS poly mult, 24 limbs
+ *
+ * Vectors and DPUs: each step has V = N / n vectors per instance. With D <= V DPUs every
+ * instance is spread over all DPUs (model parallelism); beyond, the DPUs form D / V groups,
+ * each with its share of the instances (hybrid: model + input parallelism). */
+#include <dpu.h>
+#include <libgen.h>
+
+#include "ntt.h"
+
+struct ntt_params {
+    uint32_t mode, m, n, log2n, radix_log, has_post;
+    uint32_t a_off, b_off, meta_off, tw_off, post_off;
+};
+
+struct layout {
+    uint32_t D, Dg, groups, per_group, vec_per_dpu_inst, m, V;
+};
+
+/* Slot k of DPU d: its instance and its vector index j in a step. */
+static void slot_of(const struct layout *l, uint32_t d, uint32_t k, uint32_t *inst, uint32_t *j)
+{
+    uint32_t g = d / l->Dg, loc = d % l->Dg;
+    *inst = g * l->per_group + k / l->vec_per_dpu_inst;
+    *j = loc + l->Dg * (k % l->vec_per_dpu_inst);
+}
+
+/* Element m of vector j in step s (mixed-radix DIF indexing, in place): with L = N / n^s the
+ * step's block length and sub = L / n, vector j is block j / sub, offset j mod sub, and its
+ * elements are sub apart. All powers of two: shifts. */
+static inline uint64_t elem_of(const struct ntt_cfg *c, uint32_t s, uint32_t j, uint32_t m)
+{
+    uint32_t logn = log2_u64(c->n), logL = log2_u64(c->N) - s * logn, logsub = logL - logn;
+    uint64_t sub_mask = (1ull << logsub) - 1;
+    return (((uint64_t)j >> logsub) << logL) | (j & sub_mask) | ((uint64_t)m << logsub);
+}
+
+int main(int argc, char **argv)
+{
+    struct study_opts o;
+    study_opts_init(&o, argc, argv);
+    if (study_opt_flag(&o, "help")) {
+        printf("usage: host [--op ntt|intt|add|mul] [--n POINTS_PER_STEP] [--steps S] [--instances I]\n"
+               "            [--dpus D] [--radix 2|4|16] [--tasklets T] [--verify fast|naive|none]\n"
+               "            [--seed S] [--setup-only] [--exchange host]\n");
+        return 0;
+    }
+    struct ntt_cfg c;
+    ntt_parse(&c, &o);
+    const char *verify = study_opt_str(&o, "verify", "fast");
+    const char *exchange = study_opt_str(&o, "exchange", "host");
+    int setup_only = study_opt_flag(&o, "setup-only");
+    study_opts_check(&o);
+    if (strcmp(verify, "fast") && strcmp(verify, "naive") && strcmp(verify, "none")) {
+        fprintf(stderr, "error: --verify must be fast, naive or none, got '%s'\n", verify);
+        return 2;
+    }
+    if (strcmp(exchange, "host") != 0) {
+        fprintf(stderr, "error: --exchange %s is not available: the NTT's all-to-all goes through the host "
+                        "(--exchange host); the PID-Comm and interconnect paths need <pidcomm.h> and the "
+                        "interconnect profile, not in this SDK yet\n",
+            exchange);
+        return 2;
+    }
+    int ew = c.op == OP_ADD || c.op == OP_MUL;
+    uint32_t n = ew ? 256 : c.n, steps = ew ? 1 : c.steps, I = c.instances, D = c.dpus;
+    uint64_t N = c.N;
+    if (!strcmp(verify, "naive") && N > 4096) {
+        fprintf(stderr, "error: --verify naive is O(N^2): use it for N <= 4096 (got %" PRIu64 ")\n", N);
+        return 2;
+    }
+    struct layout l;
+    l.D = D, l.V = (uint32_t)(N / n), l.Dg = D < l.V ? D : l.V, l.groups = D / l.Dg;
+    if (D % l.Dg || l.V % l.Dg || I % l.groups) {
+        fprintf(stderr, "error: %u DPUs for %u instance(s) of %u vectors per step: use a DPU count that divides %u, "
+                        "or a multiple of it that divides %u x %u\n",
+            D, I, l.V, l.V, l.V, I);
+        return 2;
+    }
+    l.per_group = I / l.groups, l.vec_per_dpu_inst = l.V / l.Dg, l.m = l.per_group * l.vec_per_dpu_inst;
+    uint32_t m = l.m, log2n = log2_u64(n), rlog = log2_u64(c.radix), rev[256];
+    for (uint32_t p = 0; p < n; p++)
+        rev[p] = bitrev(p, log2n);
+    if (ew)
+        rlog = 1;
+    struct ntt_params prm = { ew ? (c.op == OP_ADD ? 1u : 2u) : 0u, m, n, log2n, rlog, 0, 0, 0, 0, 0, 0 };
+    prm.a_off = 0;
+    prm.b_off = m * n * 4;
+    prm.meta_off = 2 * m * n * 4;
+    prm.tw_off = prm.meta_off + m * 16;
+    uint32_t post0 = prm.tw_off + I * n * 4;
+    uint64_t mram = (uint64_t)post0 + (uint64_t)steps * m * n * 8;
+    if (mram > (60u << 20)) {
+        fprintf(stderr, "error: each DPU would need %.1f MiB of MRAM: use more DPUs\n", mram / 1048576.0);
+        return 2;
+    }
+
+    /* Inputs, reference, twiddles, metadata: all before the first SDK call. */
+    uint32_t *q = (uint32_t *)study_xcalloc(I, 4, "primes");
+    ntt_primes(q, I);
+    uint32_t **a = (uint32_t **)study_xcalloc(I, sizeof(uint32_t *), "inputs");
+    uint32_t **b = (uint32_t **)study_xcalloc(I, sizeof(uint32_t *), "inputs");
+    uint32_t **ref = (uint32_t **)study_xcalloc(I, sizeof(uint32_t *), "reference");
+    uint32_t *tmp = (uint32_t *)study_xcalloc(N, 4, "scratch");
+    uint32_t *w_step = (uint32_t *)study_xcalloc(I, 4, "roots");
+    uint32_t *wN = (uint32_t *)study_xcalloc(I, 4, "roots");
+    for (uint32_t i = 0; i < I; i++) {
+        a[i] = (uint32_t *)study_xcalloc(N, 4, "input");
+        b[i] = (uint32_t *)study_xcalloc(N, 4, "input");
+        ref[i] = (uint32_t *)study_xcalloc(N, 4, "reference");
+        for (uint64_t x = 0; x < N; x++) {
+            a[i][x] = ntt_input(&c, i, x, 0, q[i]);
+            uint32_t bv = ntt_input(&c, i, x, 1, q[i]);
+            b[i][x] = c.op == OP_MUL ? (uint32_t)(((uint64_t)bv << 32) % q[i]) : bv;
+        }
+        memcpy(ref[i], a[i], N * 4);
+        if (!ew) {
+            wN[i] = ntt_op_root(&c, q[i]);
+            w_step[i] = pow_mod(wN[i], N / n, q[i]);
+        }
+        if (!strcmp(verify, "naive") && !ew) {
+            ntt_naive(a[i], ref[i], N, wN[i], q[i]);
+            if (c.op == OP_INTT) {
+                uint32_t ninv = inv_mod((uint32_t)(N % q[i]), q[i]);
+                for (uint64_t x = 0; x < N; x++)
+                    ref[i][x] = (uint32_t)((uint64_t)ref[i][x] * ninv % q[i]);
+            }
+        } else if (strcmp(verify, "none")) {
+            uint32_t *tw = ew ? NULL : ntt_twiddles(wN[i], N, q[i]);
+            ntt_cpu_op(&c, ref[i], b[i], tw, q[i], tmp);
+            free(tw);
+        }
+    }
+    size_t dpu_words = (size_t)m * n;
+    uint32_t *xfer = (uint32_t *)study_xcalloc((size_t)D * dpu_words, 4, "per-DPU data");
+    uint32_t *xfer_b = (uint32_t *)study_xcalloc(ew ? (size_t)D * dpu_words : 1, 4, "per-DPU operand");
+    uint32_t *meta = (uint32_t *)study_xcalloc((size_t)D * m * 4, 4, "slot metadata");
+    uint32_t *twn = (uint32_t *)study_xcalloc((size_t)I * n, 4, "step twiddles");
+    for (uint32_t d = 0; d < D; d++)
+        for (uint32_t k = 0; k < m; k++) {
+            uint32_t inst, j, *mt = &meta[((size_t)d * m + k) * 4];
+            slot_of(&l, d, k, &inst, &j);
+            mt[0] = q[inst], mt[1] = mont_qneg(q[inst]), mt[2] = inst, mt[3] = 0;
+        }
+    for (uint32_t i = 0; i < I && !ew; i++) {
+        uint32_t *t = ntt_twiddles(w_step[i], n, q[i]);
+        memcpy(&twn[(size_t)i * n], t, n * 4);
+        free(t);
+    }
+    /* Output twiddles of step s: position p of vector j holds y_bitrev(p); between steps it is
+     * multiplied by w_L^(off * bitrev(p)) (L = N / n^s, off = j mod L/n); the last step of an
+     * inverse NTT multiplies by N^-1. */
+    uint32_t *post = (uint32_t *)study_xcalloc(ew ? 1 : (size_t)steps * D * m * n * 2, 4, "output twiddles");
+    uint32_t has_post[32] = { 0 };
+    for (uint32_t s = 0; s < steps && !ew; s++) {
+        uint64_t L = N;
+        for (uint32_t i = 0; i < s; i++)
+            L /= n;
+        has_post[s] = s + 1 < steps || c.op == OP_INTT;
+        if (!has_post[s])
+            continue;
+        for (uint32_t d = 0; d < D; d++)
+            for (uint32_t k = 0; k < m; k++) {
+                uint32_t inst, j;
+                slot_of(&l, d, k, &inst, &j);
+                uint32_t qi = q[inst], wL = pow_mod(wN[inst], N / L, qi);
+                uint32_t off = (uint32_t)(j % (L / n));
+                uint32_t ninv = inv_mod((uint32_t)(N % qi), qi);
+                uint32_t *pp = &post[(((size_t)s * D + d) * m + k) * n * 2];
+                for (uint32_t p = 0; p < n; p++) {
+                    uint32_t w = s + 1 < steps ? pow_mod(wL, (uint64_t)off * bitrev(p, log2n), qi) : ninv;
+                    pp[2 * p] = w, pp[2 * p + 1] = shoup(w, qi);
+                }
+            }
+    }
+
+    /* Setup: allocation, program, metadata and twiddles (once per parameter set). */
+    char prog[4096];
+    snprintf(prog, sizeof(prog), "%s/ntt_dpu_%u", dirname(strdup(argv[0])), c.tasklets);
+    struct dpu_set_t set, dpu;
+    uint32_t each;
+    DPU_ASSERT(dpu_alloc(D, NULL, &set));
+    DPU_ASSERT(dpu_load(set, prog, NULL));
+    DPU_FOREACH(set, dpu, each) { DPU_ASSERT(dpu_prepare_xfer(dpu, &meta[(size_t)each * m * 4])); }
+    DPU_ASSERT(dpu_push_xfer(set, DPU_XFER_TO_DPU, DPU_MRAM_HEAP_POINTER_NAME, prm.meta_off, (size_t)m * 16,
+        DPU_XFER_DEFAULT));
+    if (!ew) {
+        DPU_ASSERT(dpu_broadcast_to(set, DPU_MRAM_HEAP_POINTER_NAME, prm.tw_off, twn, (size_t)I * n * 4,
+            DPU_XFER_DEFAULT));
+        for (uint32_t s = 0; s < steps; s++) {
+            if (!has_post[s])
+                continue;
+            DPU_FOREACH(set, dpu, each)
+            {
+                DPU_ASSERT(dpu_prepare_xfer(dpu, &post[(((size_t)s * D + each) * m) * n * 2]));
+            }
+            DPU_ASSERT(dpu_push_xfer(set, DPU_XFER_TO_DPU, DPU_MRAM_HEAP_POINTER_NAME, post0 + s * m * n * 8,
+                (size_t)m * n * 8, DPU_XFER_DEFAULT));
+        }
+    }
+    if (setup_only) {
+        DPU_ASSERT(dpu_free(set));
+        printf("setup only: %u DPUs\n", D);
+        return 0;
+    }
+
+    /* The run. Step s gathers vector j of every slot from the in-place arrays a[inst]. */
+    struct study_phases ph = { 0 };
+    uint64_t launch_ns[32] = { 0 };
+    for (uint32_t s = 0; s < steps; s++) {
+        uint64_t e0 = study_now_ns();
+        if (s > 0)
+            STUDY_INTERDPU_BEGIN();
+        if (s > 0) {
+            DPU_FOREACH(set, dpu, each) { DPU_ASSERT(dpu_prepare_xfer(dpu, &xfer[(size_t)each * dpu_words])); }
+            DPU_ASSERT(dpu_push_xfer(set, DPU_XFER_FROM_DPU, DPU_MRAM_HEAP_POINTER_NAME, 0, dpu_words * 4,
+                DPU_XFER_DEFAULT));
+            for (uint32_t d = 0; d < D; d++)
+                for (uint32_t k = 0; k < m; k++) {
+                    uint32_t inst, j;
+                    slot_of(&l, d, k, &inst, &j);
+                    const uint32_t *src = &xfer[((size_t)d * m + k) * n];
+                    for (uint32_t p = 0; p < n; p++)
+                        a[inst][elem_of(&c, s - 1, j, rev[p])] = src[p];
+                }
+        }
+        for (uint32_t d = 0; d < D; d++)
+            for (uint32_t k = 0; k < m; k++) {
+                uint32_t inst, j;
+                slot_of(&l, d, k, &inst, &j);
+                uint32_t *dst = &xfer[((size_t)d * m + k) * n];
+                for (uint32_t p = 0; p < n; p++)
+                    dst[p] = ew ? a[inst][(uint64_t)j * n + p] : a[inst][elem_of(&c, s, j, p)];
+                if (ew)
+                    memcpy(&xfer_b[((size_t)d * m + k) * n], &b[inst][(uint64_t)j * n], n * 4);
+            }
+        DPU_FOREACH(set, dpu, each) { DPU_ASSERT(dpu_prepare_xfer(dpu, &xfer[(size_t)each * dpu_words])); }
+        DPU_ASSERT(dpu_push_xfer(set, DPU_XFER_TO_DPU, DPU_MRAM_HEAP_POINTER_NAME, 0, dpu_words * 4,
+            DPU_XFER_DEFAULT));
+        if (ew) {
+            DPU_FOREACH(set, dpu, each) { DPU_ASSERT(dpu_prepare_xfer(dpu, &xfer_b[(size_t)each * dpu_words])); }
+            DPU_ASSERT(dpu_push_xfer(set, DPU_XFER_TO_DPU, DPU_MRAM_HEAP_POINTER_NAME, prm.b_off, dpu_words * 4,
+                DPU_XFER_DEFAULT));
+        }
+        prm.has_post = has_post[s];
+        prm.post_off = post0 + s * m * n * 8;
+        DPU_ASSERT(dpu_broadcast_to(set, "params", 0, &prm, sizeof(prm), DPU_XFER_DEFAULT));
+        if (s > 0)
+            STUDY_INTERDPU_END();
+        uint64_t e1 = study_now_ns();
+        if (s == 0)
+            ph.cpu_dpu += e1 - e0;
+        else
+            ph.inter_dpu += e1 - e0;
+        DPU_ASSERT(dpu_launch(set, DPU_SYNCHRONOUS));
+        launch_ns[s] = study_now_ns() - e1;
+        ph.kernel += launch_ns[s];
+    }
+    uint64_t f0 = study_now_ns();
+    DPU_FOREACH(set, dpu, each) { DPU_ASSERT(dpu_prepare_xfer(dpu, &xfer[(size_t)each * dpu_words])); }
+    DPU_ASSERT(dpu_push_xfer(set, DPU_XFER_FROM_DPU, DPU_MRAM_HEAP_POINTER_NAME, 0, dpu_words * 4,
+        DPU_XFER_DEFAULT));
+    uint64_t f1 = study_now_ns();
+    /* Host: the results back in natural order (digit-reversed after the last step). */
+    for (uint32_t d = 0; d < D && ew; d++)
+        for (uint32_t k = 0; k < m; k++) {
+            uint32_t inst, j;
+            slot_of(&l, d, k, &inst, &j);
+            memcpy(&a[inst][(uint64_t)j * n], &xfer[((size_t)d * m + k) * n], n * 4);
+        }
+    if (!ew) {
+        /* in-place position of X[k]: k's base-n digits reversed, per instance */
+        for (uint32_t i = 0; i < I; i++) {
+            for (uint32_t d = 0; d < D; d++)
+                for (uint32_t k = 0; k < m; k++) {
+                    uint32_t inst, j;
+                    slot_of(&l, d, k, &inst, &j);
+                    if (inst != i)
+                        continue;
+                    const uint32_t *src = &xfer[((size_t)d * m + k) * n];
+                    for (uint32_t p = 0; p < n; p++)
+                        tmp[elem_of(&c, steps - 1, j, rev[p])] = src[p];
+                }
+            for (uint64_t x = 0; x < N; x++) {
+                uint64_t pos = 0, r = x;
+                for (uint32_t s = 0; s < steps; s++) {
+                    pos = pos * n + r % n;
+                    r /= n;
+                }
+                a[i][x] = tmp[pos];
+            }
+        }
+    }
+    uint64_t f2 = study_now_ns();
+    ph.dpu_cpu = f1 - f0, ph.host = f2 - f1;
+    DPU_ASSERT(dpu_free(set));
+
+    size_t bad = 0;
+    uint64_t sum = STUDY_FNV_INIT;
+    for (uint32_t i = 0; i < I; i++) {
+        sum = study_fnv(sum, a[i], N * 4);
+        if (strcmp(verify, "none"))
+            for (uint64_t x = 0; x < N; x++)
+                if (a[i][x] != ref[i][x]) {
+                    if (bad < 3)
+                        fprintf(stderr, "mismatch: instance %u coefficient %" PRIu64 ": got %u expected %u\n", i,
+                            x, a[i][x], ref[i][x]);
+                    bad++;
+                }
+    }
+    printf("ntt: op %s N %" PRIu64 " = %u^%u instances %u dpus %u (%u group(s) of %u, %u slot(s) per DPU) radix %u "
+           "tasklets %u\n",
+        c.op_name, N, n, steps, I, D, l.groups, l.Dg, m, c.radix, c.tasklets);
+    for (uint32_t s = 0; s < steps; s++)
+        printf("kernel %u (ms): %.3f\n", s + 1, launch_ns[s] / 1e6);
+    study_print_phases("ntt", "host reorder", &ph);
+    printf("checksum 0x%016" PRIx64 "\n", sum);
+    if (!strcmp(verify, "none"))
+        printf("not verified (--verify none)\n");
+    else
+        printf("%s ntt (%zu of %" PRIu64 " values differ from the %s CPU reference)\n", bad ? "FAIL" : "OK", bad,
+            (uint64_t)I * N, verify);
+    return bad ? 1 : 0;
+}
