@@ -1,7 +1,7 @@
 # OpenPIM — top-level commands.
 #   make demo   fresh machine: installs what it needs, builds, runs the demo on the emulator
 #   make test   everything: module graph (no cycles), unit tests, header checks, conformance, report tests,
-#               the study's workloads against their CPU references
+#               the study's workloads against their CPU references, the quick scalability study
 #   make bench  the benchmarks (tables on stdout)
 #   make fidelity  the fidelity suite: emulated vs published UPMEM measurements (bench/fidelity)
 #   make test-programs  every published program (PrIM x {1,4,64} DPUs, SimplePIM, dpu_demo)
@@ -42,6 +42,7 @@ test: build
 	python3 -m pytest -q python/tests
 	tests/programs/run.py
 	tests/workloads/run.py
+	tests/study/run.py
 
 test-programs: build
 	tests/programs/run.py --all

@@ -198,7 +198,8 @@ def main() -> int:
     ntt_case("ntt 2D 256x256 (65,536 points) on 64 DPUs",
              ["--n", "256", "--steps", "2", "--dpus", "64"])
     ntt_case("poly add, 3 limbs of 4,096", ["--op", "add", "--n", "64", "--steps", "2", "--instances", "3", "--dpus", "16"])
-    ntt_case("poly mul, 3 limbs of 4,096", ["--op", "mul", "--n", "64", "--steps", "2", "--instances", "3", "--dpus", "48"])
+    ntt_case("poly mul, 3 limbs of 4,096, hybrid on 192 DPUs",
+             ["--op", "mul", "--n", "64", "--steps", "2", "--instances", "3", "--dpus", "192"])
 
     error_case("embedding --exchange pidcomm (not available)", EMB, ["--exchange", "pidcomm"],
                "error: --exchange pidcomm is not available")

@@ -72,7 +72,7 @@ int main(int argc, char **argv)
         return 2;
     }
     int ew = c.op == OP_ADD || c.op == OP_MUL;
-    uint32_t n = ew ? 256 : c.n, steps = ew ? 1 : c.steps, I = c.instances, D = c.dpus;
+    uint32_t n = c.n, steps = ew ? 1 : c.steps, I = c.instances, D = c.dpus;
     uint64_t N = c.N;
     if (!strcmp(verify, "naive") && N > 4096) {
         fprintf(stderr, "error: --verify naive is O(N^2): use it for N <= 4096 (got %" PRIu64 ")\n", N);

@@ -139,9 +139,9 @@ static inline void ntt_parse(struct ntt_cfg *c, struct study_opts *o)
         fprintf(stderr, "error: --instances must be 1..32 (one prime each) and --dpus at least 1\n");
         exit(2);
     }
-    if ((c->op == OP_ADD || c->op == OP_MUL) && c->N % 256) {
-        fprintf(stderr, "error: --op %s works on 256-word slots: N = %" PRIu64 " must be a multiple of 256\n",
-            c->op_name, c->N);
+    if ((c->op == OP_ADD || c->op == OP_MUL) && c->n < 64) {
+        fprintf(stderr, "error: --op %s works on slots of n words, moved 64 at a time: --n must be at least 64\n",
+            c->op_name);
         exit(2);
     }
 }

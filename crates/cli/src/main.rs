@@ -5,9 +5,11 @@
 //! - `openpim run -- CMD` runs a host program on the emulator with a chosen profile, with an
 //!   optional run report (`--report`, `--report=FILE.json`) and trace (`--trace=FILE.json`);
 //! - `openpim demo` builds and runs the bundled demo program;
-//! - `openpim plot REPORT.json` draws the phase breakdown of a JSON report.
+//! - `openpim plot REPORT.json` draws the phase breakdown of a JSON report;
+//! - `openpim study scalability` runs the scalability study (workloads, baselines, figures).
 
 mod install;
+mod study;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -262,6 +264,11 @@ enum Cmd {
         #[arg(short = 'o', long = "output")]
         output: Option<String>,
     },
+    /// Run a study on the emulator: `openpim study scalability [--quick] [--out DIR]`.
+    Study {
+        #[command(subcommand)]
+        study: study::StudyCmd,
+    },
 }
 
 /// The options of `openpim SUBCOMMAND` (or the subcommands, with none), for error messages.
@@ -403,6 +410,7 @@ fn dispatch(cmd: Cmd) -> Result<ExitCode> {
                 ExitCode::from(1)
             })
         }
+        Cmd::Study { study } => study::run(&install, study),
         Cmd::Demo { machine, report } => {
             let dir = install.root.join("examples/demo");
             let status = install
