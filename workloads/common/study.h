@@ -89,6 +89,19 @@ static inline void study_print_phases(const char *name, const char *host_label, 
         host_label, p->host / 1e6, total / 1e6);
 }
 
+/* The inter-DPU exchange path a program was asked for. Only the host path exists today; the
+ * others are refused with what they need (exits with status 2). `pattern` names the exchange. */
+static inline void study_check_exchange(const char *exchange, const char *pattern)
+{
+    if (strcmp(exchange, "host") != 0) {
+        fprintf(stderr, "error: --exchange %s is not available: %s goes through the host (--exchange host); the "
+                        "PID-Comm and interconnect paths need <pidcomm.h> and the interconnect profile, not in this "
+                        "SDK yet\n",
+            exchange, pattern);
+        exit(2);
+    }
+}
+
 /* Options: "--name value" pairs. study_opt_* fetch a value; study_opts_check fails on any
  * option no study_opt_* asked for, naming it and the valid ones. */
 struct study_opts {

@@ -44,13 +44,7 @@ int main(int argc, char **argv)
     const char *exchange = study_opt_str(&o, "exchange", "host");
     const char *dump = study_opt_str(&o, "dump", NULL);
     study_opts_check(&o);
-    if (strcmp(exchange, "host") != 0) {
-        fprintf(stderr, "error: --exchange %s is not available: the global reduction of the embedding "
-                        "lookup goes through the host (--exchange host); the PID-Comm and interconnect "
-                        "paths need <pidcomm.h> and the interconnect profile, not in this SDK yet\n",
-            exchange);
-        return 2;
-    }
+    study_check_exchange(exchange, "the global reduction of the embedding lookup");
 
     uint32_t G = c.groups, C = c.col_blocks, R = c.row_blocks, D = c.dpus, B = c.batch;
     /* nr rounds up: the last row block may be shorter (its shard is padded, never read) */

@@ -36,11 +36,7 @@ int main(int argc, char **argv)
         a[i] = (uint32_t *)study_xcalloc(N, 4, "data");
         b[i] = (uint32_t *)study_xcalloc(N, 4, "operand");
         tmp[i] = (uint32_t *)study_xcalloc(N, 4, "scratch");
-        for (uint64_t x = 0; x < N; x++) {
-            in[i][x] = ntt_input(&c, i, x, 0, q[i]);
-            uint32_t bv = ntt_input(&c, i, x, 1, q[i]);
-            b[i][x] = c.op == OP_MUL ? (uint32_t)(((uint64_t)bv << 32) % q[i]) : bv;
-        }
+        ntt_operands(&c, i, q[i], in[i], b[i]);
         if (c.op == OP_NTT || c.op == OP_INTT)
             tw[i] = ntt_twiddles(ntt_op_root(&c, q[i]), N, q[i]);
     }

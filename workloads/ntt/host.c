@@ -64,13 +64,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "error: --verify must be fast, naive or none, got '%s'\n", verify);
         return 2;
     }
-    if (strcmp(exchange, "host") != 0) {
-        fprintf(stderr, "error: --exchange %s is not available: the NTT's all-to-all goes through the host "
-                        "(--exchange host); the PID-Comm and interconnect paths need <pidcomm.h> and the "
-                        "interconnect profile, not in this SDK yet\n",
-            exchange);
-        return 2;
-    }
+    study_check_exchange(exchange, "the NTT's all-to-all");
     int ew = c.op == OP_ADD || c.op == OP_MUL;
     uint32_t n = c.n, steps = ew ? 1 : c.steps, I = c.instances, D = c.dpus;
     uint64_t N = c.N;
@@ -117,11 +111,7 @@ int main(int argc, char **argv)
         a[i] = (uint32_t *)study_xcalloc(N, 4, "input");
         b[i] = (uint32_t *)study_xcalloc(N, 4, "input");
         ref[i] = (uint32_t *)study_xcalloc(N, 4, "reference");
-        for (uint64_t x = 0; x < N; x++) {
-            a[i][x] = ntt_input(&c, i, x, 0, q[i]);
-            uint32_t bv = ntt_input(&c, i, x, 1, q[i]);
-            b[i][x] = c.op == OP_MUL ? (uint32_t)(((uint64_t)bv << 32) % q[i]) : bv;
-        }
+        ntt_operands(&c, i, q[i], a[i], b[i]);
         memcpy(ref[i], a[i], N * 4);
         if (!ew) {
             wN[i] = ntt_op_root(&c, q[i]);

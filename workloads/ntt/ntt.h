@@ -152,6 +152,17 @@ static inline uint32_t ntt_input(const struct ntt_cfg *c, uint32_t i, uint64_t x
     return (uint32_t)(study_hash3(c->seed * 4 + which, i, x) % q);
 }
 
+/* Instance i's operands: a (the input) and b (the second operand of add/mul, in Montgomery
+ * form for mul). */
+static inline void ntt_operands(const struct ntt_cfg *c, uint32_t i, uint32_t q, uint32_t *a, uint32_t *b)
+{
+    for (uint64_t x = 0; x < c->N; x++) {
+        a[x] = ntt_input(c, i, x, 0, q);
+        uint32_t bv = ntt_input(c, i, x, 1, q);
+        b[x] = c->op == OP_MUL ? (uint32_t)(((uint64_t)bv << 32) % q) : bv;
+    }
+}
+
 /* In-place radix-2 DIF NTT of N points (natural order in, natural order out). tw: w^i, i < N/2
  * and Shoup companions tw[2i], tw[2i+1]. */
 static inline void ntt_fast(uint32_t *a, uint64_t N, const uint32_t *tw, uint32_t q, uint32_t *tmp)

@@ -401,14 +401,7 @@ fn dispatch(cmd: Cmd) -> Result<ExitCode> {
             if let Some(o) = output {
                 cmd.arg("-o").arg(o);
             }
-            let status = cmd.status().context(
-                "could not start python3 (install it, with matplotlib: scripts/setup.sh)",
-            )?;
-            Ok(if status.success() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            })
+            study::run_python(&mut cmd)
         }
         Cmd::Study { study } => study::run(&install, study),
         Cmd::Demo { machine, report } => {

@@ -3,7 +3,7 @@
 //! their CPU baselines, the seed's figures and REPORT.md) through its Python driver,
 //! `workloads/study/scalability.py`.
 
-use std::process::ExitCode;
+use std::process::{Command, ExitCode};
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
@@ -52,14 +52,20 @@ pub fn run(install: &Install, cmd: StudyCmd) -> Result<ExitCode> {
             if let Some(o) = only {
                 cmd.arg("--only").arg(o);
             }
-            let status = cmd.status().context(
-                "could not start python3 (install it, with matplotlib: scripts/setup.sh)",
-            )?;
-            Ok(if status.success() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            })
+            run_python(&mut cmd)
         }
     }
+}
+
+/// Runs a Python script's command: exit status 0 if it succeeded, 1 if not, an error if
+/// python3 could not start.
+pub fn run_python(cmd: &mut Command) -> Result<ExitCode> {
+    let status = cmd
+        .status()
+        .context("could not start python3 (install it, with matplotlib: scripts/setup.sh)")?;
+    Ok(if status.success() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
