@@ -5,6 +5,7 @@ full); PIM results are checked against the CPU baseline of the same configuratio
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -122,8 +123,11 @@ class Study:
     def emb(self, tasklets: int = 24, **kw: Any) -> tuple[PimRun, CpuRun]:
         args = self.emb_args(**kw)
         cpu = self.emb_cpu(args)
-        self.log(f"  embedding {' '.join(args)} --tasklets {tasklets}")
-        return self.r.pim_checked("embedding", args, tasklets, cpu), cpu
+        t0 = time.monotonic()
+        run = self.r.pim_checked("embedding", args, tasklets, cpu)
+        self.log(f"  embedding {' '.join(args)} --tasklets {tasklets}: total {run.total / 1e6:.3f} ms "
+                 f"(CPU {cpu.ns / 1e6:.3f} ms) [{time.monotonic() - t0:.1f} s]")
+        return run, cpu
 
     def fig05(self) -> list[Row]:
         rows: list[Row] = []
@@ -215,8 +219,11 @@ class Study:
         key = ("ntt", *[a for i, a in enumerate(args) if not _dpu_only(args, i)])
         if key not in self._cpu:
             self._cpu[key] = self.r.cpu("ntt", list(key[1:]))
-        self.log(f"  ntt {' '.join(args)} --tasklets {tasklets}")
-        return self.r.pim_checked("ntt", [*args, "--verify", "fast"], tasklets, self._cpu[key], trace), self._cpu[key]
+        t0 = time.monotonic()
+        run = self.r.pim_checked("ntt", [*args, "--verify", "fast"], tasklets, self._cpu[key], trace)
+        self.log(f"  ntt {' '.join(args)} --tasklets {tasklets}: total {run.total / 1e6:.3f} ms "
+                 f"(CPU {self._cpu[key].ns / 1e6:.3f} ms) [{time.monotonic() - t0:.1f} s]")
+        return run, self._cpu[key]
 
     def fig12(self) -> list[Row]:
         out: list[Row] = []
