@@ -4,12 +4,13 @@
 #               the study's workloads against their CPU references, the quick scalability study
 #   make bench  the benchmarks (tables on stdout)
 #   make fidelity  the fidelity suite: emulated vs published UPMEM measurements (bench/fidelity)
-#   make test-programs  every published program (PrIM x {1,4,64} DPUs, SimplePIM, dpu_demo)
+#   make test-programs  every published program (PrIM x {1,4,64} DPUs, SimplePIM, dpu_demo, PID-Comm)
+#   make test-collectives  the collectives' full matrix at 64, 256 and 1,024 DPUs
 SHELL := /bin/bash
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 CARGO ?= cargo
 
-.PHONY: all setup build demo test test-rust test-conformance test-programs bench fidelity lint clean
+.PHONY: all setup build demo test test-rust test-conformance test-programs test-collectives bench fidelity lint clean
 
 all: build
 
@@ -20,6 +21,13 @@ build: setup
 	$(CARGO) build --release --workspace
 	$(MAKE) -s -C sdk/dpu
 	$(MAKE) -s $(VCLOCK)
+	$(MAKE) -s $(RELOCATE)
+
+# The collectives' relocation program (PIM-assisted reordering), run on the emulated DPUs.
+RELOCATE := build/collectives/relocate
+$(RELOCATE): crates/collectives/dpu/relocate.c
+	@mkdir -p $(@D)
+	sdk/bin/dpu-upmem-dpurte-clang -O2 -DNR_TASKLETS=16 -Wall -Wextra -Werror -o $@ $<
 
 # The host program's virtual clock (sdk/host/vclock.c), linked by `dpu-pkg-config --libs dpu`.
 VCLOCK := build/host/libopenpim_vclock.so
@@ -46,6 +54,10 @@ test: build
 
 test-programs: build
 	tests/programs/run.py --all
+
+# The collectives' full matrix (1,024 DPUs, every shape, communicator, type and path): minutes.
+test-collectives: build
+	$(CARGO) test --release -p openpim-collectives -- --include-ignored
 
 bench: build
 	bench/run.sh

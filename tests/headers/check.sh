@@ -25,7 +25,7 @@ run gcc -std=c11 $W -Wshadow -Wconversion -I"$inc" -fsyntax-only use_headers.c
 for std in c++11 c++14 c++17; do
     run g++ -x c++ -std=$std $W -I"$inc" -DCHECK_INCBIN -c use_headers.c -o "$tmp/u.o"
 done
-for h in dpu.h dpu_types.h dpu_error.h dpu_log.h dpu_management.h dpu_target.h dpu_target_macros.h openpim.h; do
+for h in dpu.h dpu_types.h dpu_error.h dpu_log.h dpu_management.h dpu_target.h dpu_target_macros.h openpim.h pidcomm.h support.h dpu_program.h; do
     printf '#include <%s>\n' "$h" > "$tmp/one.c"
     run gcc -std=c99 $W -I"$inc" -fsyntax-only "$tmp/one.c"
     run g++ -x c++ -std=c++11 $W -I"$inc" -fsyntax-only "$tmp/one.c"
@@ -44,6 +44,14 @@ for c in "gcc -std=c99" "gcc -std=c11" "g++ -x c++ -std=c++11"; do
     else
         echo "FAIL foreach semantics ($c)"; cat "$tmp/log"; fail=1
     fi
+done
+# <pidcomm.h> as PID-Comm's programs build: C99 and GNU99, with and without OpenMP, T by -D.
+printf '#include <pidcomm.h>\nint main(void) { T x = 0; hypercube_manager *m = 0; (void)m; return (int)x; }\n' > "$tmp/pc.c"
+for std in c99 gnu99; do
+    for omp in "" -fopenmp; do
+        run gcc -std=$std $W $omp -DINT8 -I"$inc" -fsyntax-only "$tmp/pc.c"
+        run gcc -std=$std $W $omp -DT=int32_t -I"$inc" -fsyntax-only "$tmp/pc.c"
+    done
 done
 [ $fail = 0 ] && echo "headers OK" || echo "headers FAILED"
 exit $fail

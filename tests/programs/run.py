@@ -7,7 +7,7 @@ Makefile with OpenPIM's SDK commands on PATH, run, and judged by its own check (
 checksum comparison).
 
     tests/programs/run.py                 the CI subset (a few minutes)
-    tests/programs/run.py --all           every program: PrIM 16 x {1, 4, 64} DPUs,
+    tests/programs/run.py --all           every program: PrIM 16 x {1, 4, 64} DPUs, PID-Comm's tutorial,
                                           SimplePIM 6, dpu_demo C and Python
     tests/programs/run.py --list          the names, one a line
     tests/programs/run.py NAME...         only these (e.g. prim/VA@64 simplepim/red)
@@ -99,6 +99,7 @@ CI_SUBSET = [
     "simplepim/va",
     "dpu_demo/c",
     "dpu_demo/python",
+    "pidcomm/tutorial",
 ]
 
 FAIL_PATTERNS = [
@@ -121,6 +122,8 @@ class Program:
     prepare: Callable[[Path], None] | None = None
     # Called with the build folder and the output after a clean exit: None or why it failed.
     check: Callable[[Path, str], str | None] | None = None
+    # Built by `make` (False: the run command builds, as a script that compiles and runs).
+    make: bool = True
 
 
 def prim(bench: str, ndpus: int) -> Program:
@@ -178,12 +181,29 @@ def dpu_demo(kind: str) -> Program:
     )
 
 
+def pidcomm_tutorial() -> Program:
+    """PID-Comm's tutorial: its own script builds the DPU and host programs (with OpenPIM's
+    <pidcomm.h> and libdpu) and runs AllReduce on 1,024 DPUs. The published folder ships
+    prebuilt binaries in bin/, left out of the copy here: the script needs the folder."""
+    return Program(
+        name="pidcomm/tutorial",
+        src=THIRD_PARTY / "PID-Comm" / "tutorial",
+        work_sub=".",
+        make_args=[],
+        run=["bash", "AllReduce_demo.sh"],
+        ok_pattern=re.compile(r"^Functionality check success$", re.M),
+        prepare=lambda d: (d / "bin").mkdir(exist_ok=True),
+        make=False,
+    )
+
+
 def all_programs() -> dict[str, Program]:
     progs: list[Program] = []
     for ndpus in (1, 4, 64):
         progs += [prim(b, ndpus) for b in PRIM_64]
     progs += [simplepim(e) for e in SIMPLEPIM]
     progs += [dpu_demo("c"), dpu_demo("python")]
+    progs += [pidcomm_tutorial()]
     return {p.name: p for p in progs}
 
 
@@ -247,7 +267,7 @@ def run_program(p: Program, workdir: Path, timeout: int, verbose: bool) -> tuple
             p.prepare(cwd)
         except Exception as e:  # noqa: BLE001 - any failure of input generation is reported
             why = f"input generation failed: {e}"
-    if why is None:
+    if why is None and p.make:
         # Clean first: a copied tree may carry stale build outputs.
         rc, _ = step(["make", "-j2", *p.make_args], "build")
         if rc != 0:

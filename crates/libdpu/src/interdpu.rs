@@ -14,6 +14,7 @@ fn begin(label: String) {
         axes: String::new(),
         bytes: 0,
         path: "host".into(),
+        owns_kernels: false,
     });
 }
 

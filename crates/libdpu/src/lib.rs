@@ -14,6 +14,7 @@ pub mod handles;
 mod interdpu;
 pub mod management;
 pub mod objects;
+mod pidcomm;
 pub mod types;
 mod vclock;
 
@@ -34,7 +35,7 @@ use types::{err::*, *};
 
 type R = Result<(), Fail>;
 
-fn set_of(set: &DpuSetT) -> Result<DpuSet, Fail> {
+pub(crate) fn set_of(set: &DpuSetT) -> Result<DpuSet, Fail> {
     to_runtime(set).map_err(|c| {
         fail(
             c,
@@ -133,7 +134,7 @@ fn null_buffer(len: usize) -> Fail {
 
 // ----- allocation -------------------------------------------------------------------------
 
-unsafe fn alloc_common(
+pub(crate) unsafe fn alloc_common(
     func: &'static str,
     n: u32,
     profile: *const c_char,
@@ -1135,34 +1136,47 @@ pub unsafe extern "C" fn dpu_set_dpu_iterator_from(set: *mut DpuSetT) -> DpuIter
 #[no_mangle]
 pub unsafe extern "C" fn dpu_set_dpu_iterator_next(iterator: *mut DpuIterator) {
     entry_value("dpu_set_dpu_iterator_next", (), || {
-        if iterator.is_null() {
-            return;
-        }
-        // SAFETY: non-null pointer to the caller's iterator.
-        let it = unsafe { &mut *iterator };
-        if !it.has_next {
-            return;
-        }
-        it.count += 1;
-        if it.rank_iterator.set.kind == DPU_SET_DPU {
-            it.has_next = false;
-            return;
-        }
-        // SAFETY: `next` is a DPU set made by this iterator; validated.
-        let Ok(d) = dpu_ref(unsafe { it.next.u.dpu }) else {
-            it.has_next = false;
-            return;
-        };
-        let Ok(crank) = rank_ref(d.crank) else {
-            it.has_next = false;
-            return;
-        };
-        if let Some(n) = crank.dpus.get(d.index as usize + 1) {
-            it.next = DpuSetT::dpu((n as *const CDpu).cast_mut());
-            return;
-        }
-        // SAFETY: a valid pointer to our own iterator.
-        unsafe { dpu_set_rank_iterator_next(&mut it.rank_iterator) };
-        settle_on_rank(it);
+        // SAFETY: forwarded caller contract.
+        unsafe { step_dpu_iterator(iterator, |i, _| Some(i + 1)) }
     })
+}
+
+/// Advances a DPU iterator: to the DPU `next(index, DPUs of the rank)` of the current rank
+/// when there is one, else to the next rank's first DPU.
+///
+/// # Safety
+/// `iterator` is NULL or an iterator from `dpu_set_dpu_iterator_from`.
+pub(crate) unsafe fn step_dpu_iterator(
+    iterator: *mut DpuIterator,
+    next: impl FnOnce(usize, usize) -> Option<usize>,
+) {
+    if iterator.is_null() {
+        return;
+    }
+    // SAFETY: non-null pointer to the caller's iterator.
+    let it = unsafe { &mut *iterator };
+    if !it.has_next {
+        return;
+    }
+    it.count += 1;
+    if it.rank_iterator.set.kind == DPU_SET_DPU {
+        it.has_next = false;
+        return;
+    }
+    // SAFETY: `next` is a DPU set made by this iterator; validated.
+    let Ok(d) = dpu_ref(unsafe { it.next.u.dpu }) else {
+        it.has_next = false;
+        return;
+    };
+    let Ok(crank) = rank_ref(d.crank) else {
+        it.has_next = false;
+        return;
+    };
+    if let Some(n) = next(d.index as usize, crank.dpus.len()).and_then(|n| crank.dpus.get(n)) {
+        it.next = DpuSetT::dpu((n as *const CDpu).cast_mut());
+        return;
+    }
+    // SAFETY: a valid pointer to our own iterator.
+    unsafe { dpu_set_rank_iterator_next(&mut it.rank_iterator) };
+    settle_on_rank(it);
 }

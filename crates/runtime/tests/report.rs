@@ -254,6 +254,7 @@ fn inter_dpu_exchanges_nest_and_count_once() {
         axes: "100".into(),
         bytes,
         path: "optimized".into(),
+        owns_kernels: true,
     };
     {
         let _c = SdkCall::enter();

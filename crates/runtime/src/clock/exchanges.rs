@@ -20,6 +20,9 @@ pub struct InterDpuCall {
     /// How the data moves: `host` (program-marked, through the host), or the library's path
     /// name (`optimized`, `baseline`, `interconnect ...`).
     pub path: String,
+    /// The exchange owns the kernels launched and the programs loaded inside it (a
+    /// collective's relocation programs): they count as inter-DPU time too.
+    pub owns_kernels: bool,
 }
 
 /// One exchange on the timeline.
@@ -64,6 +67,13 @@ impl InterDpuLog {
     /// Whether an exchange is open: host code and transfers are inter-DPU time.
     pub fn is_open(&self) -> bool {
         !self.open.is_empty()
+    }
+
+    /// Whether exchange `id` owns its kernels ([`InterDpuCall::owns_kernels`]).
+    pub(crate) fn owns_kernels(&self, id: u32) -> bool {
+        self.entries
+            .get(id as usize)
+            .is_some_and(|e| e.call.owns_kernels)
     }
 
     /// Transfer bytes issued in exchange `id`.

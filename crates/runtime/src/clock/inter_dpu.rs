@@ -73,3 +73,12 @@ pub fn link_ops(parts: &[(u32, Nanos)], name: &'static str) {
         }
     });
 }
+
+/// A synchronous step of an exchange on several ranks: `parts` (rank slot, duration) start now
+/// on their ranks and the host waits for all of them; inter-DPU time (a library's modeled bus
+/// work, for instance).
+pub fn rank_ops(parts: &[(u32, Nanos)], name: &'static str) {
+    with_state(|s| {
+        s.clock.sync_op(parts, Phase::InterDpu, name);
+    });
+}

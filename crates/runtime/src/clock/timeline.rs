@@ -46,6 +46,8 @@ pub(crate) struct Issue {
     /// The inter-DPU exchange open when it was issued ([`crate::clock::inter_dpu`]): its transfers are
     /// inter-DPU time.
     pub exchange: Option<u32>,
+    /// Issued inside [`uncharged`]: the emulator's own access, not placed on the timeline.
+    pub uncharged: bool,
 }
 
 /// A launch placed on the timeline.
@@ -413,6 +415,8 @@ thread_local! {
     /// True while this thread runs a queued (asynchronous) callback: the host is not waiting
     /// for it, so neither its time nor the synchronous calls it makes move the host clock.
     static IN_QUEUED_CALLBACK: Cell<bool> = const { Cell::new(false) };
+    /// Set inside [`uncharged`].
+    static UNCHARGED: Cell<bool> = const { Cell::new(false) };
     /// SDK calls this thread is inside (a user callback starts a fresh count of 0).
     static THREAD_DEPTH: Cell<u32> = const { Cell::new(0) };
     /// SDK calls this thread is inside, for the host clock (calls made by user callbacks run
@@ -764,10 +768,12 @@ pub(crate) fn rank_released(slot: u32) {
 
 /// The issue of a call made now, of shape `call`.
 pub(crate) fn issue_now(call: CallShape) -> Issue {
+    let uncharged = UNCHARGED.with(|c| c.get());
     with_state(|s| Issue {
         at: s.clock.now(),
         call,
         exchange: s.inter_dpu.current(),
+        uncharged,
     })
 }
 
@@ -795,10 +801,12 @@ pub(crate) fn on_enqueue(rank: u32) {
     with_state(|s| {
         let at = s.clock.now();
         let exchange = s.inter_dpu.current();
-        s.issues
-            .entry(rank)
-            .or_default()
-            .push_back(Issue { at, call, exchange });
+        s.issues.entry(rank).or_default().push_back(Issue {
+            at,
+            call,
+            exchange,
+            uncharged: false,
+        });
     });
 }
 
@@ -809,6 +817,11 @@ pub(crate) fn cancel_enqueue(rank: u32) {
             q.pop_back();
         }
     });
+}
+
+/// Whether the synchronous operation running on this thread was issued inside [`uncharged`].
+fn current_issue_uncharged() -> bool {
+    SYNC_ISSUE.with(|c| c.get()).is_some_and(|i| i.uncharged)
 }
 
 /// The issue of the operation about to run on `rank` on this thread.
@@ -825,8 +838,34 @@ fn current_issue(rank: u32) -> Issue {
                 at: now,
                 call: CallShape::default(),
                 exchange: s.inter_dpu.current(),
+                uncharged: false,
             })
     })
+}
+
+/// Runs `f` on this thread with the synchronous rank operations it makes left off the
+/// timeline: the emulator reaching into the emulated memories for a library that models the
+/// time of that access itself (the collectives: their host step moves data a bus line at a
+/// time and charges the bus model and its measured work, [`crate::clock::inter_dpu`]).
+pub fn uncharged<T>(f: impl FnOnce() -> T) -> T {
+    let before = UNCHARGED.with(|c| c.replace(true));
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            UNCHARGED.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(before);
+    f()
+}
+
+/// The phase of a launch or a load issued in `issue`: inter-DPU inside an exchange that owns
+/// its kernels (a collective's relocation programs), else `phase`.
+fn kernel_phase(s: &State, issue: &Issue, phase: Phase) -> Phase {
+    match issue.exchange {
+        Some(id) if s.inter_dpu.owns_kernels(id) => Phase::InterDpu,
+        _ => phase,
+    }
 }
 
 /// The host waits for `ranks` (the end of a synchronous call, or `dpu_sync`).
@@ -874,6 +913,10 @@ pub(crate) enum OpDone {
 /// Places a finished operation of rank `rank` (of a machine of hardware `hw`) on the
 /// timeline.
 pub(crate) fn finish(rank: u32, hw: &HardwareProfile, done: OpDone) {
+    if !matches!(done, OpDone::Other) && current_issue_uncharged() {
+        // The emulator's own access (see `uncharged`): place nothing.
+        return;
+    }
     match done {
         OpDone::Other => {}
         OpDone::Load { bytes, dpus } => {
@@ -881,8 +924,8 @@ pub(crate) fn finish(rank: u32, hw: &HardwareProfile, done: OpDone) {
             let d = bus.rank_transfer_ns(XferKind::Broadcast, Direction::ToDpu, bytes, dpus);
             let issue = current_issue(rank);
             with_state(|s| {
-                s.clock
-                    .rank_op(rank, issue.at, d, Phase::AllocLoad, "dpu_load");
+                let phase = kernel_phase(s, &issue, Phase::AllocLoad);
+                s.clock.rank_op(rank, issue.at, d, phase, "dpu_load");
             });
         }
         OpDone::Xfer {
@@ -951,9 +994,8 @@ pub(crate) fn finish(rank: u32, hw: &HardwareProfile, done: OpDone) {
             let host = launch.fixed_ns + launch.per_rank_ns * u64::from(issue.call.ranks.max(1));
             let d = (record.max_cycles * 1000).div_ceil(mhz) + host;
             with_state(|s| {
-                let span = s
-                    .clock
-                    .rank_op(rank, issue.at, d, Phase::DpuKernel, "dpu_launch");
+                let phase = kernel_phase(s, &issue, Phase::DpuKernel);
+                let span = s.clock.rank_op(rank, issue.at, d, phase, "dpu_launch");
                 s.launches.push(LaunchEntry {
                     rank,
                     issue_ns: issue.at,

@@ -1,0 +1,199 @@
+//! bench/collectives: each primitive at 1, 4 and 16 ranks, per-DPU sizes from 2 KiB up,
+//! int8 and int32, along x of a (32, R·2, 1) hypercube: the virtual time of one call on the
+//! optimized path and on the baseline (from the run's inter-DPU records), the speed-up, the
+//! wall time of both; then the ablation (each technique off in turn) and the geomeans.
+//!
+//!     cargo run --release -p openpim-collectives --example bench [-- --quick]
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Instant;
+
+use openpim_collectives::{self as coll, Hypercube, OFF_ENV, PATH_ENV};
+use openpim_runtime::{alloc_ranks, inter_dpu, timeline, DpuSet, SymbolRef, MRAM_HEAP_SYMBOL};
+
+fn user_program() -> PathBuf {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dir = std::env::temp_dir().join(format!("openpim-coll-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let c = dir.join("user.c");
+    let out = dir.join("user.dpu");
+    std::fs::write(&c, "int main(void) { return 0; }\n").unwrap();
+    let ok = Command::new(root.join("sdk/bin/dpu-upmem-dpurte-clang"))
+        .args(["-DNR_TASKLETS=1", "-O2", "-o"])
+        .arg(&out)
+        .arg(&c)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "the DPU compiler failed");
+    out
+}
+
+const PRIMS: [&str; 8] = [
+    "all_reduce",
+    "reduce_scatter",
+    "alltoall",
+    "allgather",
+    "reduce",
+    "gather",
+    "scatter",
+    "broadcast",
+];
+
+/// One call: (virtual ns, wall ns).
+fn run(
+    set: &DpuSet,
+    cube: &Hypercube,
+    prim: &str,
+    size: u32,
+    elem: u32,
+    path: &str,
+    off: &str,
+) -> (u64, u64) {
+    std::env::set_var(PATH_ENV, path);
+    std::env::set_var(OFF_ENV, off);
+    let n = cube.nr_dpus();
+    let groups = n / cube.axes[0];
+    let buffer = 2 * size + 4096;
+    let mut host: Vec<Vec<u8>> = Vec::new();
+    let mut hb = |count: u32, len: u32| {
+        host = vec![vec![1u8; len as usize]; count as usize];
+    };
+    match prim {
+        "reduce" => hb(groups, size),
+        "gather" | "scatter" => hb(n / 8, 8 * size),
+        _ => {}
+    }
+    let mut refs: Vec<&mut [u8]> = host.iter_mut().map(|v| v.as_mut_slice()).collect();
+    let data = vec![3u8; size as usize];
+    let before = timeline::with_state(|s| s.inter_dpu.entries.len());
+    let t = Instant::now();
+    let r = match prim {
+        "all_reduce" => coll::all_reduce(set, cube, "100", size, 0, 0, buffer, elem, 0),
+        "reduce_scatter" => coll::reduce_scatter(set, cube, "100", size, 0, size, buffer, elem),
+        "alltoall" => coll::alltoall(set, cube, "100", size, 0, size, buffer),
+        "allgather" => coll::allgather(set, cube, "100", size, 0, size, buffer),
+        "reduce" => coll::reduce(set, cube, "100", size, 0, buffer, elem, &mut refs),
+        "gather" => coll::gather(set, cube, "100", size, 0, &mut refs),
+        "scatter" => coll::scatter(set, cube, "100", size, 0, &mut refs),
+        _ => coll::broadcast(set, cube, 0, &data),
+    };
+    let wall = t.elapsed().as_nanos() as u64;
+    r.unwrap_or_else(|e| panic!("{prim}: {e}"));
+    let e = timeline::with_state(|s| s.inter_dpu.entries[before].clone());
+    assert!(!inter_dpu::is_open());
+    (e.end_ns.unwrap() - e.start_ns, wall)
+}
+
+fn geomean(v: &[f64]) -> f64 {
+    (v.iter().map(|x| x.ln()).sum::<f64>() / v.len().max(1) as f64).exp()
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    std::env::set_var("OPENPIM_QUIET", "1");
+    let program = user_program();
+    let rank_counts: &[u32] = if quick { &[1, 4] } else { &[1, 4, 16] };
+    let sizes: &[u32] = if quick {
+        &[2 << 10, 64 << 10]
+    } else {
+        &[2 << 10, 32 << 10, 512 << 10, 2 << 20]
+    };
+    println!("virtual time of one call, x axis (group of 32 DPUs), optimized vs baseline");
+    println!(
+        "{:<15} {:>5} {:>9} {:>5} {:>12} {:>12} {:>8} {:>10} {:>10}",
+        "primitive",
+        "ranks",
+        "bytes/DPU",
+        "type",
+        "optimized",
+        "baseline",
+        "speed-up",
+        "wall opt",
+        "wall base"
+    );
+    let mut speedups = Vec::new();
+    let mut ablation: Vec<(String, [f64; 4])> = Vec::new();
+    for &ranks in rank_counts {
+        let set = alloc_ranks(Some(ranks), "").unwrap();
+        set.load_file(program.to_str().unwrap()).unwrap();
+        let heap = set.program().unwrap().symbol(MRAM_HEAP_SYMBOL).unwrap();
+        let cube = Hypercube::new(&[32, 2 * ranks, 1], 64 * ranks, true).unwrap();
+        for &size in sizes {
+            // 16 ranks x 2 MiB: 2 GiB of data per copy; left out (memory of the machine).
+            if ranks == 16 && size > 512 << 10 {
+                continue;
+            }
+            set.copy_to(SymbolRef::Symbol(heap), 0, &vec![1u8; size as usize])
+                .unwrap();
+            for prim in PRIMS {
+                for elem in [1u32, 4] {
+                    if elem == 4
+                        && matches!(
+                            prim,
+                            "alltoall" | "allgather" | "gather" | "scatter" | "broadcast"
+                        )
+                    {
+                        continue; // no arithmetic: the type does not matter
+                    }
+                    let (vo, wo) = run(&set, &cube, prim, size, elem, "optimized", "");
+                    let (vb, wb) = run(&set, &cube, prim, size, elem, "baseline", "");
+                    let s = vb as f64 / vo as f64;
+                    if prim != "broadcast" {
+                        speedups.push(s);
+                    }
+                    println!(
+                        "{:<15} {:>5} {:>9} {:>5} {:>9.3} ms {:>9.3} ms {:>7.2}x {:>7.0} ms {:>7.0} ms",
+                        prim, ranks, size, if elem == 1 { "int8" } else { "int32" }, vo as f64 / 1e6, vb as f64 / 1e6, s, wo as f64 / 1e6, wb as f64 / 1e6
+                    );
+                    if matches!(
+                        prim,
+                        "all_reduce" | "reduce_scatter" | "alltoall" | "allgather"
+                    ) {
+                        let mut row = [0.0; 4];
+                        for (i, off) in ["pr", "im", "cm"].iter().enumerate() {
+                            row[i] = run(&set, &cube, prim, size, elem, "optimized", off).0 as f64
+                                / vo as f64;
+                        }
+                        row[3] = s;
+                        ablation.push((
+                            format!(
+                                "{prim} R{ranks} {size}B {}",
+                                if elem == 1 { "int8" } else { "int32" }
+                            ),
+                            row,
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    println!(
+        "\ngeomean speed-up over the baseline (all primitives but broadcast, {} cases): {:.2}x",
+        speedups.len(),
+        geomean(&speedups)
+    );
+    println!(
+        "\nablation: slowdown of the optimized path with one technique off (x1.00 = no effect)"
+    );
+    println!(
+        "{:<36} {:>8} {:>8} {:>8} {:>10}",
+        "case", "-PR", "-IM", "-CM", "vs base"
+    );
+    for (name, r) in &ablation {
+        println!(
+            "{:<36} {:>7.2}x {:>7.2}x {:>7.2}x {:>9.2}x",
+            name, r[0], r[1], r[2], r[3]
+        );
+    }
+    let col = |i: usize| geomean(&ablation.iter().map(|(_, r)| r[i]).collect::<Vec<_>>());
+    println!(
+        "{:<36} {:>7.2}x {:>7.2}x {:>7.2}x {:>9.2}x",
+        "geomean",
+        col(0),
+        col(1),
+        col(2),
+        col(3)
+    );
+}

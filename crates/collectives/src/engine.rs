@@ -1,0 +1,659 @@
+//! One collective call on a set: checks, the exchange record on the timeline, and the two
+//! paths — the optimized one (relocation programs on the DPUs, the host step a line at a
+//! time) and the host-mediated baseline (the SDK's transfers and a host-memory loop).
+
+use std::sync::Arc;
+
+use openpim_runtime::inter_dpu::{self, InterDpuCall};
+use openpim_runtime::machine::BusSpec;
+use openpim_runtime::{
+    timeline, DpuSet, LaunchPolicy, Program, Rank, Symbol, SymbolRef, XferDirection, XferFlags,
+    MRAM_HEAP_SYMBOL,
+};
+
+use crate::cube::{dpu_of, Comm, Hypercube, CHIPS};
+use crate::elem::{reduce_into, ElemType, ReduceOp};
+use crate::error::{Error, Result};
+use crate::line::{self, Modulation, Window};
+use crate::plan::{self, Exchange, Layout};
+use crate::Options;
+
+/// CPU time of the calling thread, ns: the host work of a step, measured as the work itself
+/// (the real time of a thread on a shared machine includes the waits for a core).
+fn cpu_now() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec to write.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Measures `f`'s host work (thread CPU time).
+fn measured<T>(f: impl FnOnce() -> T) -> (T, u64) {
+    let start = cpu_now();
+    let out = f();
+    (out, cpu_now().saturating_sub(start))
+}
+
+/// The name of the relocation program's argument block.
+const RELOCATE_ARGS: &str = "relocate_args";
+
+/// A set and its hypercube, ready for calls.
+pub(crate) struct Ctx<'a> {
+    pub set: &'a DpuSet,
+    pub cube: &'a Hypercube,
+    /// The DPUs by logical id (single-DPU sets).
+    dpus: Vec<DpuSet>,
+    ranks: Vec<Arc<Rank>>,
+    /// The user's program and its MRAM heap (offsets are relative to it).
+    program: Arc<Program>,
+    heap: Symbol,
+    pub opts: Options,
+}
+
+/// A region of every DPU: heap offset and length.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Region {
+    pub at: u32,
+    pub len: u32,
+}
+
+impl Region {
+    fn end(self) -> u64 {
+        u64::from(self.at) + u64::from(self.len)
+    }
+
+    fn overlaps(self, o: Region) -> bool {
+        u64::from(self.at) < o.end() && u64::from(o.at) < self.end()
+    }
+}
+
+impl<'a> Ctx<'a> {
+    pub fn new(set: &'a DpuSet, cube: &'a Hypercube, opts: Options) -> Result<Ctx<'a>> {
+        let ranks = set.ranks();
+        let program = set.program().ok_or_else(|| {
+            Error::invalid(
+                "dpu_set",
+                "no program is loaded: load yours (dpu_load) before a collective; offsets are relative to its MRAM heap (DPU_MRAM_HEAP_POINTER_NAME)",
+            )
+        })?;
+        let heap = program.symbol(MRAM_HEAP_SYMBOL)?;
+        let dpus = (0..cube.nr_dpus())
+            .map(|l| {
+                let (r, i) = dpu_of(l);
+                DpuSet::dpu(Arc::clone(&ranks[r as usize]), i)
+            })
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        Ok(Ctx {
+            set,
+            cube,
+            dpus,
+            ranks,
+            program,
+            heap,
+            opts,
+        })
+    }
+
+    /// Checks that `regions` (name, region) fit in MRAM and that the scratch region overlaps
+    /// none of the others.
+    pub fn check_regions(&self, regions: &[(&'static str, Region)]) -> Result<()> {
+        for (name, r) in regions {
+            if r.end() > u64::from(self.heap.size) {
+                return Err(Error::invalid(
+                    name,
+                    format!(
+                        "the region [{}, {}) past the MRAM heap's {} bytes (offsets are relative to the heap of the loaded program)",
+                        r.at,
+                        r.end(),
+                        self.heap.size
+                    ),
+                ));
+            }
+        }
+        for (i, (a, ra)) in regions.iter().enumerate() {
+            for (b, rb) in &regions[i + 1..] {
+                let scratch = *a == "buffer_offset" || *b == "buffer_offset";
+                let same = ra.at == rb.at;
+                if ra.len > 0 && rb.len > 0 && ra.overlaps(*rb) && (scratch || !same) {
+                    return Err(Error::invalid(
+                        if scratch { "buffer_offset" } else { b },
+                        format!(
+                            "{a} [{}, {}) and {b} [{}, {}) overlap; the scratch region must be apart from both, and the target is the source or apart from it",
+                            ra.at,
+                            ra.end(),
+                            rb.at,
+                            rb.end()
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Moves `bufs[l]` (one per logical DPU, `len` bytes) to or from heap offset `at`; charged
+    /// on the timeline unless `uncharged` (the emulator's own access).
+    fn xfer(
+        &self,
+        dir: XferDirection,
+        at: u32,
+        len: u32,
+        bufs: &mut [Vec<u8>],
+        uncharged: bool,
+    ) -> Result<()> {
+        let mut run = move || -> Result<()> {
+            for (d, b) in self.dpus.iter().zip(bufs.iter_mut()) {
+                // SAFETY: each buffer holds `len` bytes and outlives the synchronous push.
+                unsafe { d.prepare_xfer(b.as_mut_ptr()) };
+            }
+            // SAFETY: as above; the transfer is synchronous.
+            unsafe {
+                self.set.push_xfer(
+                    dir,
+                    SymbolRef::Symbol(self.heap),
+                    at,
+                    len as usize,
+                    XferFlags::default(),
+                )?
+            };
+            Ok(())
+        };
+        if uncharged {
+            timeline::uncharged(run)
+        } else {
+            run()
+        }
+    }
+
+    pub fn read(&self, r: Region, uncharged: bool) -> Result<Vec<Vec<u8>>> {
+        let mut bufs = vec![vec![0u8; r.len as usize]; self.dpus.len()];
+        self.xfer(XferDirection::FromDpu, r.at, r.len, &mut bufs, uncharged)?;
+        Ok(bufs)
+    }
+
+    pub fn write(&self, r: Region, mut bufs: Vec<Vec<u8>>, uncharged: bool) -> Result<()> {
+        self.xfer(XferDirection::ToDpu, r.at, r.len, &mut bufs, uncharged)
+    }
+
+    /// The region in the rank windows' layout (emulator work: not on the timeline).
+    pub fn read_window(&self, r: Region) -> Result<Window> {
+        let bufs = self.read(r, true)?;
+        Ok(to_window(&bufs, r.len as usize))
+    }
+
+    pub fn write_window(&self, r: Region, win: &Window) -> Result<()> {
+        self.write(r, from_window(win, self.dpus.len(), r.len as usize), true)
+    }
+
+    /// Runs the relocation program on every DPU: chunks of `src` to `dst` by `mode`.
+    fn relocate(
+        &self,
+        src: Region,
+        dst: Region,
+        chunk: u32,
+        nr_chunks: u32,
+        mode: u32,
+    ) -> Result<()> {
+        let program = relocation_program()?;
+        self.set.load(Arc::clone(&program))?;
+        let base = self.heap.address;
+        let mut args: Vec<Vec<u8>> = (0..self.cube.nr_dpus())
+            .map(|l| {
+                [
+                    base + src.at,
+                    base + dst.at,
+                    chunk,
+                    nr_chunks,
+                    mode,
+                    l % CHIPS,
+                    CHIPS,
+                ]
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect()
+            })
+            .collect();
+        for (d, b) in self.dpus.iter().zip(args.iter_mut()) {
+            // SAFETY: 28 bytes each, alive until the synchronous push returns.
+            unsafe { d.prepare_xfer(b.as_mut_ptr()) };
+        }
+        // SAFETY: as above.
+        unsafe {
+            self.set.push_xfer(
+                XferDirection::ToDpu,
+                SymbolRef::Name(RELOCATE_ARGS),
+                0,
+                28,
+                XferFlags::default(),
+            )?
+        };
+        self.set.launch(LaunchPolicy::Synchronous)?;
+        Ok(())
+    }
+
+    /// `data` to every DPU's region (the SDK's broadcast).
+    pub fn broadcast(&self, r: Region, data: &[u8]) -> Result<()> {
+        self.set.copy_to(SymbolRef::Symbol(self.heap), r.at, data)?;
+        Ok(())
+    }
+
+    /// Loads the user's program back after relocation programs ran (its heap, where the data
+    /// is, is untouched: the relocation program has no MRAM data of its own).
+    fn restore_program(&self) -> Result<()> {
+        self.set.load(Arc::clone(&self.program))?;
+        Ok(())
+    }
+
+    /// Charges the optimized host step: the lines it reads and writes on every rank at the
+    /// line rates, or its measured host work when longer.
+    fn charge_host_step(&self, read_per_dpu: u64, written_per_dpu: u64, measured_ns: u64) {
+        let hw = &self.ranks[0].machine().hardware;
+        let rates = LineRates::of(&hw.bus_spec(), self.ranks.len() as u32);
+        let per_rank = |dpus: u64| {
+            let rd = read_per_dpu * dpus;
+            let wr = written_per_dpu * dpus;
+            (rd, wr)
+        };
+        let mut total_r = 0u64;
+        let mut total_w = 0u64;
+        let mut parts: Vec<(u32, u64)> = Vec::new();
+        for r in &self.ranks {
+            let (rd, wr) = per_rank(u64::from(r.nr_dpus()));
+            total_r += rd;
+            total_w += wr;
+            parts.push((r.id(), rates.rank_ns(rd, wr)));
+        }
+        let host_wide = rates.host_wide_ns(total_r, total_w);
+        let d = parts
+            .iter()
+            .map(|(_, d)| *d)
+            .max()
+            .unwrap_or(0)
+            .max(host_wide)
+            .max(measured_ns);
+        let parts: Vec<(u32, u64)> = parts.into_iter().map(|(r, _)| (r, d)).collect();
+        inter_dpu::rank_ops(&parts, "collective host step");
+    }
+}
+
+/// The bus rates of the optimized host step, which streams 64-byte lines between the rank
+/// windows without the SDK's per-DPU byte transpose and host buffers: writes at the SDK's
+/// broadcast rate (its rank write path without per-DPU data), reads at that rate scaled by the
+/// SDK's measured read/write ratio of parallel transfers (an estimate: no published
+/// line-read figure), each call's fixed cost per rank and direction, and the host-wide
+/// saturation with ranks of the bus model (`docs/collectives.md`, "Costs").
+struct LineRates {
+    write_gbps: f64,
+    read_gbps: f64,
+    read_call_ns: u64,
+    write_call_ns: u64,
+    /// Host-wide limit of the call's ranks, GB/s, for writes and reads.
+    host_write_gbps: f64,
+    host_read_gbps: f64,
+}
+
+impl LineRates {
+    fn of(bus: &BusSpec, ranks: u32) -> LineRates {
+        let write = bus.broadcast_rank_gbps;
+        let read = write * bus.dpu_cpu_rank_gbps / bus.cpu_dpu_rank_gbps;
+        let g = |r: f64| {
+            bus.rank_scaling_base_gbps
+                + bus.rank_scaling_step_gbps * r.min(bus.rank_scaling_max_ranks)
+        };
+        let scale = g(f64::from(ranks.max(1))) / g(1.0);
+        let channels = f64::from(bus.host_channels) * bus.channel_gbps;
+        LineRates {
+            write_gbps: write,
+            read_gbps: read,
+            read_call_ns: bus.dpu_cpu_call_ns,
+            write_call_ns: bus.cpu_dpu_call_ns,
+            host_write_gbps: (write * scale).min(channels),
+            host_read_gbps: (read * scale).min(channels),
+        }
+    }
+
+    fn rank_ns(&self, read: u64, written: u64) -> u64 {
+        let mut t = 0.0;
+        if read > 0 {
+            t += self.read_call_ns as f64 + read as f64 / self.read_gbps;
+        }
+        if written > 0 {
+            t += self.write_call_ns as f64 + written as f64 / self.write_gbps;
+        }
+        t.ceil() as u64
+    }
+
+    fn host_wide_ns(&self, read: u64, written: u64) -> u64 {
+        (read as f64 / self.host_read_gbps + written as f64 / self.host_write_gbps).ceil() as u64
+    }
+}
+
+/// Where the relocation program is: `OPENPIM_COLLECTIVES_DIR`, else the SDK's build folder.
+fn relocation_program() -> Result<Arc<Program>> {
+    use std::sync::OnceLock;
+    static CACHE: OnceLock<std::result::Result<Arc<Program>, String>> = OnceLock::new();
+    let dir = std::env::var("OPENPIM_COLLECTIVES_DIR")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../build/collectives").into());
+    let path = format!("{dir}/relocate");
+    CACHE
+        .get_or_init(|| {
+            Program::from_file(&path)
+                .map(Arc::new)
+                .map_err(|e| e.to_string())
+        })
+        .clone()
+        .map_err(|why| Error::Relocation { path, why })
+}
+
+/// Per-DPU buffers (by logical id) -> lines.
+fn to_window(bufs: &[Vec<u8>], len: usize) -> Window {
+    let words = len / 8;
+    let egs = bufs.len() / 8;
+    let mut win = vec![0u64; egs * words * 8];
+    for e in 0..egs {
+        for w in 0..words {
+            let line = &mut win[8 * (e * words + w)..8 * (e * words + w) + 8];
+            for c in 0..8 {
+                let word = &bufs[8 * e + c][8 * w..8 * w + 8];
+                for (l, lane) in line.iter_mut().enumerate() {
+                    *lane |= u64::from(word[l]) << (8 * c);
+                }
+            }
+        }
+    }
+    win
+}
+
+/// Lines -> per-DPU buffers.
+fn from_window(win: &Window, nr_dpus: usize, len: usize) -> Vec<Vec<u8>> {
+    let words = len / 8;
+    let mut bufs = vec![vec![0u8; len]; nr_dpus];
+    for e in 0..nr_dpus / 8 {
+        for w in 0..words {
+            let line = &win[8 * (e * words + w)..8 * (e * words + w) + 8];
+            for (c, buf) in bufs[8 * e..8 * e + 8].iter_mut().enumerate() {
+                for (l, lane) in line.iter().enumerate() {
+                    buf[8 * w + l] = (lane >> (8 * c)) as u8;
+                }
+            }
+        }
+    }
+    bufs
+}
+
+/// Runs `f` as one exchange on the timeline.
+pub(crate) fn exchange<T>(
+    primitive: &str,
+    comm: &str,
+    bytes: u64,
+    path: String,
+    f: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    inter_dpu::begin(InterDpuCall {
+        primitive: primitive.into(),
+        label: String::new(),
+        axes: comm.into(),
+        bytes,
+        path,
+        owns_kernels: true,
+    });
+    let out = f();
+    inter_dpu::end();
+    out
+}
+
+/// The arguments of an exchange between DPUs.
+pub(crate) struct ExchangeCall {
+    pub x: Exchange,
+    pub comm: Comm,
+    pub total: u32,
+    pub source: Region,
+    pub scratch: Region,
+    pub target: Region,
+    pub ty: ElemType,
+    pub op: ReduceOp,
+}
+
+/// The optimized path of an exchange.
+pub(crate) fn optimized(ctx: &Ctx<'_>, c: &ExchangeCall) -> Result<()> {
+    let o = ctx.opts;
+    let layout = if o.reordering {
+        plan::reordering(c.x, ctx.cube, c.comm)
+    } else {
+        Layout::default()
+    };
+    let n = ctx.cube.group_size(c.comm);
+    let chunk = c.x.chunk_bytes(c.total, n);
+    // Where the host step reads and writes (see docs/collectives.md, "Paths").
+    let (host_src, host_dst, post) = match (layout.rotated_source, layout.rotated_dest) {
+        (true, true) => (
+            c.scratch,
+            c.source.with_len(c.total),
+            Some(c.source.with_len(c.total)),
+        ),
+        (false, true) => (c.source, c.scratch, Some(c.scratch)),
+        (true, false) => (c.scratch, c.target, None),
+        (false, false) => (c.source, c.target, None),
+    };
+    if layout.rotated_source {
+        ctx.relocate(c.source, c.scratch, chunk, c.total / chunk, 1)?;
+    }
+    let ops = plan::build(
+        c.x,
+        ctx.cube,
+        c.comm,
+        c.total,
+        layout,
+        (host_src.len / 8) as usize,
+        (host_dst.len / 8) as usize,
+    );
+    let src = ctx.read_window(host_src)?;
+    let mut dst = vec![0u64; (host_dst.len as usize / 8) * 8 * (ctx.dpus.len() / 8)];
+    let m = Modulation {
+        in_register: o.in_register,
+        cross_domain: o.cross_domain,
+        ty: c.ty,
+        op: c.op,
+    };
+    let ((), work) = measured(|| line::run(&ops, &src, &mut dst, &m));
+    ctx.write_window(host_dst, &dst)?;
+    ctx.charge_host_step(u64::from(host_src.len), u64::from(host_dst.len), work);
+    if let Some(from) = post {
+        ctx.relocate(from, c.target, chunk, c.total / chunk, 2)?;
+    }
+    if layout.rotated_source || layout.rotated_dest {
+        ctx.restore_program()?;
+    }
+    Ok(())
+}
+
+impl Region {
+    fn with_len(self, len: u32) -> Region {
+        Region { at: self.at, len }
+    }
+}
+
+/// The host-mediated baseline of an exchange: every DPU's source to host memory (the SDK's
+/// parallel transfer), the result computed there, written back.
+pub(crate) fn baseline(ctx: &Ctx<'_>, c: &ExchangeCall) -> Result<()> {
+    let src = ctx.read(c.source, false)?;
+    let n = ctx.cube.group_size(c.comm) as usize;
+    let chunk = c.x.chunk_bytes(c.total, n as u32) as usize;
+    let start_cpu = cpu_now();
+    let mut out = vec![Vec::new(); ctx.dpus.len()];
+    for members in ctx.cube.groups(c.comm) {
+        let m: Vec<usize> = members.iter().map(|l| *l as usize).collect();
+        match c.x {
+            Exchange::AlltoAll | Exchange::AllGather => {
+                for (r, &d) in m.iter().enumerate() {
+                    let mut v = vec![0u8; c.target.len as usize];
+                    for (j, &s) in m.iter().enumerate() {
+                        let from = if c.x == Exchange::AlltoAll {
+                            r * chunk
+                        } else {
+                            0
+                        };
+                        v[j * chunk..(j + 1) * chunk].copy_from_slice(&src[s][from..from + chunk]);
+                    }
+                    out[d] = v;
+                }
+            }
+            Exchange::ReduceScatter => {
+                for (r, &d) in m.iter().enumerate() {
+                    let mut acc = src[m[0]][r * chunk..(r + 1) * chunk].to_vec();
+                    for &s in &m[1..] {
+                        reduce_into(&mut acc, &src[s][r * chunk..(r + 1) * chunk], c.ty, c.op);
+                    }
+                    out[d] = acc;
+                }
+            }
+            Exchange::AllReduce => {
+                let mut acc = src[m[0]].clone();
+                for &s in &m[1..] {
+                    reduce_into(&mut acc, &src[s], c.ty, c.op);
+                }
+                for &d in &m[1..] {
+                    out[d] = acc.clone();
+                }
+                out[m[0]] = acc;
+            }
+        }
+    }
+    inter_dpu::host_work(cpu_now().saturating_sub(start_cpu), "collective host work");
+    ctx.write(c.target, out, false)
+}
+
+/// Reduce to the host: `host[g]` = the group's reduced vector, natural order.
+pub(crate) fn reduce_to_host(
+    ctx: &Ctx<'_>,
+    comm: Comm,
+    source: Region,
+    ty: ElemType,
+    op: ReduceOp,
+    host: &mut [&mut [u8]],
+) -> Result<()> {
+    let groups = ctx.cube.groups(comm);
+    if ctx.opts.baseline {
+        let src = ctx.read(source, false)?;
+        let ((), work) = measured(|| {
+            for (g, members) in groups.iter().enumerate() {
+                let out = &mut *host[g];
+                out.copy_from_slice(&src[members[0] as usize]);
+                for &s in &members[1..] {
+                    reduce_into(out, &src[s as usize], ty, op);
+                }
+            }
+        });
+        inter_dpu::host_work(work, "collective host work");
+        return Ok(());
+    }
+    // The AllReduce host step into a host-side window, then each group's vector from it.
+    let words = (source.len / 8) as usize;
+    let ops = plan::build(
+        Exchange::AllReduce,
+        ctx.cube,
+        comm,
+        source.len,
+        Layout::default(),
+        words,
+        words,
+    );
+    let src = ctx.read_window(source)?;
+    let mut dst = vec![0u64; src.len()];
+    let m = Modulation {
+        in_register: ctx.opts.in_register,
+        cross_domain: ctx.opts.cross_domain,
+        ty,
+        op,
+    };
+    let start_cpu = cpu_now();
+    line::run(&ops, &src, &mut dst, &m);
+    for (g, members) in groups.iter().enumerate() {
+        let l = members[0] as usize;
+        let (e, c) = (l / 8, l % 8);
+        let out = &mut *host[g];
+        for w in 0..words {
+            let line: [u64; 8] = dst[8 * (e * words + w)..8 * (e * words + w) + 8]
+                .try_into()
+                .unwrap();
+            out[8 * w..8 * w + 8].copy_from_slice(&line::transpose(line)[c].to_le_bytes());
+        }
+    }
+    ctx.charge_host_step(
+        u64::from(source.len),
+        0,
+        cpu_now().saturating_sub(start_cpu),
+    );
+    Ok(())
+}
+
+/// Gather to the host (`to_host`) or scatter from it: `host[e]` holds entangled group `e`'s
+/// region word-interleaved (bytes `64w + 8c ..` = word `w` of its chip `c`).
+pub(crate) fn gather_scatter(
+    ctx: &Ctx<'_>,
+    region: Region,
+    host: &mut [&mut [u8]],
+    to_host: bool,
+) -> Result<()> {
+    let words = (region.len / 8) as usize;
+    if ctx.opts.baseline {
+        // The SDK's transfers, each DPU's words interleaved by the host.
+        let mut bufs = if to_host {
+            ctx.read(region, false)?
+        } else {
+            vec![vec![0u8; region.len as usize]; ctx.dpus.len()]
+        };
+        let start_cpu = cpu_now();
+        for (e, h) in host.iter_mut().enumerate() {
+            for c in 0..8 {
+                let b = &mut bufs[8 * e + c];
+                for w in 0..words {
+                    if to_host {
+                        h[64 * w + 8 * c..64 * w + 8 * c + 8].copy_from_slice(&b[8 * w..8 * w + 8]);
+                    } else {
+                        b[8 * w..8 * w + 8].copy_from_slice(&h[64 * w + 8 * c..64 * w + 8 * c + 8]);
+                    }
+                }
+            }
+        }
+        inter_dpu::host_work(cpu_now().saturating_sub(start_cpu), "collective host work");
+        if !to_host {
+            ctx.write(region, bufs, false)?;
+        }
+        return Ok(());
+    }
+    // Lines straight between the windows and the host buffers: one transpose per line.
+    let mut win = if to_host {
+        ctx.read_window(region)?
+    } else {
+        vec![0u64; words * 8 * host.len()]
+    };
+    let start_cpu = cpu_now();
+    for (e, h) in host.iter_mut().enumerate() {
+        for w in 0..words {
+            let i = 8 * (e * words + w);
+            if to_host {
+                let words8 = line::transpose(win[i..i + 8].try_into().unwrap());
+                for (c, v) in words8.iter().enumerate() {
+                    h[64 * w + 8 * c..64 * w + 8 * c + 8].copy_from_slice(&v.to_le_bytes());
+                }
+            } else {
+                let words8: [u64; 8] = std::array::from_fn(|c| {
+                    u64::from_le_bytes(h[64 * w + 8 * c..64 * w + 8 * c + 8].try_into().unwrap())
+                });
+                win[i..i + 8].copy_from_slice(&line::transpose(words8));
+            }
+        }
+    }
+    let work = cpu_now().saturating_sub(start_cpu);
+    if to_host {
+        ctx.charge_host_step(u64::from(region.len), 0, work);
+    } else {
+        ctx.write_window(region, &win)?;
+        ctx.charge_host_step(0, u64::from(region.len), work);
+    }
+    Ok(())
+}

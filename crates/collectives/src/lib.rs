@@ -1,0 +1,440 @@
+//! Collective communication between DPUs, compatible with PID-Comm (ISCA'24): a hypercube
+//! model of the DPUs, eight primitives, and the paper's three techniques modeled on the
+//! emulated machine — PIM-assisted reordering (relocation programs run on the DPUs,
+//! `dpu/relocate.c`), in-register modulation and cross-domain modulation (the host step a
+//! 64-byte bus line at a time, [`line`]) — beside a host-mediated baseline behind the same
+//! calls. libdpu exports them as `<pidcomm.h>`; `docs/collectives.md` is the user's guide.
+//!
+//! Every call is one exchange on the virtual timeline (`openpim_runtime::inter_dpu`): its time
+//! is inter-DPU time, with its primitive, axes, bytes and path in the run report.
+
+pub mod cube;
+pub mod elem;
+mod engine;
+pub mod error;
+pub mod line;
+pub mod plan;
+
+use openpim_runtime::DpuSet;
+
+pub use cube::Hypercube;
+pub use elem::{ElemType, ReduceOp};
+use engine::{Ctx, ExchangeCall, Region};
+pub use error::{Error, Result};
+use plan::Exchange;
+
+/// Which path a call takes, and which techniques the optimized path uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    /// The host-mediated baseline instead of the optimized path.
+    pub baseline: bool,
+    /// PIM-assisted reordering (relocation programs).
+    pub reordering: bool,
+    /// In-register modulation (no staging in host memory).
+    pub in_register: bool,
+    /// Cross-domain modulation (rotations instead of byte transposes).
+    pub cross_domain: bool,
+}
+
+/// Environment variable: `optimized` (default) or `baseline`.
+pub const PATH_ENV: &str = "OPENPIM_COLLECTIVES_PATH";
+/// Environment variable: techniques switched off, comma-separated among `pr`, `im`, `cm`.
+pub const OFF_ENV: &str = "OPENPIM_COLLECTIVES_OFF";
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            baseline: false,
+            reordering: true,
+            in_register: true,
+            cross_domain: true,
+        }
+    }
+}
+
+impl Options {
+    /// From [`PATH_ENV`] and [`OFF_ENV`] (read at each call: a program can switch).
+    pub fn from_env() -> Result<Options> {
+        let mut o = Options::default();
+        match std::env::var(PATH_ENV).ok().as_deref() {
+            None | Some("") | Some("optimized") => {}
+            Some("baseline") => o.baseline = true,
+            Some(v) => {
+                return Err(Error::invalid(
+                    PATH_ENV,
+                    format!("\"{v}\": optimized or baseline"),
+                ))
+            }
+        }
+        if let Ok(off) = std::env::var(OFF_ENV) {
+            for t in off.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+                match t {
+                    "pr" => o.reordering = false,
+                    "im" => o.in_register = false,
+                    "cm" => o.cross_domain = false,
+                    _ => {
+                        return Err(Error::invalid(
+                            OFF_ENV,
+                            format!("\"{t}\": the techniques are pr, im and cm (comma-separated)"),
+                        ))
+                    }
+                }
+            }
+        }
+        Ok(o)
+    }
+
+    /// The path's name in reports: `baseline`, `optimized`, or `optimized -pr -cm` ...
+    pub fn path_name(&self) -> String {
+        if self.baseline {
+            return "baseline".into();
+        }
+        let mut s = String::from("optimized");
+        for (on, name) in [
+            (self.reordering, " -pr"),
+            (self.in_register, " -im"),
+            (self.cross_domain, " -cm"),
+        ] {
+            if !on {
+                s.push_str(name);
+            }
+        }
+        s
+    }
+}
+
+fn aligned(param: &'static str, v: u32) -> Result<()> {
+    if !v.is_multiple_of(8) {
+        return Err(Error::invalid(
+            param,
+            format!("{v}: MRAM offsets and sizes are multiples of 8 bytes"),
+        ));
+    }
+    Ok(())
+}
+
+/// The primitives that exchange data between DPUs, with their checks.
+#[allow(clippy::too_many_arguments)]
+fn exchange_call(
+    set: &DpuSet,
+    cube: &Hypercube,
+    name: &str,
+    x: Exchange,
+    comm: &str,
+    total: u32,
+    start: u32,
+    target: u32,
+    buffer: u32,
+    size: u32,
+    reduce_type: u32,
+) -> Result<()> {
+    let opts = Options::from_env()?;
+    let ctx = Ctx::new(set, cube, opts)?;
+    let c = cube.parse_comm(comm)?;
+    let ty = ElemType::from_size(size)?;
+    let op = ReduceOp::from_code(reduce_type)?;
+    let n = cube.group_size(c);
+    for (p, v) in [
+        ("start_offset", start),
+        ("target_offset", target),
+        ("buffer_offset", buffer),
+    ] {
+        aligned(p, v)?;
+    }
+    let unit = if x == Exchange::AllReduce { 8 } else { 8 * n };
+    if total == 0 || !total.is_multiple_of(unit) {
+        let why = if unit == 8 {
+            "whole 64-bit words".to_string()
+        } else {
+            format!("{n} chunks, one per DPU of a group, of whole 64-bit words")
+        };
+        return Err(Error::invalid(
+            "total_data_size",
+            format!("{total}: must be a non-zero multiple of {unit} bytes ({why})"),
+        ));
+    }
+    let chunk = total / n;
+    let src_len = if x == Exchange::AllGather {
+        chunk
+    } else {
+        total
+    };
+    let dst_len = if x == Exchange::ReduceScatter {
+        chunk
+    } else {
+        total
+    };
+    let scratch_at = start
+        .checked_add(buffer)
+        .ok_or_else(|| Error::invalid("buffer_offset", "start_offset + buffer_offset overflows"))?;
+    let call = ExchangeCall {
+        x,
+        comm: c,
+        total,
+        source: Region {
+            at: start,
+            len: src_len,
+        },
+        scratch: Region {
+            at: scratch_at,
+            len: total,
+        },
+        target: Region {
+            at: target,
+            len: dst_len,
+        },
+        ty,
+        op,
+    };
+    ctx.check_regions(&[
+        ("start_offset", call.source),
+        ("target_offset", call.target),
+        ("buffer_offset", call.scratch),
+    ])?;
+    let bytes = u64::from(total) * u64::from(cube.nr_dpus());
+    engine::exchange(name, comm, bytes, opts.path_name(), || {
+        if opts.baseline {
+            engine::baseline(&ctx, &call)
+        } else {
+            engine::optimized(&ctx, &call)
+        }
+    })
+}
+
+/// AllReduce: every member's `[target, +total)` = the reduction of its group's
+/// `[start, +total)`.
+#[allow(clippy::too_many_arguments)]
+pub fn all_reduce(
+    set: &DpuSet,
+    cube: &Hypercube,
+    comm: &str,
+    total: u32,
+    start: u32,
+    target: u32,
+    buffer: u32,
+    size: u32,
+    reduce_type: u32,
+) -> Result<()> {
+    exchange_call(
+        set,
+        cube,
+        "all_reduce",
+        Exchange::AllReduce,
+        comm,
+        total,
+        start,
+        target,
+        buffer,
+        size,
+        reduce_type,
+    )
+}
+
+/// ReduceScatter (sum): member r's `[target, +total/N)` = the sum of chunk r of its group.
+#[allow(clippy::too_many_arguments)]
+pub fn reduce_scatter(
+    set: &DpuSet,
+    cube: &Hypercube,
+    comm: &str,
+    total: u32,
+    start: u32,
+    target: u32,
+    buffer: u32,
+    size: u32,
+) -> Result<()> {
+    exchange_call(
+        set,
+        cube,
+        "reduce_scatter",
+        Exchange::ReduceScatter,
+        comm,
+        total,
+        start,
+        target,
+        buffer,
+        size,
+        0,
+    )
+}
+
+/// AlltoAll: chunk j of member r's target = chunk r of member j's source.
+pub fn alltoall(
+    set: &DpuSet,
+    cube: &Hypercube,
+    comm: &str,
+    total: u32,
+    start: u32,
+    target: u32,
+    buffer: u32,
+) -> Result<()> {
+    exchange_call(
+        set,
+        cube,
+        "alltoall",
+        Exchange::AlltoAll,
+        comm,
+        total,
+        start,
+        target,
+        buffer,
+        1,
+        0,
+    )
+}
+
+/// AllGather: every member's target = its group's `total/N`-byte sources, by rank.
+pub fn allgather(
+    set: &DpuSet,
+    cube: &Hypercube,
+    comm: &str,
+    total: u32,
+    start: u32,
+    target: u32,
+    buffer: u32,
+) -> Result<()> {
+    exchange_call(
+        set,
+        cube,
+        "allgather",
+        Exchange::AllGather,
+        comm,
+        total,
+        start,
+        target,
+        buffer,
+        1,
+        0,
+    )
+}
+
+fn host_buffers(param: &'static str, host: &[&mut [u8]], count: usize, len: usize) -> Result<()> {
+    if host.len() != count || host.iter().any(|h| h.len() != len) {
+        return Err(Error::invalid(
+            param,
+            format!("{count} host buffers of {len} bytes are needed"),
+        ));
+    }
+    Ok(())
+}
+
+/// Reduce (sum) to the host: `host[g]` = group g's reduced `total` bytes, natural order
+/// (groups in the order of their coordinates on the axes not in `comm`).
+#[allow(clippy::too_many_arguments)]
+pub fn reduce(
+    set: &DpuSet,
+    cube: &Hypercube,
+    comm: &str,
+    total: u32,
+    start: u32,
+    buffer: u32,
+    size: u32,
+    host: &mut [&mut [u8]],
+) -> Result<()> {
+    let opts = Options::from_env()?;
+    let ctx = Ctx::new(set, cube, opts)?;
+    let c = cube.parse_comm(comm)?;
+    let ty = ElemType::from_size(size)?;
+    aligned("start_offset", start)?;
+    aligned("buffer_offset", buffer)?;
+    if total == 0 {
+        return Err(Error::invalid("total_data_size", "0: nothing to reduce"));
+    }
+    aligned("total_data_size", total)?;
+    let source = Region {
+        at: start,
+        len: total,
+    };
+    ctx.check_regions(&[("start_offset", source)])?;
+    let groups = (cube.nr_dpus() / cube.group_size(c)) as usize;
+    host_buffers("host_buffer", host, groups, total as usize)?;
+    let bytes = u64::from(total) * u64::from(cube.nr_dpus());
+    engine::exchange("reduce", comm, bytes, opts.path_name(), || {
+        engine::reduce_to_host(&ctx, c, source, ty, ReduceOp::Sum, host)
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn gather_scatter(
+    set: &DpuSet,
+    cube: &Hypercube,
+    name: &str,
+    comm: &str,
+    total: u32,
+    start: u32,
+    host: &mut [&mut [u8]],
+    to_host: bool,
+) -> Result<()> {
+    let opts = Options::from_env()?;
+    let ctx = Ctx::new(set, cube, opts)?;
+    let c = cube.parse_comm(comm)?;
+    if !to_host && !c[0] {
+        return Err(Error::invalid(
+            "comm",
+            format!("\"{comm}\": scatter needs the x axis in the communicator (PID-Comm's layout is not defined otherwise)"),
+        ));
+    }
+    aligned("start_offset", start)?;
+    if total == 0 {
+        return Err(Error::invalid("total_data_size", "0: nothing to move"));
+    }
+    aligned("total_data_size", total)?;
+    let region = Region {
+        at: start,
+        len: total,
+    };
+    ctx.check_regions(&[("start_offset", region)])?;
+    host_buffers(
+        "host_buffer",
+        host,
+        (cube.nr_dpus() / 8) as usize,
+        8 * total as usize,
+    )?;
+    let bytes = u64::from(total) * u64::from(cube.nr_dpus());
+    engine::exchange(name, comm, bytes, opts.path_name(), || {
+        engine::gather_scatter(&ctx, region, host, to_host)
+    })
+}
+
+/// Gather to the host: `host[e]` (one per entangled group of 8 DPUs, `8·total` bytes) holds
+/// their `[start, +total)` word-interleaved: bytes `64w + 8c ..` = word w of DPU `8e + c`.
+pub fn gather(
+    set: &DpuSet,
+    cube: &Hypercube,
+    comm: &str,
+    total: u32,
+    start: u32,
+    host: &mut [&mut [u8]],
+) -> Result<()> {
+    gather_scatter(set, cube, "gather", comm, total, start, host, true)
+}
+
+/// Scatter from the host: the mirror of [`gather`].
+pub fn scatter(
+    set: &DpuSet,
+    cube: &Hypercube,
+    comm: &str,
+    total: u32,
+    start: u32,
+    host: &mut [&mut [u8]],
+) -> Result<()> {
+    gather_scatter(set, cube, "scatter", comm, total, start, host, false)
+}
+
+/// Broadcast: every DPU's `[target, +len)` = `data` (the SDK's broadcast on both paths).
+pub fn broadcast(set: &DpuSet, cube: &Hypercube, target: u32, data: &[u8]) -> Result<()> {
+    let opts = Options::from_env()?;
+    let ctx = Ctx::new(set, cube, opts)?;
+    aligned("target_offset", target)?;
+    let len = u32::try_from(data.len())
+        .map_err(|_| Error::invalid("total_data_size", "larger than MRAM"))?;
+    if len == 0 {
+        return Err(Error::invalid("total_data_size", "0: nothing to broadcast"));
+    }
+    aligned("total_data_size", len)?;
+    let region = Region { at: target, len };
+    ctx.check_regions(&[("target_offset", region)])?;
+    let bytes = u64::from(len) * u64::from(cube.nr_dpus());
+    engine::exchange("broadcast", "", bytes, "sdk broadcast".into(), || {
+        ctx.broadcast(region, data)
+    })
+}

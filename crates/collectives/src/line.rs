@@ -1,0 +1,350 @@
+//! The host step of the optimized path, on the physical layout of a rank's memory window.
+//!
+//! A rank's 8 chips share the 64-bit DDR bus: one 64-byte line of the window holds one 64-bit
+//! word of each DPU of an entangled group, byte-interleaved — lane `l` (a 64-bit word of the
+//! line) holds byte `l` of every chip's word, chip `c` in its byte `c`. A [`Window`] is a
+//! region of every DPU of the set in that layout: line `(e, w)` = word `w` of the region on
+//! the 8 DPUs of entangled group `e`.
+//!
+//! The host step is a list of [`Op`]s, one per destination chunk of an entangled group,
+//! executed a line at a time straight from the source window to the destination window:
+//!
+//! - in-register modulation (IM): a line is loaded, modulated and stored; nothing is staged in
+//!   host memory. Off: the source is first copied to a host buffer in the DPUs' domain (the
+//!   byte transpose), modulated there and copied back, as a host-memory program would;
+//! - cross-domain modulation (CM): moving a word from chip `c` to chip `c + k` of the line is
+//!   a rotation of every lane by `8k` bits, and int8 elements (one per byte) reduce lane-wise,
+//!   without the transpose. Off, or for wider elements (which straddle chips), the line is
+//!   transposed to the DPUs' domain, modulated, and transposed back;
+//! - PIM-assisted reordering makes the plan uniform (every chip of a destination line takes
+//!   the same source line with the same rotation: [`Body::Copy`], [`Body::Reduce`]); without
+//!   it the host gathers each chip's word from its own source line ([`Body::Gather`]).
+
+use crate::elem::{reduce_word, ElemType, ReduceOp};
+
+/// Lines of 8 lanes, line `i` at `[8i, 8i + 8)`.
+pub type Window = Vec<u64>;
+
+/// One line: 8 lanes.
+pub type Line = [u64; 8];
+
+/// One destination chunk (`words` consecutive lines from each line of `dst` on: the same
+/// result stored to several destinations, as a reduction replicated to a group).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Op {
+    pub dst: Vec<usize>,
+    pub words: usize,
+    pub body: Body,
+}
+
+/// Where a destination chunk's lines come from (source line indices of its first word).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Body {
+    /// Every chip `c` takes chip `c - rot` of one source line.
+    Copy { src: usize, rot: u8 },
+    /// The same, reduced over several source lines: each term a source line and the set of
+    /// rotations it is taken with (bit `k`: rotated by `k` chips).
+    Reduce { terms: Vec<(usize, u8)> },
+    /// Each chip its own sources: `(source line, source chip)`, reduced when several.
+    Gather { chips: [Vec<(usize, u8)>; 8] },
+}
+
+/// Switches of the host step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Modulation {
+    pub in_register: bool,
+    pub cross_domain: bool,
+    pub ty: ElemType,
+    pub op: ReduceOp,
+}
+
+/// The 8x8 byte transpose: lanes <-> chips' words (its own inverse).
+#[inline]
+pub fn transpose(mut r: Line) -> Line {
+    // Swaps of 4x4, 2x2 and 1x1 byte blocks (row i = lane i, column j = byte j).
+    for i in 0..4 {
+        let t = ((r[i] >> 32) ^ r[i + 4]) & 0x0000_0000_ffff_ffff;
+        r[i] ^= t << 32;
+        r[i + 4] ^= t;
+    }
+    for i in [0, 1, 4, 5] {
+        let t = ((r[i] >> 16) ^ r[i + 2]) & 0x0000_ffff_0000_ffff;
+        r[i] ^= t << 16;
+        r[i + 2] ^= t;
+    }
+    for i in [0, 2, 4, 6] {
+        let t = ((r[i] >> 8) ^ r[i + 1]) & 0x00ff_00ff_00ff_00ff;
+        r[i] ^= t << 8;
+        r[i + 1] ^= t;
+    }
+    r
+}
+
+/// Chip `c`'s word of a line.
+#[inline]
+fn extract(x: &Line, c: u8) -> u64 {
+    let mut w = 0u64;
+    for (l, lane) in x.iter().enumerate() {
+        w |= ((lane >> (8 * c)) & 0xff) << (8 * l);
+    }
+    w
+}
+
+/// Moves chip `c`'s byte to chip `c + k` in every lane.
+#[inline]
+fn rotate(x: Line, k: u8) -> Line {
+    x.map(|v| v.rotate_left(8 * u32::from(k)))
+}
+
+#[inline]
+fn load(win: &[u64], line: usize) -> Line {
+    win[8 * line..8 * line + 8].try_into().unwrap()
+}
+
+#[inline]
+fn store(win: &mut [u64], line: usize, x: Line) {
+    win[8 * line..8 * line + 8].copy_from_slice(&x);
+}
+
+/// Chips' words rotated: word of chip `c` to chip `c + k`.
+#[inline]
+fn rotate_words(w: Line, k: u8) -> Line {
+    let mut out = [0u64; 8];
+    for (c, v) in w.iter().enumerate() {
+        out[(c + usize::from(k)) % 8] = *v;
+    }
+    out
+}
+
+/// Lane-wise int8 reduction of two lines in the interleaved domain (one element per byte).
+#[inline]
+fn reduce_bytes(acc: &mut Line, x: &Line, op: ReduceOp) {
+    for (a, b) in acc.iter_mut().zip(x) {
+        *a = reduce_word(*a, *b, ElemType::I8, op);
+    }
+}
+
+/// The reduction of a line's 8 rotations in the interleaved domain (every chip gets the
+/// reduction of all 8 chips' bytes): 3 rotate-and-reduce steps.
+#[inline]
+fn all_rotations_bytes(mut x: Line, op: ReduceOp) -> Line {
+    for k in [1, 2, 4] {
+        let r = rotate(x, k);
+        reduce_bytes(&mut x, &r, op);
+    }
+    x
+}
+
+/// The reduction of a line's chips' words, given to every chip (DPUs' domain).
+#[inline]
+fn all_rotations_words(w: Line, m: &Modulation) -> Line {
+    let mut h = w[0];
+    for v in &w[1..] {
+        h = reduce_word(h, *v, m.ty, m.op);
+    }
+    [h; 8]
+}
+
+/// One term of a reduction: a line (interleaved domain) with its rotation set.
+#[inline]
+fn term_bytes(x: Line, rots: u8, op: ReduceOp, acc: &mut Option<Line>) {
+    let mut add = |v: Line| match acc {
+        Some(a) => reduce_bytes(a, &v, op),
+        None => *acc = Some(v),
+    };
+    if rots == 0xff {
+        add(all_rotations_bytes(x, op));
+    } else {
+        for k in 0..8 {
+            if rots >> k & 1 == 1 {
+                add(rotate(x, k));
+            }
+        }
+    }
+}
+
+/// One term of a reduction in the DPUs' domain.
+#[inline]
+fn term_words(w: Line, rots: u8, m: &Modulation, acc: &mut Option<Line>) {
+    let mut add = |v: Line| match acc {
+        Some(a) => reduce_words(a, &v, m),
+        None => *acc = Some(v),
+    };
+    if rots == 0xff {
+        add(all_rotations_words(w, m));
+    } else {
+        for k in 0..8 {
+            if rots >> k & 1 == 1 {
+                add(rotate_words(w, k));
+            }
+        }
+    }
+}
+
+#[inline]
+fn reduce_words(acc: &mut Line, x: &Line, m: &Modulation) {
+    for c in 0..8 {
+        acc[c] = reduce_word(acc[c], x[c], m.ty, m.op);
+    }
+}
+
+/// Runs the host step: `ops` from `src` into `dst`.
+pub fn run(ops: &[Op], src: &[u64], dst: &mut [u64], m: &Modulation) {
+    if !m.in_register {
+        // The host-memory program: the source to host memory in the DPUs' domain, modulated
+        // there, back to the destination window.
+        let staged: Vec<u64> = src
+            .chunks_exact(8)
+            .flat_map(|l| transpose(l.try_into().unwrap()))
+            .collect();
+        let mut out = vec![0u64; dst.len()];
+        run_domain(ops, &staged, &mut out, m);
+        for (d, o) in dst.chunks_exact_mut(8).zip(out.chunks_exact(8)) {
+            d.copy_from_slice(&transpose(o.try_into().unwrap()));
+        }
+        return;
+    }
+    let interleaved_reduce = m.cross_domain && m.ty == ElemType::I8;
+    for op in ops {
+        for w in 0..op.words {
+            let out = match &op.body {
+                Body::Copy { src: s, rot } => {
+                    let x = load(src, s + w);
+                    if m.cross_domain {
+                        rotate(x, *rot)
+                    } else {
+                        transpose(rotate_words(transpose(x), *rot))
+                    }
+                }
+                Body::Reduce { terms } => {
+                    let mut acc = None;
+                    if interleaved_reduce {
+                        for (s, rots) in terms {
+                            term_bytes(load(src, s + w), *rots, m.op, &mut acc);
+                        }
+                        acc.unwrap_or_default()
+                    } else {
+                        for (s, rots) in terms {
+                            term_words(transpose(load(src, s + w)), *rots, m, &mut acc);
+                        }
+                        transpose(acc.unwrap_or_default())
+                    }
+                }
+                Body::Gather { chips } => {
+                    let mut words = [0u64; 8];
+                    for (c, list) in chips.iter().enumerate() {
+                        let mut acc = extract(&load(src, list[0].0 + w), list[0].1);
+                        for (s, sc) in &list[1..] {
+                            acc = reduce_word(acc, extract(&load(src, s + w), *sc), m.ty, m.op);
+                        }
+                        words[c] = acc;
+                    }
+                    transpose(words)
+                }
+            };
+            for d in &op.dst {
+                store(dst, d + w, out);
+            }
+        }
+    }
+}
+
+/// The plan on windows already in the DPUs' domain (host memory).
+fn run_domain(ops: &[Op], src: &[u64], dst: &mut [u64], m: &Modulation) {
+    for op in ops {
+        for w in 0..op.words {
+            let out = match &op.body {
+                Body::Copy { src: s, rot } => rotate_words(load(src, s + w), *rot),
+                Body::Reduce { terms } => {
+                    let mut acc = None;
+                    for (s, rots) in terms {
+                        term_words(load(src, s + w), *rots, m, &mut acc);
+                    }
+                    acc.unwrap_or_default()
+                }
+                Body::Gather { chips } => {
+                    let mut words = [0u64; 8];
+                    for (c, list) in chips.iter().enumerate() {
+                        let mut acc = load(src, list[0].0 + w)[usize::from(list[0].1)];
+                        for (s, sc) in &list[1..] {
+                            acc = reduce_word(acc, load(src, s + w)[usize::from(*sc)], m.ty, m.op);
+                        }
+                        words[c] = acc;
+                    }
+                    words
+                }
+            };
+            for d in &op.dst {
+                store(dst, d + w, out);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rotation_moves_chips() {
+        let words: Line = std::array::from_fn(|c| 0x0101_0101_0101_0101 * (c as u64 + 1));
+        let lanes = transpose(words);
+        assert_eq!(transpose(lanes), words);
+        assert_eq!(extract(&lanes, 3), words[3]);
+        let r = transpose(rotate(lanes, 3));
+        assert_eq!(r[3], words[0]);
+        assert_eq!(r, rotate_words(words, 3));
+    }
+
+    #[test]
+    fn every_switch_gives_the_same_bytes() {
+        // Two source entangled groups of 2 words; a reduce over both with rotations, a copy,
+        // and a gather, under every combination of switches.
+        let src: Window = (0..32u64)
+            .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+            .collect();
+        let ops = vec![
+            Op {
+                dst: vec![0],
+                words: 2,
+                body: Body::Reduce {
+                    terms: vec![(0, 0b10), (2, 0b10_0001), (0, 0xff)],
+                },
+            },
+            Op {
+                dst: vec![2, 6],
+                words: 2,
+                body: Body::Copy { src: 2, rot: 7 },
+            },
+            Op {
+                dst: vec![4],
+                words: 2,
+                body: Body::Gather {
+                    chips: std::array::from_fn(|c| vec![((c % 2) * 2, c as u8), (0, 0)]),
+                },
+            },
+        ];
+        for (ty, op) in [
+            (ElemType::I8, ReduceOp::Sum),
+            (ElemType::I32, ReduceOp::Sum),
+            (ElemType::I8, ReduceOp::Max),
+            (ElemType::I16, ReduceOp::Max),
+        ] {
+            let mut results = Vec::new();
+            for im in [false, true] {
+                for cm in [false, true] {
+                    let m = Modulation {
+                        in_register: im,
+                        cross_domain: cm,
+                        ty,
+                        op,
+                    };
+                    let mut dst = vec![0u64; 64];
+                    run(&ops, &src, &mut dst, &m);
+                    results.push(dst);
+                }
+            }
+            assert!(results.windows(2).all(|w| w[0] == w[1]));
+        }
+    }
+}

@@ -1,0 +1,386 @@
+//! Every primitive against a CPU computation, element by element: shapes (PID-Comm's and the
+//! small-x ones), communicators of 1 to 3 axes, element types, operators, both paths and each
+//! technique switched off, on 64 and 256 emulated DPUs. The data is pushed and read in the
+//! hypercube's order (logical DPU `L`, as DPU_FOREACH_ENTANGLED_GROUP walks). Needs the DPU
+//! toolchain and the relocation program (`make build`); skips with a note without them.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+
+use openpim_collectives::cube::dpu_of;
+use openpim_collectives::{self as coll, Hypercube, OFF_ENV, PATH_ENV};
+use openpim_runtime::{alloc, DpuSet, Symbol, SymbolRef, MRAM_HEAP_SYMBOL};
+
+static LOCK: Mutex<()> = Mutex::new(());
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A user program (its heap is where the data lives), compiled once.
+fn user_program() -> Option<PathBuf> {
+    let shim = root().join("sdk/bin/dpu-upmem-dpurte-clang");
+    if !root().join("build/collectives/relocate").exists() {
+        eprintln!("skipping: build/collectives/relocate missing (make build)");
+        return None;
+    }
+    let dir = std::env::temp_dir().join(format!("openpim-coll-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).ok()?;
+    let out = dir.join("user.dpu");
+    if out.exists() {
+        return Some(out);
+    }
+    let c = dir.join("user.c");
+    std::fs::write(
+        &c,
+        "#include <defs.h>\n__host int touched;\nint main(void) { touched = 1; return 0; }\n",
+    )
+    .ok()?;
+    let ok = Command::new(shim)
+        .args(["-DNR_TASKLETS=1", "-O2", "-o"])
+        .arg(&out)
+        .arg(&c)
+        .status()
+        .ok()?
+        .success();
+    ok.then_some(out)
+}
+
+struct Machine {
+    set: DpuSet,
+    dpus: Vec<DpuSet>,
+    heap: Symbol,
+}
+
+fn machine(nr: u32, program: &std::path::Path) -> Machine {
+    let set = alloc(Some(nr), "").unwrap();
+    set.load_file(program.to_str().unwrap()).unwrap();
+    let ranks = set.ranks();
+    let dpus = (0..nr)
+        .map(|l| {
+            let (r, i) = dpu_of(l);
+            DpuSet::dpu(Arc::clone(&ranks[r as usize]), i).unwrap()
+        })
+        .collect();
+    let heap = set.program().unwrap().symbol(MRAM_HEAP_SYMBOL).unwrap();
+    Machine { set, dpus, heap }
+}
+
+impl Machine {
+    fn push(&self, at: u32, data: &[Vec<u8>]) {
+        for (d, v) in self.dpus.iter().zip(data) {
+            d.copy_to(SymbolRef::Symbol(self.heap), at, v).unwrap();
+        }
+    }
+
+    fn pull(&self, at: u32, len: usize) -> Vec<Vec<u8>> {
+        self.dpus
+            .iter()
+            .map(|d| {
+                let mut v = vec![0u8; len];
+                d.copy_from(SymbolRef::Symbol(self.heap), at, &mut v)
+                    .unwrap();
+                v
+            })
+            .collect()
+    }
+}
+
+fn data(nr: u32, len: usize, seed: u64) -> Vec<Vec<u8>> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..nr)
+        .map(|_| {
+            (0..len)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The CPU's reduction of element-size `size` little-endian integers.
+fn cpu_reduce(acc: &mut [u8], src: &[u8], size: usize, max: bool) {
+    for (a, b) in acc.chunks_exact_mut(size).zip(src.chunks_exact(size)) {
+        let mut x = [0u8; 8];
+        let mut y = [0u8; 8];
+        x[..size].copy_from_slice(a);
+        y[..size].copy_from_slice(b);
+        let shift = 64 - 8 * size as u32;
+        let (xi, yi) = (
+            (i64::from_le_bytes(x) << shift) >> shift,
+            (i64::from_le_bytes(y) << shift) >> shift,
+        );
+        let r = if max { xi.max(yi) } else { xi.wrapping_add(yi) };
+        a.copy_from_slice(&r.to_le_bytes()[..size]);
+    }
+}
+
+/// Groups of a communicator by rank, from the coordinates (independent of the library).
+fn groups(axes: [u32; 3], comm: [bool; 3]) -> Vec<Vec<usize>> {
+    let nr = axes.iter().product::<u32>() as usize;
+    let mut map: std::collections::BTreeMap<Vec<u32>, Vec<(u32, usize)>> = Default::default();
+    for l in 0..nr {
+        let c = [
+            l as u32 % axes[0],
+            (l as u32 / axes[0]) % axes[1],
+            l as u32 / (axes[0] * axes[1]),
+        ];
+        let key: Vec<u32> = (0..3).rev().filter(|i| !comm[*i]).map(|i| c[i]).collect();
+        let (mut r, mut s) = (0, 1);
+        for i in 0..3 {
+            if comm[i] {
+                r += c[i] * s;
+                s *= axes[i];
+            }
+        }
+        map.entry(key).or_default().push((r, l));
+    }
+    map.into_values()
+        .map(|mut v| {
+            v.sort();
+            v.into_iter().map(|(_, l)| l).collect()
+        })
+        .collect()
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Prim {
+    AllReduce { max: bool },
+    ReduceScatter,
+    AlltoAll,
+    AllGather,
+}
+
+/// Runs one exchange primitive and checks every DPU's target (and that the bytes around the
+/// named regions are untouched).
+#[allow(clippy::too_many_arguments)]
+fn check(
+    m: &Machine,
+    axes: &[u32],
+    comm: &str,
+    prim: Prim,
+    size: usize,
+    chunk: usize,
+    seed: u64,
+    env: (&str, &str),
+) {
+    let mut ax = [1u32; 3];
+    ax[..axes.len()].copy_from_slice(axes);
+    let cube = Hypercube::new(axes, m.dpus.len() as u32, true).unwrap();
+    let cm: [bool; 3] = std::array::from_fn(|i| comm.as_bytes().get(i) == Some(&b'1'));
+    let n: usize = (0..3).filter(|i| cm[*i]).map(|i| ax[i] as usize).product();
+    let total = chunk * n;
+    let nr = m.dpus.len() as u32;
+    let (start, target, buffer) = (
+        4096u32,
+        4096 + 2 * total as u32 + 64,
+        8 * total as u32 + 256,
+    );
+    let src_len = if matches!(prim, Prim::AllGather) {
+        chunk
+    } else {
+        total
+    };
+    let src = data(nr, src_len, seed);
+    // A guard pattern over everything, then the sources.
+    let span = (start + buffer) as usize + total + 128;
+    let guard = data(nr, span, seed ^ 0xabcd);
+    m.push(0, &guard);
+    m.push(start, &src);
+    std::env::set_var(PATH_ENV, env.0);
+    std::env::set_var(OFF_ENV, env.1);
+    let r = match prim {
+        Prim::AllReduce { max } => coll::all_reduce(
+            &m.set,
+            &cube,
+            comm,
+            total as u32,
+            start,
+            target,
+            buffer,
+            size as u32,
+            max as u32,
+        ),
+        Prim::ReduceScatter => coll::reduce_scatter(
+            &m.set,
+            &cube,
+            comm,
+            total as u32,
+            start,
+            target,
+            buffer,
+            size as u32,
+        ),
+        Prim::AlltoAll => coll::alltoall(&m.set, &cube, comm, total as u32, start, target, buffer),
+        Prim::AllGather => {
+            coll::allgather(&m.set, &cube, comm, total as u32, start, target, buffer)
+        }
+    };
+    std::env::remove_var(PATH_ENV);
+    std::env::remove_var(OFF_ENV);
+    r.unwrap_or_else(|e| panic!("{prim:?} {axes:?} {comm}: {e}"));
+    let dst_len = if matches!(prim, Prim::ReduceScatter) {
+        chunk
+    } else {
+        total
+    };
+    let mut want = vec![Vec::new(); nr as usize];
+    for g in groups(ax, cm) {
+        for (r, &d) in g.iter().enumerate() {
+            want[d] = match prim {
+                Prim::AllReduce { max } => {
+                    let mut acc = src[g[0]].clone();
+                    for &s in &g[1..] {
+                        cpu_reduce(&mut acc, &src[s], size, max);
+                    }
+                    acc
+                }
+                Prim::ReduceScatter => {
+                    let mut acc = src[g[0]][r * chunk..(r + 1) * chunk].to_vec();
+                    for &s in &g[1..] {
+                        cpu_reduce(&mut acc, &src[s][r * chunk..(r + 1) * chunk], size, false);
+                    }
+                    acc
+                }
+                Prim::AlltoAll => g
+                    .iter()
+                    .flat_map(|&s| src[s][r * chunk..(r + 1) * chunk].to_vec())
+                    .collect(),
+                Prim::AllGather => g.iter().flat_map(|&s| src[s].clone()).collect(),
+            };
+        }
+    }
+    let got = m.pull(target, dst_len);
+    for l in 0..nr as usize {
+        assert!(
+            got[l] == want[l],
+            "{prim:?} {axes:?} comm {comm} size {size} path {env:?}: DPU {l} differs"
+        );
+    }
+    // Outside the source, scratch and target: the guard pattern.
+    let all = m.pull(0, span);
+    for (l, v) in all.iter().enumerate() {
+        for (i, b) in v.iter().enumerate() {
+            let i32_ = i as u32;
+            let named = (i32_ >= start && i32_ < start + src_len as u32)
+                || (i32_ >= start + buffer && i32_ < start + buffer + total as u32)
+                || (i32_ >= target && i32_ < target + dst_len as u32);
+            assert!(named || *b == guard[l][i], "{prim:?} {axes:?} {comm} {env:?}: DPU {l} byte {i} outside the named buffers changed");
+        }
+    }
+}
+
+const PATHS: [(&str, &str); 5] = [
+    ("optimized", ""),
+    ("baseline", ""),
+    ("optimized", "pr"),
+    ("optimized", "im"),
+    ("optimized", "cm"),
+];
+
+fn comms(dims: usize) -> Vec<String> {
+    (1..(1 << dims))
+        .map(|m: u32| {
+            (0..dims)
+                .map(|i| if m >> i & 1 == 1 { '1' } else { '0' })
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn every_primitive_shape_and_path_at_64_dpus() {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(p) = user_program() else { return };
+    let m = machine(64, &p);
+    let mut seed = 1;
+    for axes in [
+        &[8u32, 8, 1][..],
+        &[16, 4],
+        &[64],
+        &[4, 16],
+        &[2, 4, 8],
+        &[2, 2, 16],
+        &[1, 8, 8],
+    ] {
+        for comm in comms(axes.len()) {
+            for (pi, prim) in [
+                Prim::AllReduce { max: false },
+                Prim::AllReduce { max: true },
+                Prim::ReduceScatter,
+                Prim::AlltoAll,
+                Prim::AllGather,
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                for (k, env) in PATHS.iter().enumerate() {
+                    // Types rotate over the cases; int8 and int32 on every path.
+                    let size = [1, 4, 2, 8][(seed as usize + k + pi) % 4];
+                    check(&m, axes, &comm, prim, size, 16, seed, *env);
+                    seed += 1;
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn large_chunks_and_256_dpus() {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(p) = user_program() else { return };
+    let m = machine(256, &p);
+    let mut seed = 1000;
+    for axes in [&[16u32, 16][..], &[2, 4, 32], &[256]] {
+        for comm in comms(axes.len()) {
+            for prim in [
+                Prim::AllReduce { max: false },
+                Prim::ReduceScatter,
+                Prim::AlltoAll,
+                Prim::AllGather,
+            ] {
+                for env in [PATHS[0], PATHS[1]] {
+                    for size in [1, 4] {
+                        // 2 KiB blocks of the relocation program and tails.
+                        let chunk = if comm == "100" { 2056 } else { 24 };
+                        check(&m, axes, &comm, prim, size, chunk, seed, env);
+                        seed += 1;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The full matrix at 1,024 DPUs (`make test-collectives`; minutes, not in `make test`).
+#[test]
+#[ignore]
+fn full_matrix_at_1024_dpus() {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(p) = user_program() else { return };
+    let m = machine(1024, &p);
+    let mut seed = 5000;
+    for axes in [&[32u32, 32, 1][..], &[8, 16, 8], &[2, 4, 128], &[1024]] {
+        for comm in comms(axes.len()) {
+            for prim in [
+                Prim::AllReduce { max: false },
+                Prim::AllReduce { max: true },
+                Prim::ReduceScatter,
+                Prim::AlltoAll,
+                Prim::AllGather,
+            ] {
+                for env in PATHS {
+                    for size in [1, 2, 4, 8] {
+                        check(&m, axes, &comm, prim, size, 8, seed, env);
+                        seed += 1;
+                    }
+                }
+            }
+        }
+    }
+}
