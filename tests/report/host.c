@@ -7,9 +7,9 @@
  *   small      many tiny broadcasts: small_transfers
  *   tasklets   a kernel built with 4 tasklets: few_tasklets
  *   dma        a kernel moving MRAM in 8-byte DMA transfers: small_mram_transfers
- *   exchange   as good, then a host-mediated exchange (each DPU's vector moves to the next
- *              DPU, through the host) marked as an inter-DPU region, then a second launch:
- *              no advice; the exchange is inter-DPU time
+ *   exchange   as good, then 3 times a host-mediated exchange (each DPU's vector moves to the
+ *              next DPU, through the host) marked as an inter-DPU region and a launch: the
+ *              exchanges are inter-DPU time; host_mediated_exchange
  *
  * The host checks every result against the CPU, and exits non-zero on a mismatch. */
 #define _POSIX_C_SOURCE 199309L
@@ -57,12 +57,12 @@ static void host_work(double seconds)
     sink = x;
 }
 
-/* After the exchange, DPU d holds DPU d-1's vector, incremented by both launches. */
-static int check(int exchanged)
+/* After `rounds` exchanges, DPU d holds DPU d-rounds's vector, incremented by every launch. */
+static int check(int rounds)
 {
     for (int d = 0; d < NR_DPUS; d++) {
-        int from = exchanged ? (d + NR_DPUS - 1) % NR_DPUS : d;
-        uint32_t add = exchanged ? 2 : 1;
+        int from = (d + NR_DPUS - rounds) % NR_DPUS;
+        uint32_t add = 1 + (uint32_t)rounds;
         for (int i = 0; i < WORDS; i++)
             if (out[d][i] != in[from][i] + add) {
                 fprintf(stderr, "DPU %d word %d: %u, expected %u\n", d, i, out[d][i], in[from][i] + add);
@@ -131,9 +131,9 @@ int main(int argc, char **argv)
     }
 
     DPU_ASSERT(dpu_launch(set, DPU_SYNCHRONOUS));
-    int exchanged = !strcmp(mode, "exchange");
-    if (exchanged) {
-        exchange(set, bytes);
+    int rounds = !strcmp(mode, "exchange") ? 3 : 0;
+    for (int r = 0; r < rounds; r++) {
+        exchange(set, bytes); /* reads every DPU, moves the vectors, writes them back */
         DPU_ASSERT(dpu_launch(set, DPU_SYNCHRONOUS));
     }
 
@@ -146,5 +146,5 @@ int main(int argc, char **argv)
         DPU_ASSERT(dpu_push_xfer(set, DPU_XFER_FROM_DPU, DPU_MRAM_HEAP_POINTER_NAME, 0, bytes, DPU_XFER_DEFAULT));
     }
     DPU_ASSERT(dpu_free(set));
-    return check(exchanged);
+    return check(rounds);
 }

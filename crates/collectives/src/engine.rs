@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use openpim_runtime::inter_dpu::{self, InterDpuCall};
-use openpim_runtime::machine::BusSpec;
+use openpim_runtime::machine::{BusSpec, LinkSpec};
 use openpim_runtime::{
     timeline, DpuSet, LaunchPolicy, Program, Rank, Symbol, SymbolRef, XferDirection, XferFlags,
     MRAM_HEAP_SYMBOL,
@@ -277,6 +277,69 @@ impl<'a> Ctx<'a> {
         let parts: Vec<(u32, u64)> = parts.into_iter().map(|(r, _)| (r, d)).collect();
         inter_dpu::rank_ops(&parts, "collective host step");
     }
+}
+
+impl Ctx<'_> {
+    /// The profile's DPU-to-DPU links, when they cover every group of `comm`: each group
+    /// inside one chip (`chip`: same rank, same chip), one rank, or one group of ranks.
+    pub fn links_for(&self, comm: Comm) -> Option<LinkSpec> {
+        let links = self.ranks[0].machine().hardware.links.clone()?;
+        let domain = |l: u32| -> u64 {
+            match links.scope.as_str() {
+                "chip" => u64::from(l / 64) * 8 + u64::from(l % CHIPS),
+                "rank" => u64::from(l / 64),
+                _ => u64::from(l / (64 * links.ranks_per_group)),
+            }
+        };
+        let covered = self
+            .cube
+            .groups(comm)
+            .iter()
+            .all(|g| g.iter().all(|l| domain(*l) == domain(g[0])));
+        covered.then_some(links)
+    }
+}
+
+/// The path's name in reports for an exchange over links.
+pub(crate) fn links_path(l: &LinkSpec) -> String {
+    format!("links ({}, {} GB/s)", l.scope, l.link_gbps)
+}
+
+/// An exchange over the modeled DPU-to-DPU links: every DPU sends what the exchange needs
+/// over its own link, all links at once — a ring for the reductions (`2(N-1)/N` of the data
+/// for AllReduce, `(N-1)/N` for ReduceScatter), `(N-1)/N` for AlltoAll and AllGather — at the
+/// profile's link bandwidth. The data moves as the exchange defines (the emulator's work);
+/// the DPUs' reduction arithmetic is not modeled (the links' time only).
+pub(crate) fn over_links(ctx: &Ctx<'_>, c: &ExchangeCall, links: &LinkSpec) -> Result<()> {
+    let n = u64::from(ctx.cube.group_size(c.comm));
+    let total = u64::from(c.total);
+    let per_dpu = match c.x {
+        Exchange::AllReduce => 2 * (n - 1) * total / n,
+        _ => (n - 1) * total / n,
+    };
+    let ops = plan::build(
+        c.x,
+        ctx.cube,
+        c.comm,
+        c.total,
+        Layout::default(),
+        (c.source.len / 8) as usize,
+        (c.target.len / 8) as usize,
+    );
+    let src = ctx.read_window(c.source)?;
+    let mut dst = vec![0u64; (c.target.len as usize / 8) * 8 * (ctx.dpus.len() / 8)];
+    let m = Modulation {
+        in_register: true,
+        cross_domain: true,
+        ty: c.ty,
+        op: c.op,
+    };
+    line::run(&ops, &src, &mut dst, &m);
+    ctx.write_window(c.target, &dst)?;
+    let ns = (per_dpu as f64 / links.link_gbps).ceil() as u64;
+    let parts: Vec<(u32, u64)> = ctx.ranks.iter().map(|r| (r.id(), ns)).collect();
+    inter_dpu::link_ops(&parts, "DPU-to-DPU links");
+    Ok(())
 }
 
 /// The bus rates of the optimized host step, which streams 64-byte lines between the rank

@@ -192,6 +192,13 @@ fn exchange_call(
         ("buffer_offset", call.scratch),
     ])?;
     let bytes = u64::from(total) * u64::from(cube.nr_dpus());
+    // Links the profile describes carry what they cover (the library's path; the baseline
+    // is how a program exchanges data without the library: through the host).
+    if let Some(links) = ctx.links_for(c).filter(|_| !opts.baseline) {
+        return engine::exchange(name, comm, bytes, engine::links_path(&links), || {
+            engine::over_links(&ctx, &call, &links)
+        });
+    }
     engine::exchange(name, comm, bytes, opts.path_name(), || {
         if opts.baseline {
             engine::baseline(&ctx, &call)

@@ -384,3 +384,228 @@ fn full_matrix_at_1024_dpus() {
         }
     }
 }
+
+/// Reduce, Gather, Scatter and Broadcast (host buffers) on both paths, checked against the
+/// layouts of docs/collectives.md.
+#[test]
+fn host_side_primitives() {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(p) = user_program() else { return };
+    for nr in [64u32, 256] {
+        let m = machine(nr, &p);
+        let axes: &[u32] = if nr == 64 { &[8, 4, 2] } else { &[16, 4, 4] };
+        let cube = Hypercube::new(axes, nr, true).unwrap();
+        let mut ax = [1u32; 3];
+        ax[..axes.len()].copy_from_slice(axes);
+        let total = 48usize;
+        for (k, env) in PATHS.iter().enumerate() {
+            std::env::set_var(PATH_ENV, env.0);
+            std::env::set_var(OFF_ENV, env.1);
+            let src = data(nr, total, 77 + k as u64);
+            m.push(512, &src);
+            // Reduce (sum), int16, over "101": host[g] per group.
+            let comm = "101";
+            let cm = [true, false, true];
+            let gs = groups(ax, cm);
+            let mut host = vec![vec![0u8; total]; gs.len()];
+            let mut refs: Vec<&mut [u8]> = host.iter_mut().map(|v| v.as_mut_slice()).collect();
+            coll::reduce(&m.set, &cube, comm, total as u32, 512, 4096, 2, &mut refs).unwrap();
+            for (g, members) in gs.iter().enumerate() {
+                let mut acc = src[members[0]].clone();
+                for &s in &members[1..] {
+                    cpu_reduce(&mut acc, &src[s], 2, false);
+                }
+                assert_eq!(host[g], acc, "reduce {env:?} group {g}");
+            }
+            // Gather: word-interleaved per entangled group.
+            let mut host = vec![vec![0u8; 8 * total]; nr as usize / 8];
+            let mut refs: Vec<&mut [u8]> = host.iter_mut().map(|v| v.as_mut_slice()).collect();
+            coll::gather(&m.set, &cube, "100", total as u32, 512, &mut refs).unwrap();
+            for (e, h) in host.iter().enumerate() {
+                for w in 0..total / 8 {
+                    for c in 0..8 {
+                        assert_eq!(
+                            &h[64 * w + 8 * c..64 * w + 8 * c + 8],
+                            &src[8 * e + c][8 * w..8 * w + 8],
+                            "gather {env:?}"
+                        );
+                    }
+                }
+            }
+            // Scatter back something else, read it directly.
+            let mut back: Vec<Vec<u8>> = host
+                .iter()
+                .map(|h| h.iter().map(|b| b ^ 0x5a).collect())
+                .collect();
+            let mut refs: Vec<&mut [u8]> = back.iter_mut().map(|v| v.as_mut_slice()).collect();
+            coll::scatter(&m.set, &cube, "110", total as u32, 2048, &mut refs).unwrap();
+            let got = m.pull(2048, total);
+            for (l, v) in got.iter().enumerate() {
+                let want: Vec<u8> = src[l].iter().map(|b| b ^ 0x5a).collect();
+                assert_eq!(*v, want, "scatter {env:?} DPU {l}");
+            }
+            // Broadcast.
+            let bytes: Vec<u8> = (0..40u8).collect();
+            coll::broadcast(&m.set, &cube, 8192, &bytes).unwrap();
+            assert!(m.pull(8192, 40).iter().all(|v| *v == bytes));
+            // Scatter without x is refused; a wrong host-buffer count too.
+            let e = coll::scatter(&m.set, &cube, "010", total as u32, 0, &mut refs)
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with("comm:"), "{e}");
+            let e = coll::gather(&m.set, &cube, "100", total as u32, 0, &mut refs[..1])
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with("host_buffer:"), "{e}");
+        }
+        std::env::remove_var(PATH_ENV);
+        std::env::remove_var(OFF_ENV);
+    }
+}
+
+/// Bad input: each error names its parameter; nothing moves.
+#[test]
+fn bad_input_is_refused_by_name() {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(p) = user_program() else { return };
+    let m = machine(64, &p);
+    let cube = Hypercube::new(&[8, 8, 1], 64, true).unwrap();
+    let src = data(64, 512, 9);
+    m.push(0, &src);
+    let err = |r: coll::Result<()>| r.unwrap_err().to_string();
+    let cases = [
+        (
+            err(coll::all_reduce(&m.set, &cube, "100", 256, 0, 0, 128, 4, 0)),
+            "buffer_offset:",
+        ),
+        (
+            err(coll::all_reduce(
+                &m.set, &cube, "100", 256, 0, 128, 4096, 4, 0,
+            )),
+            "target_offset:",
+        ),
+        (
+            err(coll::all_reduce(
+                &m.set, &cube, "100", 260, 0, 0, 4096, 4, 0,
+            )),
+            "total_data_size:",
+        ),
+        (
+            err(coll::alltoall(
+                &m.set,
+                &cube,
+                "100",
+                8 * 8 * 3 + 8,
+                0,
+                4096,
+                8192,
+            )),
+            "total_data_size:",
+        ),
+        (
+            err(coll::all_reduce(
+                &m.set, &cube, "100", 256, 4, 0, 4096, 4, 0,
+            )),
+            "start_offset:",
+        ),
+        (
+            err(coll::all_reduce(&m.set, &cube, "10", 256, 0, 0, 4096, 4, 0)),
+            "comm:",
+        ),
+        (
+            err(coll::all_reduce(
+                &m.set, &cube, "100", 256, 0, 0, 4096, 3, 0,
+            )),
+            "size:",
+        ),
+        (
+            err(coll::all_reduce(
+                &m.set, &cube, "100", 256, 0, 0, 4096, 4, 2,
+            )),
+            "reduce_type:",
+        ),
+        (
+            err(coll::all_reduce(
+                &m.set,
+                &cube,
+                "100",
+                256,
+                0,
+                0,
+                64 << 20,
+                4,
+                0,
+            )),
+            "buffer_offset:",
+        ),
+    ];
+    for (e, want) in cases {
+        assert!(e.starts_with(want), "{e} (want {want})");
+    }
+    assert_eq!(m.pull(0, 512), src, "a refused call moved data");
+    let e = Hypercube::new(&[8, 4, 1], 64, true)
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("axis_len:"), "{e}");
+}
+
+/// A hardware profile with `[links]` (a copy of upmem-v1a plus the section).
+fn links_profile(scope: &str) -> String {
+    let text = std::fs::read_to_string(root().join("profiles/upmem-v1a.toml")).unwrap();
+    let path =
+        std::env::temp_dir().join(format!("openpim-links-{scope}-{}.toml", std::process::id()));
+    std::fs::write(
+        &path,
+        format!("{text}\n[links]\nscope = \"{scope}\"\nlink_gbps = 2.8\n"),
+    )
+    .unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+/// With `[links]`, the exchanges the links cover take them (correct bytes, link time on the
+/// timeline, the path in the record); the others, and the baseline, go through the host.
+#[test]
+fn interconnect_what_if() {
+    use openpim_runtime::timeline;
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(p) = user_program() else { return };
+    for (scope, comm, covered) in [
+        ("rank", "100", true),
+        ("chip", "010", true),
+        ("chip", "100", false),
+    ] {
+        let set = alloc(Some(64), &format!("hardware={}", links_profile(scope))).unwrap();
+        set.load_file(p.to_str().unwrap()).unwrap();
+        let ranks = set.ranks();
+        let dpus = (0..64).map(|l| {
+            let (r, i) = dpu_of(l);
+            DpuSet::dpu(Arc::clone(&ranks[r as usize]), i).unwrap()
+        });
+        let heap = set.program().unwrap().symbol(MRAM_HEAP_SYMBOL).unwrap();
+        let m = Machine {
+            dpus: dpus.collect(),
+            set,
+            heap,
+        };
+        for (prim, env) in [
+            (Prim::AllReduce { max: false }, PATHS[0]),
+            (Prim::AlltoAll, PATHS[0]),
+            (Prim::AllReduce { max: false }, PATHS[1]),
+        ] {
+            let before = timeline::with_state(|s| s.inter_dpu.entries.len());
+            check(&m, &[8, 8, 1], comm, prim, 4, 16, 42, env);
+            let e = timeline::with_state(|s| s.inter_dpu.entries[before].clone());
+            let via_links = covered && env.0 != "baseline";
+            assert_eq!(
+                e.call.path.starts_with("links ("),
+                via_links,
+                "{scope} {comm} {prim:?} {env:?}: {}",
+                e.call.path
+            );
+            assert_eq!(e.link_ns > 0, via_links, "{scope} {comm} {prim:?}");
+            if via_links {
+                assert_eq!(e.call.path, format!("links ({scope}, 2.8 GB/s)"));
+            }
+        }
+    }
+}

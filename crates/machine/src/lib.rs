@@ -24,7 +24,7 @@ pub use memory::{
     WramAddr,
 };
 pub use profile::{
-    builtin_names, CostSpec, DmaSpec, DpuSpec, HardwareProfile, LaunchSpec, MemorySpec,
+    builtin_names, CostSpec, DmaSpec, DpuSpec, HardwareProfile, LaunchSpec, LinkSpec, MemorySpec,
     ProfileError, TopologySpec, DEFAULT_PROFILE,
 };
 

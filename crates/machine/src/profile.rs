@@ -147,6 +147,52 @@ pub struct LaunchSpec {
     pub per_rank_ns: u64,
 }
 
+/// What-if direct DPU-to-DPU links (`[links]`): not in the UPMEM profiles (the hardware has
+/// none); a profile file that adds the section lets the collectives route the exchanges it
+/// covers over modeled links (the PIM interconnect of "Scalability limitations of PIM",
+/// SIGMETRICS'24, §6: point-to-point links between banks, hierarchical across bank, chip and
+/// rank; 2.8 GB/s per link there: 64 bits at 350 MHz).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSpec {
+    /// Which DPUs are linked together: `chip` (the 8 DPUs of a chip), `rank` (the 64 of a
+    /// rank) or `ranks` (groups of `ranks_per_group` consecutive ranks).
+    pub scope: String,
+    /// Ranks per group for `scope = "ranks"` (the paper's widest: 4 ranks, 256 banks).
+    #[serde(default = "default_ranks_per_group")]
+    pub ranks_per_group: u32,
+    /// Bandwidth of each DPU's link, GB/s.
+    pub link_gbps: f64,
+}
+
+fn default_ranks_per_group() -> u32 {
+    4
+}
+
+impl LinkSpec {
+    /// The scopes a profile may name.
+    pub const SCOPES: [&'static str; 3] = ["chip", "rank", "ranks"];
+
+    fn validate(&self) -> Result<(), String> {
+        if !Self::SCOPES.contains(&self.scope.as_str()) {
+            return Err(format!(
+                "links.scope = \"{}\": one of chip, rank, ranks",
+                self.scope
+            ));
+        }
+        if !(self.link_gbps.is_finite() && self.link_gbps > 0.0) {
+            return Err(format!(
+                "links.link_gbps = {}: a positive bandwidth (GB/s)",
+                self.link_gbps
+            ));
+        }
+        if self.ranks_per_group == 0 {
+            return Err("links.ranks_per_group must be >= 1".into());
+        }
+        Ok(())
+    }
+}
+
 /// A hardware profile. New sections (bus bandwidths, links, ...) are added as `Option`
 /// fields so that older profile files stay valid.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -166,6 +212,9 @@ pub struct HardwareProfile {
     /// Kernel launch cost (`[launch]`; a file without it gets zeros: not modeled).
     #[serde(default)]
     pub launch: Option<LaunchSpec>,
+    /// What-if DPU-to-DPU links (`[links]`; absent: none, as on UPMEM hardware).
+    #[serde(default)]
+    pub links: Option<LinkSpec>,
     pub topology: TopologySpec,
 }
 
@@ -257,6 +306,9 @@ impl HardwareProfile {
             return Err("topology.chips_per_rank must divide topology.dpus_per_rank".into());
         }
         self.bus_spec().validate(self.topology.dpus_per_rank)?;
+        if let Some(l) = &self.links {
+            l.validate()?;
+        }
         Ok(())
     }
 
@@ -516,6 +568,33 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("dpu_cpu_call_ns"), "{e}");
+    }
+
+    #[test]
+    fn links_section_absent_in_upmem_and_checked() {
+        for name in builtin_names() {
+            assert_eq!(HardwareProfile::load(name).unwrap().links, None, "{name}");
+        }
+        let text = include_str!("../../../profiles/upmem-v1a.toml");
+        let with =
+            |links: &str| HardwareProfile::parse("x", &format!("{text}\n[links]\n{links}\n"));
+        let p = with("scope = \"ranks\"\nlink_gbps = 2.8").unwrap();
+        assert_eq!(
+            p.links,
+            Some(LinkSpec {
+                scope: "ranks".into(),
+                ranks_per_group: 4,
+                link_gbps: 2.8
+            })
+        );
+        let e = with("scope = \"bank\"\nlink_gbps = 2.8")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("links.scope"), "{e}");
+        let e = with("scope = \"rank\"\nlink_gbps = 0")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("links.link_gbps"), "{e}");
     }
 
     #[test]

@@ -174,7 +174,7 @@ pub struct InterDpuReport {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Advice {
     /// Stable identifier: `idle_ranks`, `serial_transfers_in_loops`, `small_transfers`,
-    /// `few_tasklets`, `small_mram_transfers`, `tolerated_dma`.
+    /// `few_tasklets`, `small_mram_transfers`, `tolerated_dma`, `host_mediated_exchange`.
     pub id: String,
     pub message: String,
 }
@@ -458,6 +458,24 @@ fn advise(r: &Report, s: &State) -> Vec<Advice> {
                 bytes as f64 / reqs as f64,
                 reqs,
                 alpha
+            ),
+        });
+    }
+    // 7. Exchanges between DPUs the program makes itself through the host (marked regions).
+    let marked: Vec<&InterDpuReport> = r
+        .inter_dpu
+        .iter()
+        .filter(|e| e.primitive == "region")
+        .collect();
+    let marked_ns: u64 = marked.iter().map(|e| e.end_ns - e.start_ns).sum();
+    if marked_ns >= 1_000_000 && marked_ns * 10 >= total {
+        out.push(Advice {
+            id: "host_mediated_exchange".into(),
+            message: format!(
+                "{} host-mediated exchange(s) between DPUs took {} ({:.0}% of the run): if they are collectives (all-reduce, reduce-scatter, all-to-all, all-gather, ...), <pidcomm.h> does them without staging the data in host memory (docs/collectives.md); bench/collectives compares both paths on this machine.",
+                marked.len(),
+                ms(marked_ns),
+                100.0 * marked_ns as f64 / total as f64
             ),
         });
     }
