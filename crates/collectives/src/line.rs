@@ -188,6 +188,85 @@ fn reduce_words(acc: &mut Line, x: &Line, m: &Modulation) {
     }
 }
 
+/// A sum of lines of 2-, 4- or 8-byte elements kept in the interleaved domain: every byte
+/// lane of every chip is added into a 16-bit field with no carry between bytes (the lines
+/// only need rotating, no transpose); each element's carries are resolved once, when the sum
+/// is complete (or before a 16-bit field could overflow).
+struct WideSum {
+    ty: ElemType,
+    /// Lane `l`: bytes 0, 2, 4, 6 (`even`) and 1, 3, 5, 7 (`odd`) as 16-bit fields.
+    even: [u64; 8],
+    odd: [u64; 8],
+    /// Lines added since the fields were last folded into `words`.
+    pending: u32,
+    /// The resolved sum so far: each chip's word.
+    words: Option<Line>,
+}
+
+impl WideSum {
+    const LOW_BYTES: u64 = 0x00ff_00ff_00ff_00ff;
+
+    fn new(ty: ElemType) -> WideSum {
+        WideSum {
+            ty,
+            even: [0; 8],
+            odd: [0; 8],
+            pending: 0,
+            words: None,
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, x: &Line) {
+        // 257 lines of bytes <= 255 fill a 16-bit field exactly.
+        if self.pending == 257 {
+            self.fold();
+        }
+        for l in 0..8 {
+            self.even[l] += x[l] & Self::LOW_BYTES;
+            self.odd[l] += (x[l] >> 8) & Self::LOW_BYTES;
+        }
+        self.pending += 1;
+    }
+
+    /// Resolves the carries element by element (each wrapped at its width).
+    fn fold(&mut self) {
+        let size = self.ty.bytes();
+        let mask = if size == 8 {
+            u64::MAX
+        } else {
+            (1u64 << (8 * size)) - 1
+        };
+        let mut words = [0u64; 8];
+        for (c, word) in words.iter_mut().enumerate() {
+            let fields = if c % 2 == 0 { &self.even } else { &self.odd };
+            let shift = 16 * (c / 2);
+            for e in 0..8 / size {
+                let mut v = 0u64;
+                for b in 0..size {
+                    let byte_sum = (fields[e * size + b] >> shift) & 0xffff;
+                    v = v.wrapping_add(byte_sum << (8 * b));
+                }
+                *word |= (v & mask) << (8 * e * size);
+            }
+        }
+        let ty = self.ty;
+        self.words = Some(match self.words {
+            None => words,
+            Some(w) => std::array::from_fn(|c| reduce_word(w[c], words[c], ty, ReduceOp::Sum)),
+        });
+        self.even = [0; 8];
+        self.odd = [0; 8];
+        self.pending = 0;
+    }
+
+    /// The sum as a line.
+    fn finish(mut self) -> Line {
+        self.fold();
+        transpose(self.words.unwrap_or_default())
+    }
+}
+
 /// Runs the host step: `ops` from `src` into `dst`.
 pub fn run(ops: &[Op], src: &[u64], dst: &mut [u64], m: &Modulation) {
     if !m.in_register {
@@ -205,6 +284,8 @@ pub fn run(ops: &[Op], src: &[u64], dst: &mut [u64], m: &Modulation) {
         return;
     }
     let interleaved_reduce = m.cross_domain && m.ty == ElemType::I8;
+    // Wider sums in the interleaved domain: bytes added without carries, resolved once.
+    let interleaved_wide_sum = m.cross_domain && m.ty != ElemType::I8 && m.op == ReduceOp::Sum;
     for op in ops {
         for w in 0..op.words {
             let out = match &op.body {
@@ -223,6 +304,17 @@ pub fn run(ops: &[Op], src: &[u64], dst: &mut [u64], m: &Modulation) {
                             term_bytes(load(src, s + w), *rots, m.op, &mut acc);
                         }
                         acc.unwrap_or_default()
+                    } else if interleaved_wide_sum {
+                        let mut wide = WideSum::new(m.ty);
+                        for (s, rots) in terms {
+                            let x = load(src, s + w);
+                            for k in 0..8 {
+                                if rots >> k & 1 == 1 {
+                                    wide.add(&rotate(x, k));
+                                }
+                            }
+                        }
+                        wide.finish()
                     } else {
                         for (s, rots) in terms {
                             term_words(transpose(load(src, s + w)), *rots, m, &mut acc);
@@ -297,6 +389,46 @@ mod tests {
     }
 
     #[test]
+    fn wide_sums_fold_before_overflow() {
+        // 600 lines of 0xff bytes (more than a 16-bit field holds): as int16, int32, int64.
+        let src: Window = vec![u64::MAX; 8];
+        let ops = vec![Op {
+            dst: vec![0],
+            words: 1,
+            body: Body::Reduce {
+                terms: (0..75).map(|_| (0, 0xff)).collect(),
+            },
+        }];
+        for ty in [ElemType::I16, ElemType::I32, ElemType::I64] {
+            let mut got = Vec::new();
+            for cm in [false, true] {
+                let m = Modulation {
+                    in_register: true,
+                    cross_domain: cm,
+                    ty,
+                    op: ReduceOp::Sum,
+                };
+                let mut dst = vec![0u64; 8];
+                run(&ops, &src, &mut dst, &m);
+                got.push(dst);
+            }
+            assert_eq!(got[0], got[1], "{ty:?}");
+            // Every element is -1 summed 600 times.
+            let words = transpose(got[0][..8].try_into().unwrap());
+            let want = match ty {
+                ElemType::I16 => {
+                    u64::from_le_bytes([(-600i16).to_le_bytes(); 4].concat().try_into().unwrap())
+                }
+                ElemType::I32 => {
+                    u64::from_le_bytes([(-600i32).to_le_bytes(); 2].concat().try_into().unwrap())
+                }
+                _ => (-600i64) as u64,
+            };
+            assert!(words.iter().all(|w| *w == want), "{ty:?}: {words:x?}");
+        }
+    }
+
+    #[test]
     fn every_switch_gives_the_same_bytes() {
         // Two source entangled groups of 2 words; a reduce over both with rotations, a copy,
         // and a gather, under every combination of switches.
@@ -329,6 +461,8 @@ mod tests {
             (ElemType::I32, ReduceOp::Sum),
             (ElemType::I8, ReduceOp::Max),
             (ElemType::I16, ReduceOp::Max),
+            (ElemType::I16, ReduceOp::Sum),
+            (ElemType::I64, ReduceOp::Sum),
         ] {
             let mut results = Vec::new();
             for im in [false, true] {
