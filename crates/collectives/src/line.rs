@@ -222,9 +222,9 @@ impl WideSum {
         if self.pending == 257 {
             self.fold();
         }
-        for l in 0..8 {
-            self.even[l] += x[l] & Self::LOW_BYTES;
-            self.odd[l] += (x[l] >> 8) & Self::LOW_BYTES;
+        for ((e, o), v) in self.even.iter_mut().zip(self.odd.iter_mut()).zip(x) {
+            *e += v & Self::LOW_BYTES;
+            *o += (v >> 8) & Self::LOW_BYTES;
         }
         self.pending += 1;
     }
