@@ -229,6 +229,23 @@ impl WideSum {
         self.pending += 1;
     }
 
+    /// Adds the line's 8 rotations (every chip gets the sum of all 8 chips' bytes of each
+    /// lane): the lane's 8 bytes summed into every 16-bit field in 3 rotate-and-add steps.
+    #[inline]
+    fn add_all_rotations(&mut self, x: &Line) {
+        if self.pending + 8 > 257 {
+            self.fold();
+        }
+        for ((e, o), v) in self.even.iter_mut().zip(self.odd.iter_mut()).zip(x) {
+            let mut t = (v & Self::LOW_BYTES) + ((v >> 8) & Self::LOW_BYTES);
+            t += t.rotate_left(16);
+            t += t.rotate_left(32);
+            *e += t;
+            *o += t;
+        }
+        self.pending += 8;
+    }
+
     /// Resolves the carries element by element (each wrapped at its width).
     fn fold(&mut self) {
         let size = self.ty.bytes();
@@ -308,6 +325,10 @@ pub fn run(ops: &[Op], src: &[u64], dst: &mut [u64], m: &Modulation) {
                         let mut wide = WideSum::new(m.ty);
                         for (s, rots) in terms {
                             let x = load(src, s + w);
+                            if *rots == 0xff {
+                                wide.add_all_rotations(&x);
+                                continue;
+                            }
                             for k in 0..8 {
                                 if rots >> k & 1 == 1 {
                                     wide.add(&rotate(x, k));
