@@ -6,11 +6,12 @@
 #   make fidelity  the fidelity suite: emulated vs published UPMEM measurements (bench/fidelity)
 #   make test-programs  every published program (PrIM x {1,4,64} DPUs, SimplePIM, dpu_demo, PID-Comm)
 #   make test-collectives  the collectives' full matrix at 64, 256 and 1,024 DPUs
+#   make fuzz-smoke  builds the fuzz targets (fuzz/), replays their regressions, runs each 60 s
 SHELL := /bin/bash
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 CARGO ?= cargo
 
-.PHONY: all setup build demo test test-rust test-conformance test-programs test-collectives bench fidelity lint clean
+.PHONY: all setup build demo test test-rust test-conformance test-programs test-collectives bench fidelity lint clean fuzz-smoke
 
 all: build
 
@@ -46,6 +47,7 @@ test: build
 	sdk/dpu/test/check.sh
 	tests/headers/check.sh
 	tests/conformance/run.sh
+	tests/sanitizers/run.sh
 	tests/report/run.sh
 	python3 -m pytest -q python/tests
 	tests/programs/run.py
@@ -64,6 +66,13 @@ bench: build
 
 fidelity: build
 	bench/fidelity/run.py
+
+# The fuzz targets (fuzz/README.md): cargo-fuzz installed when missing, every target built,
+# its regression inputs replayed and a 60-second run from the committed corpus (which it
+# does not modify). FUZZ_SECONDS changes the time per target.
+FUZZ_SECONDS ?= 60
+fuzz-smoke:
+	fuzz/smoke.sh $(FUZZ_SECONDS)
 
 lint:
 	$(CARGO) fmt --all -- --check

@@ -65,10 +65,22 @@ static inline void *opaque(void *p)
     return p;
 }
 
+/* Set while this thread is inside openpim_virtual_clock. A tool that intercepts the C
+ * library's clock functions for the whole process (AddressSanitizer does) sends libdpu's own
+ * clock readings here too, with its "real" function being this library's (the next
+ * definition after it): libdpu reading the time inside openpim_virtual_clock must then get
+ * the real clock, not recurse until the stack overflows (found by tests/sanitizers/run.sh). */
+static __thread int inside_virtual_clock;
+
 /* The virtual reading of `clock` into *ts: 1, or 0 for the real clock. */
 static int virtual_clock(clockid_t clock, struct timespec *ts)
 {
-    return openpim_virtual_clock && openpim_virtual_clock(clock, ts);
+    if (!openpim_virtual_clock || inside_virtual_clock)
+        return 0;
+    inside_virtual_clock = 1;
+    int r = openpim_virtual_clock(clock, ts);
+    inside_virtual_clock = 0;
+    return r;
 }
 
 int clock_gettime(clockid_t clock, struct timespec *ts)

@@ -32,6 +32,12 @@ struct Registry {
     ranks: HashSet<usize>,
     /// Live CDpu arrays: start address -> end address (exclusive).
     dpus: BTreeMap<usize, usize>,
+    /// Rank pointer arrays of freed sets, nulled and kept for the next sets of the same
+    /// size: a C program may still hold (and iterate) a freed set, whose array pointer must
+    /// then lead to null ranks, not to freed memory (found by the c_api fuzz target). Their
+    /// number is bounded by the most sets alive at once.
+    /// (Held as sets without ranks.)
+    retired: Vec<OwnedSet>,
 }
 
 static REGISTRY: RwLock<Option<Registry>> = RwLock::new(None);
@@ -65,9 +71,18 @@ pub fn register(set: &DpuSet) -> DpuSetT {
             .collect();
         ranks.push(crank);
     }
-    let mut array: Box<[*mut CRank]> = ranks.iter_mut().map(|r| &mut **r as *mut CRank).collect();
-    let c = DpuSetT::ranks(array.len() as u32, array.as_mut_ptr());
+    let pointers: Vec<*mut CRank> = ranks.iter_mut().map(|r| &mut **r as *mut CRank).collect();
     with_write(|reg| {
+        let mut array: Box<[*mut CRank]> = match reg
+            .retired
+            .iter()
+            .position(|a| a.array.len() == pointers.len())
+        {
+            Some(i) => reg.retired.swap_remove(i).array,
+            None => pointers.clone().into_boxed_slice(),
+        };
+        array.copy_from_slice(&pointers);
+        let c = DpuSetT::ranks(array.len() as u32, array.as_mut_ptr());
         for r in &ranks {
             reg.ranks.insert(&**r as *const CRank as usize);
             let start = r.dpus.as_ptr() as usize;
@@ -76,8 +91,8 @@ pub fn register(set: &DpuSet) -> DpuSetT {
         }
         reg.sets
             .insert(array.as_ptr() as usize, OwnedSet { array, ranks });
-    });
-    c
+        c
+    })
 }
 
 /// Removes an owned set (by its rank array and rank count) from the registry; `None` when
@@ -90,11 +105,7 @@ pub fn unregister(ranks: *mut *mut CRank, nr_ranks: u32) -> Option<OwnedSet> {
             return None;
         }
         let owned = reg.sets.remove(&key)?;
-        for r in &owned.ranks {
-            reg.ranks.remove(&(&**r as *const CRank as usize));
-            reg.dpus.remove(&(r.dpus.as_ptr() as usize));
-        }
-        Some(owned)
+        Some(reg.retire(owned))
     })
 }
 
@@ -108,12 +119,26 @@ pub fn unregister_single_rank(rank: *const CRank) -> Option<OwnedSet> {
             .find(|(_, s)| s.ranks.len() == 1 && std::ptr::eq(&*s.ranks[0], rank))
             .map(|(k, _)| *k)?;
         let owned = reg.sets.remove(&key)?;
-        for r in &owned.ranks {
-            reg.ranks.remove(&(&**r as *const CRank as usize));
-            reg.dpus.remove(&(r.dpus.as_ptr() as usize));
-        }
-        Some(owned)
+        Some(reg.retire(owned))
     })
+}
+
+impl Registry {
+    /// Forgets a set's ranks and DPUs and keeps its rank array, nulled (`retired`); returns
+    /// the set (its ranks) for the caller to drop.
+    fn retire(&mut self, mut owned: OwnedSet) -> OwnedSet {
+        for r in &owned.ranks {
+            self.ranks.remove(&(&**r as *const CRank as usize));
+            self.dpus.remove(&(r.dpus.as_ptr() as usize));
+        }
+        let mut array = std::mem::take(&mut owned.array);
+        array.fill(std::ptr::null_mut());
+        self.retired.push(OwnedSet {
+            array,
+            ranks: Vec::new(),
+        });
+        owned
+    }
 }
 
 fn invalid() -> DpuError {
@@ -148,6 +173,36 @@ fn check_dpu(reg: &Registry, p: *const CDpu) -> Result<&'static CDpu, DpuError> 
     Ok(unsafe { &*p })
 }
 
+/// The `n` rank pointers of a C set's list at `p`: inside an owned set's array (the set
+/// itself, or a one-rank set made by the rank iterator) they must lie within it; a freed
+/// set's array holds none; anything else is the caller's own array (`dpu_set_from_rank(&r)`)
+/// and is read as the SDK's API promises it is. The pointers are then checked one by one.
+fn rank_array(reg: &Registry, p: *mut *mut CRank, n: u32) -> Result<Vec<*mut CRank>, DpuError> {
+    let a = p as usize;
+    let width = std::mem::size_of::<*mut CRank>();
+    let inside = |array: &[*mut CRank]| {
+        let start = array.as_ptr() as usize;
+        (a >= start && a < start + std::mem::size_of_val(array)).then(|| (a - start) / width)
+    };
+    for set in reg.sets.values() {
+        if let Some(first) = inside(&set.array) {
+            if !(a - set.array.as_ptr() as usize).is_multiple_of(width) {
+                return Err(invalid());
+            }
+            let slice = set
+                .array
+                .get(first..first + n as usize)
+                .ok_or_else(invalid)?;
+            return Ok(slice.to_vec());
+        }
+    }
+    if reg.retired.iter().any(|r| inside(&r.array).is_some()) {
+        return Err(invalid());
+    }
+    // SAFETY: not an array of ours: the caller's `n` rank pointers (SDK contract).
+    Ok((0..n as usize).map(|i| unsafe { *p.add(i) }).collect())
+}
+
 /// The rank behind a checked `struct dpu_rank_t *`.
 pub fn rank_ref(p: *const CRank) -> Result<&'static CRank, DpuError> {
     with_read(|reg| check_rank(reg, p))
@@ -170,12 +225,11 @@ pub fn c_ranks(set: &DpuSetT) -> Result<(Vec<&'static CRank>, Option<u32>), DpuE
             if list.ranks.is_null() {
                 return Err(invalid());
             }
-            let mut out = Vec::with_capacity(list.nr_ranks as usize);
-            for i in 0..list.nr_ranks as usize {
-                // SAFETY: `ranks` points to `nr_ranks` rank pointers: either an owned set's
-                // array or a sub-array of it made by the rank iterator; each element read is
-                // then validated against the registry.
-                let p = unsafe { *list.ranks.add(i) };
+            // A freed set's array is never read as live ranks (found by the c_api fuzz
+            // target: DPU_FOREACH and every set call on a freed set read freed memory).
+            let array = rank_array(reg, list.ranks, list.nr_ranks)?;
+            let mut out = Vec::with_capacity(array.len());
+            for p in array {
                 out.push(check_rank(reg, p)?);
             }
             Ok((out, None))

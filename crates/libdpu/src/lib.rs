@@ -19,7 +19,7 @@ pub mod types;
 mod vclock;
 
 use std::ffi::{c_char, c_void, CStr, CString};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use openpim_runtime::{
     Callback, CallbackFlags, CallbackScope, DpuSet, LaunchPolicy, Program, Symbol, SymbolRef,
@@ -667,6 +667,11 @@ pub unsafe extern "C" fn dpu_broadcast_to_symbol(
     })
 }
 
+/// Most bytes a scatter-gather transfer moves per DPU: its MRAM.
+const SG_MAX_BYTES: usize = openpim_runtime::machine::map::MRAM_SIZE as usize;
+/// Most blocks of one DPU in a scatter-gather transfer.
+pub const SG_MAX_BLOCKS: usize = 1 << 20;
+
 /// Scatter-gather transfer, executed synchronously: each DPU's blocks are gathered (or
 /// scattered) around one contiguous transfer.
 unsafe fn sg_common(
@@ -733,6 +738,20 @@ unsafe fn sg_common(
                 return Err(null_buffer(info.length as usize));
             }
             total += info.length as usize;
+            // Bounded before anything is allocated for them: a block function that never
+            // says "no more" (or claims gigabytes) is an error, not an out-of-memory kill.
+            if total > SG_MAX_BYTES {
+                return Err(fail(
+                    DPU_ERR_INVALID_MEMORY_TRANSFER,
+                    format!("the blocks of DPU {i} hold more than {SG_MAX_BYTES} bytes (a DPU's MRAM): check the block function's lengths and the end of its blocks (return false)"),
+                ));
+            }
+            if blocks.len() >= SG_MAX_BLOCKS {
+                return Err(fail(
+                    DPU_ERR_SG_TOO_MANY_BLOCKS,
+                    format!("the block function gave more than {SG_MAX_BLOCKS} blocks for DPU {i}: it must return false after the last block"),
+                ));
+            }
             blocks.push(info);
         }
         if check_length && total != len {
@@ -974,11 +993,23 @@ pub unsafe extern "C" fn dpu_get_profile_description(
         };
         let machine = openpim_runtime::machine::MachineConfig::from_profile_string(profile)
             .map_err(openpim_runtime::Error::from)?;
-        let text = CString::new(machine.describe()).unwrap_or_default();
-        // The SDK has no function to free a description: it lives as long as the process.
-        let d = Box::into_raw(Box::new(CDescription { machine, text }));
+        // The SDK has no function to free a description: it lives as long as the process,
+        // one per distinct profile (kept here, so a program asking again and again does not
+        // grow the process, and leak checkers see it reachable: tests/sanitizers/run.sh).
+        static DESCRIPTIONS: Mutex<Vec<(String, Box<CDescription>)>> = Mutex::new(Vec::new());
+        let mut known = DESCRIPTIONS.lock().unwrap_or_else(|e| e.into_inner());
+        let d = match known.iter().find(|(p, _)| p == profile) {
+            Some((_, d)) => &**d as *const CDescription,
+            None => {
+                let text = CString::new(machine.describe()).unwrap_or_default();
+                let d = Box::new(CDescription { machine, text });
+                let p = &*d as *const CDescription;
+                known.push((profile.to_string(), d));
+                p
+            }
+        };
         // SAFETY: checked non-null, caller-owned.
-        unsafe { description.write(d) };
+        unsafe { description.write(d.cast_mut()) };
         Ok(())
     })
 }
@@ -1081,9 +1112,9 @@ pub unsafe extern "C" fn dpu_set_rank_iterator_next(iterator: *mut RankIterator)
 fn settle_on_rank(it: &mut DpuIterator) {
     while it.rank_iterator.has_next {
         let rank_set = it.rank_iterator.next;
-        // SAFETY: rank_iterator.next is a one-rank set made by rank_at (kind RANKS).
-        let p = unsafe { *rank_set.u.list.ranks };
-        if let Ok(crank) = rank_ref(p) {
+        // Checked against the registry: the set may have been freed.
+        if let Ok((ranks, None)) = c_ranks(&rank_set) {
+            let Some(crank) = ranks.first() else { break };
             if let Some(first) = crank.dpus.first() {
                 it.rank = rank_set;
                 it.next = DpuSetT::dpu((first as *const CDpu).cast_mut());

@@ -51,7 +51,15 @@ pub enum ConfigError {
     /// A topology request the hardware cannot satisfy.
     #[error("profile key '{key}' = {value} exceeds the hardware profile's {limit}")]
     TooLarge { key: String, value: u32, limit: u32 },
+    /// More ranks than the emulator builds (`MAX_RANKS`).
+    #[error("profile key 'nrRanks' = {value} exceeds the {limit} ranks OpenPIM emulates at most (a UPMEM server has up to 40)")]
+    TooManyRanks { value: u32, limit: u32 },
 }
+
+/// Most ranks a machine may have (`nrRanks`): 100 times the largest UPMEM server (40 ranks),
+/// and small enough that the per-rank bookkeeping of a typo such as `nrRanks=4000000000`
+/// cannot exhaust the host's memory.
+pub const MAX_RANKS: u32 = 4096;
 
 impl From<ProfileError> for ConfigError {
     fn from(e: ProfileError) -> Self {
@@ -269,6 +277,12 @@ impl SystemConfig {
         let dpus_per_rank = self
             .nr_dpus_per_rank
             .unwrap_or(hardware.topology.dpus_per_rank);
+        if nr_ranks > MAX_RANKS {
+            return Err(ConfigError::TooManyRanks {
+                value: nr_ranks,
+                limit: MAX_RANKS,
+            });
+        }
         if dpus_per_rank > hardware.topology.dpus_per_rank {
             return Err(ConfigError::TooLarge {
                 key: "nrDpusPerRank".into(),
@@ -527,5 +541,26 @@ mod tests {
             .resolve()
             .unwrap_err();
         assert!(matches!(e, ConfigError::TooLarge { .. }));
+    }
+
+    #[test]
+    fn rank_count_is_bounded() {
+        let e = SystemConfig::parse_with_base(None, "nrRanks=4000000000")
+            .unwrap()
+            .resolve()
+            .unwrap_err();
+        assert_eq!(
+            e,
+            ConfigError::TooManyRanks {
+                value: 4_000_000_000,
+                limit: MAX_RANKS
+            }
+        );
+        assert!(e.to_string().contains("at most"), "{e}");
+        let ok = SystemConfig::parse_with_base(None, "nrRanks=4096")
+            .unwrap()
+            .resolve()
+            .unwrap();
+        assert_eq!(ok.nr_ranks, 4096);
     }
 }

@@ -172,6 +172,11 @@ impl Program {
                 }
                 Some(Region::Iram) => {
                     iram_end = iram_end.max(addr + memsz);
+                    if iram_end > u64::from(map::IRAM_BASE) + u64::from(map::IRAM_SIZE) {
+                        // Refused below (IramOverflow, in bytes); never allocate its size,
+                        // which a corrupt header can make gigabytes.
+                        continue;
+                    }
                     let mut seg = bytes.to_vec();
                     seg.resize(memsz as usize, 0);
                     text_segments.push((addr as u32, seg));
@@ -335,8 +340,10 @@ impl Program {
             .ok_or_else(|| missing("__sys_stack_table"))?;
         let mut stacks = Vec::with_capacity(nr_tasklets as usize);
         for i in 0..nr_tasklets {
-            let lo = read_word(table + 8 * i);
-            let hi = read_word(table + 8 * i + 4);
+            // The table's address comes from the ELF: past the end of WRAM (or of the address
+            // space) its entries are simply not in the image.
+            let entry = |k: u32| table.checked_add(8 * i + k).and_then(&read_word);
+            let (lo, hi) = (entry(0), entry(4));
             match (lo, hi) {
                 (Some(lo), Some(hi)) if lo < hi && hi <= map::WRAM_SIZE => stacks.push((lo, hi)),
                 (Some(lo), Some(hi)) if hi > map::WRAM_SIZE => {
@@ -442,7 +449,9 @@ impl Program {
     pub fn function_at(&self, pc: u32) -> Option<String> {
         let i = self.functions.partition_point(|(start, _, _)| *start <= pc);
         let (start, size, name) = self.functions.get(i.checked_sub(1)?)?;
-        if *size != 0 && pc >= start + size {
+        // In u64: a symbol's size may reach past the end of the address space (a hostile or
+        // corrupt ELF; found by the elf_loader fuzz target).
+        if *size != 0 && u64::from(pc) >= u64::from(*start) + u64::from(*size) {
             return None;
         }
         Some(if pc == *start {
@@ -684,5 +693,91 @@ mod tests {
         assert_eq!(*capacity, 24576);
         assert!(*needed >= 32000);
         assert!(e.to_string().contains("bytes too many"), "{e}");
+    }
+
+    // ----- found by fuzzing (fuzz/README.md); the inputs are in fuzz/regressions/ --------
+
+    fn u32_at(b: &[u8], at: usize) -> u32 {
+        u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
+    }
+
+    /// Sets field `field` (byte offset in the entry) of the symbol `name` of an ELF32 file.
+    fn patch_symbol(elf: &mut [u8], name: &str, field: usize, value: u32) {
+        let shoff = u32_at(elf, 0x20) as usize;
+        let shentsize = u16::from_le_bytes([elf[0x2e], elf[0x2f]]) as usize;
+        let shnum = u16::from_le_bytes([elf[0x30], elf[0x31]]) as usize;
+        for i in 0..shnum {
+            let sh = shoff + i * shentsize;
+            if u32_at(elf, sh + 4) != 2 {
+                continue; // not SHT_SYMTAB
+            }
+            let (off, size) = (u32_at(elf, sh + 16) as usize, u32_at(elf, sh + 20) as usize);
+            let strtab = u32_at(elf, shoff + u32_at(elf, sh + 24) as usize * shentsize + 16);
+            for sym in (off..off + size).step_by(16) {
+                let at = strtab as usize + u32_at(elf, sym) as usize;
+                let end = at + elf[at..].iter().position(|&c| c == 0).unwrap();
+                if &elf[at..end] == name.as_bytes() {
+                    elf[sym + field..sym + field + 4].copy_from_slice(&value.to_le_bytes());
+                    return;
+                }
+            }
+        }
+        panic!("no symbol {name}");
+    }
+
+    /// Sets `p_memsz` of the program header loading at `paddr`.
+    fn patch_segment_memsz(elf: &mut [u8], paddr: u32, memsz: u32) {
+        let phoff = u32_at(elf, 0x1c) as usize;
+        let phentsize = u16::from_le_bytes([elf[0x2a], elf[0x2b]]) as usize;
+        let phnum = u16::from_le_bytes([elf[0x2c], elf[0x2d]]) as usize;
+        for i in 0..phnum {
+            let ph = phoff + i * phentsize;
+            if u32_at(elf, ph) == 1 && u32_at(elf, ph + 12) == paddr {
+                elf[ph + 20..ph + 24].copy_from_slice(&memsz.to_le_bytes());
+                return;
+            }
+        }
+        panic!("no segment at {paddr:#x}");
+    }
+
+    #[test]
+    fn function_reaching_past_4gib_is_found_not_wrapped() {
+        let Some(mut bytes) = build_fixture(&Fixture::default()) else {
+            return;
+        };
+        // _start (at 0x80000000) claims 0xf0000000 bytes: up to 0x1_7000_0000.
+        patch_symbol(&mut bytes, "_start", 8, 0xf000_0000);
+        let p = Program::from_bytes(&bytes).unwrap();
+        assert_eq!(
+            p.function_at(0xffff_fff0).as_deref(),
+            Some("_start+0x7ffffff0")
+        );
+    }
+
+    #[test]
+    fn huge_iram_segment_is_refused_without_allocating_it() {
+        let Some(mut bytes) = build_fixture(&Fixture::default()) else {
+            return;
+        };
+        patch_segment_memsz(&mut bytes, map::IRAM_BASE, 0x6fff_0000);
+        let e = Program::from_bytes(&bytes).unwrap_err();
+        let Error::IramOverflow { needed, .. } = e else {
+            panic!("{e}")
+        };
+        assert_eq!(needed, 0x6fff_0000);
+    }
+
+    #[test]
+    fn stack_table_at_the_end_of_the_address_space_is_invalid() {
+        let Some(mut bytes) = build_fixture(&Fixture::default()) else {
+            return;
+        };
+        patch_symbol(&mut bytes, "__sys_stack_table", 4, 0xffff_fffc);
+        let e = Program::from_bytes(&bytes).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("stack of tasklet 0 in __sys_stack_table is invalid"),
+            "{e}"
+        );
     }
 }

@@ -149,7 +149,6 @@ impl Kernel {
     }
 
     /// Every kernel this CPU supports.
-    #[cfg(test)]
     pub(crate) fn available() -> Vec<Kernel> {
         let mut v = vec![Kernel::Portable];
         #[cfg(target_arch = "x86_64")]
@@ -584,8 +583,109 @@ pub(crate) unsafe fn interleave_with(
     })
 }
 
+/// Checks of the kernels against the definition, for the unit tests and the `xfer_kernels`
+/// fuzz target ([`crate::exec::local::check_interleave_kernels`]).
+pub(crate) mod check {
+    use super::*;
+    use crate::exec::HostPtr;
+    use crate::xfer::Place;
+    use openpim_machine::MramAddr;
+
+    pub(crate) fn items_of(bufs: &mut [(u32, Vec<u8>)]) -> Vec<XferItem> {
+        bufs.iter_mut()
+            .map(|(d, b)| XferItem {
+                dpu: *d,
+                place: Place::Mram(MramAddr(0)),
+                buf: HostPtr(b.as_mut_ptr()),
+            })
+            .collect()
+    }
+
+    /// Bus words by entangled group.
+    pub(crate) type Groups = std::collections::BTreeMap<usize, Vec<Line>>;
+
+    /// The bus words by definition, byte by byte: lane `c` of bus word `j` of word `w` of
+    /// group `g` is byte `8w + j` of the DPU at index `g` of chip `c` (0 when absent or past
+    /// the end); a broadcast fills every lane from its one buffer.
+    pub(crate) fn reference(
+        len: usize,
+        bufs: &[(u32, Vec<u8>)],
+        dpr: u32,
+        chips: u32,
+        bc: bool,
+    ) -> Groups {
+        let chips = chips.clamp(1, 8) as usize;
+        let per_chip = (dpr as usize).div_ceil(chips).max(1);
+        let mut out = Groups::new();
+        for (d, buf) in bufs.iter().take(if bc { 1 } else { bufs.len() }) {
+            let d = *d as usize;
+            let (chip, g) = ((d / per_chip).min(chips - 1), d % per_chip);
+            let lines = out
+                .entry(g)
+                .or_insert_with(|| vec![Line::default(); len.div_ceil(8)]);
+            for (w, line) in lines.iter_mut().enumerate() {
+                for (j, bus) in line.0.iter_mut().enumerate() {
+                    let byte = u64::from(buf.get(w * 8 + j).copied().unwrap_or(0));
+                    for c in 0..8 {
+                        if bc || c == chip {
+                            *bus = (*bus & !(0xff << (8 * c))) | (byte << (8 * c));
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// What [`interleave_with`] hands its sink, in order.
+    pub(crate) fn collect(
+        k: Kernel,
+        len: usize,
+        bufs: &mut [(u32, Vec<u8>)],
+        dpr: u32,
+        chips: u32,
+        bc: bool,
+    ) -> Groups {
+        let items = items_of(bufs);
+        let mut got = Groups::new();
+        // SAFETY: every buffer holds `len` bytes; `k` is available on this CPU.
+        let t = unsafe {
+            interleave_with(k, len, &items, dpr, chips, bc, &mut |g, w0, b| {
+                let v = got.entry(g).or_default();
+                assert_eq!(v.len(), w0, "chunks in order");
+                assert!(b.len() <= CHUNK_WORDS);
+                v.extend_from_slice(b);
+            })
+        };
+        assert!(t > 0);
+        got
+    }
+
+    /// Every kernel this CPU has gives the bus words of the definition for these buffers
+    /// (`Err` names the first one that does not).
+    pub(crate) fn kernels_agree(
+        len: usize,
+        bufs: &mut [(u32, Vec<u8>)],
+        dpr: u32,
+        chips: u32,
+        bc: bool,
+    ) -> std::result::Result<(), String> {
+        let want = reference(len, bufs, dpr, chips, bc);
+        for k in Kernel::available() {
+            if collect(k, len, bufs, dpr, chips, bc) != want {
+                return Err(format!(
+                    "{k:?} differs from the definition: {len} bytes, DPUs {:?} of {dpr}, {chips} chips, broadcast {bc}",
+                    bufs.iter().map(|b| b.0).collect::<Vec<_>>()
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::check::{collect, items_of, reference};
     use super::*;
     use crate::exec::HostPtr;
     use crate::xfer::Place;
@@ -620,62 +720,6 @@ mod tests {
                 (x >> 56) as u8
             })
             .collect()
-    }
-
-    fn items_of(bufs: &mut [(u32, Vec<u8>)]) -> Vec<XferItem> {
-        bufs.iter_mut()
-            .map(|(d, b)| XferItem {
-                dpu: *d,
-                place: Place::Mram(MramAddr(0)),
-                buf: HostPtr(b.as_mut_ptr()),
-            })
-            .collect()
-    }
-
-    type Groups = std::collections::BTreeMap<usize, Vec<Line>>;
-
-    /// The bus words by definition, byte by byte: lane `c` of bus word `j` of word `w` of
-    /// group `g` is byte `8w + j` of the DPU at index `g` of chip `c` (0 when absent or past
-    /// the end); a broadcast fills every lane from its one buffer.
-    fn reference(len: usize, bufs: &[(u32, Vec<u8>)], dpr: u32, chips: u32, bc: bool) -> Groups {
-        let chips = chips.clamp(1, 8) as usize;
-        let per_chip = (dpr as usize).div_ceil(chips).max(1);
-        let mut out = Groups::new();
-        for (d, buf) in bufs.iter().take(if bc { 1 } else { bufs.len() }) {
-            let d = *d as usize;
-            let (chip, g) = ((d / per_chip).min(chips - 1), d % per_chip);
-            let lines = out
-                .entry(g)
-                .or_insert_with(|| vec![Line::default(); len.div_ceil(8)]);
-            for (w, line) in lines.iter_mut().enumerate() {
-                for (j, bus) in line.0.iter_mut().enumerate() {
-                    let byte = u64::from(buf.get(w * 8 + j).copied().unwrap_or(0));
-                    for c in 0..8 {
-                        if bc || c == chip {
-                            *bus = (*bus & !(0xff << (8 * c))) | (byte << (8 * c));
-                        }
-                    }
-                }
-            }
-        }
-        out
-    }
-
-    /// What [`interleave_with`] hands its sink, in order.
-    fn collect(k: Kernel, len: usize, bufs: &mut [(u32, Vec<u8>)], dpr: u32, bc: bool) -> Groups {
-        let items = items_of(bufs);
-        let mut got = Groups::new();
-        // SAFETY: every buffer holds `len` bytes; `k` is available on this CPU.
-        let t = unsafe {
-            interleave_with(k, len, &items, dpr, 8, bc, &mut |g, w0, b| {
-                let v = got.entry(g).or_default();
-                assert_eq!(v.len(), w0, "chunks in order");
-                assert!(b.len() <= CHUNK_WORDS);
-                v.extend_from_slice(b);
-            })
-        };
-        assert!(t > 0);
-        got
     }
 
     #[test]
@@ -731,7 +775,7 @@ mod tests {
                 }
                 let want = reference(len, &bufs, *dpr, 8, *bc);
                 for &k in &kernels {
-                    let got = collect(k, len, &mut bufs, *dpr, *bc);
+                    let got = collect(k, len, &mut bufs, *dpr, 8, *bc);
                     assert!(
                         got == want,
                         "{k:?}, {len} bytes, {} DPUs of {dpr}, broadcast {bc}",

@@ -48,6 +48,26 @@ impl LocalBackend {
     }
 }
 
+/// For the `xfer_kernels` fuzz target: whether every SIMD kernel of this CPU (and the
+/// portable one) gives the bus words of the definition when interleaving `bufs` (`(DPU index
+/// in the rank, bytes)`; `len` bytes of each are used, each is padded with zeros to `len`)
+/// for a rank of `dpus_per_rank` DPUs on `chips` chips; `Err` names the kernel that differs.
+#[doc(hidden)]
+pub fn check_interleave_kernels(
+    len: usize,
+    bufs: &mut [(u32, Vec<u8>)],
+    dpus_per_rank: u32,
+    chips: u32,
+    broadcast: bool,
+) -> std::result::Result<(), String> {
+    for (_, b) in bufs.iter_mut() {
+        if b.len() < len {
+            b.resize(len, 0);
+        }
+    }
+    interleave::check::kernels_agree(len, bufs, dpus_per_rank, chips, broadcast)
+}
+
 /// Number of rank slots currently allocated in this process.
 pub fn ranks_in_use() -> usize {
     slots::in_use()

@@ -1,0 +1,93 @@
+//! The engine: mutated DPU programs (the seed corpus holds the conformance programs in
+//! `EngineCase` form) with random WRAM and MRAM, run to a cycle bound. Every run ends with a
+//! result or a named fault, never a panic or an access outside the DPU's memories (the
+//! target is built with AddressSanitizer). Differential checks, cheap enough to run on every
+//! input:
+//! - the interpreter without its shortcuts (`Program::without_shortcuts`) gives the same
+//!   outcome, cycles and memories;
+//! - two DPUs run at once on two threads give what each gives alone (runs share nothing:
+//!   the number of simulation threads never changes a result).
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use openpim_engine::{map, run, DpuMemory, Fault, Program, RunOutcome};
+use openpim_fuzz::engine_case::{EngineCase, MAX_CYCLES};
+
+struct Result {
+    outcome: RunOutcome,
+    wram: Vec<u8>,
+    mram: Vec<u8>,
+}
+
+fn run_case(case: &EngineCase, program: &Program, seed: u64) -> Result {
+    let mut wram = case.wram_memory();
+    let mut mram = EngineCase::mram_memory(seed);
+    let outcome = run(
+        program,
+        &case.boot(),
+        DpuMemory {
+            wram: &mut wram,
+            mram: &mut mram,
+        },
+        &case.timing(),
+    );
+    Result {
+        outcome,
+        wram,
+        mram,
+    }
+}
+
+fn same(a: &Result, b: &Result, what: &str) {
+    assert_eq!(a.outcome, b.outcome, "{what}: outcomes differ");
+    assert!(a.wram == b.wram, "{what}: WRAM differs");
+    assert!(a.mram == b.mram, "{what}: MRAM differs");
+}
+
+fuzz_target!(|data: &[u8]| {
+    let case = EngineCase::decode(data);
+    let program = Program::decode_with(map::IRAM_BASE, &case.text, case.fuse_pairs);
+    let a = run_case(&case, &program, case.mram_seed);
+
+    let o = &a.outcome;
+    if let Some(f) = &o.fault {
+        // A named fault, with where it happened.
+        assert!(!f.describe(&program).is_empty());
+        assert!(f.tasklet < case.nr_tasklets || matches!(f.fault, Fault::BadBoot { .. }));
+        if let Fault::CycleLimit { limit } = f.fault {
+            assert_eq!(limit, MAX_CYCLES);
+        }
+    } else {
+        assert!(
+            o.cycles <= MAX_CYCLES + 4096,
+            "ran {} cycles past the bound",
+            o.cycles
+        );
+    }
+    assert!(o.stats.tasklets.len() <= case.nr_tasklets as usize);
+    // The engine's per-launch printf output bound (64 MiB) plus one clamped field.
+    assert!(
+        o.log.len() <= (64 << 20) + 8192,
+        "{} bytes of log",
+        o.log.len()
+    );
+
+    // Without the interpreter's shortcuts: the same outcome.
+    let slow = program.without_shortcuts();
+    same(
+        &a,
+        &run_case(&case, &slow, case.mram_seed),
+        "without shortcuts",
+    );
+
+    // Two DPUs at once on two threads: each as alone.
+    let seed_b = case.mram_seed ^ 0x9e37_79b9_7f4a_7c15;
+    let b = run_case(&case, &program, seed_b);
+    let (pa, pb) = std::thread::scope(|s| {
+        let ta = s.spawn(|| run_case(&case, &program, case.mram_seed));
+        let tb = s.spawn(|| run_case(&case, &program, seed_b));
+        (ta.join().expect("thread a"), tb.join().expect("thread b"))
+    });
+    same(&a, &pa, "thread A");
+    same(&b, &pb, "thread B");
+});
