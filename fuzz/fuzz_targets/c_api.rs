@@ -466,27 +466,10 @@ impl Harness {
                         Slot::Freed(..) => 1,
                     };
                     // Each DPU gets its own bytes (the data, shifted by its index).
-                    let mut it = dpu::dpu_set_dpu_iterator_from(&mut { h });
-                    let mut i = 0;
-                    let mut rc = DPU_OK;
-                    while it.has_next && i < n {
-                        let b: Box<[u8]> = data.iter().map(|x| x.wrapping_add(i as u8)).collect();
-                        let r = dpu::dpu_prepare_xfer(it.next, b.as_ptr() as *mut c_void);
-                        if r != DPU_OK {
-                            rc = r;
-                        }
-                        per_dpu.push(b);
-                        i += 1;
-                        dpu::dpu_set_dpu_iterator_next(&mut it);
-                    }
-                    if rc == DPU_OK || !live {
-                        rc = dpu::dpu_push_xfer(h, 0, cname.as_ptr(), off, len, flags);
-                    }
-                    if rc != DPU_OK && live {
-                        // As in `read`: these buffers are not referenced after an error.
-                        dpu::dpu_prepare_xfer(h, std::ptr::null_mut());
-                    }
-                    rc
+                    per_dpu = (0..n)
+                        .map(|i| data.iter().map(|x| x.wrapping_add(i as u8)).collect())
+                        .collect();
+                    prepare_and_push(h, &mut per_dpu, 0, &cname, off, len, flags, live)
                 }
             }
         };
@@ -569,33 +552,8 @@ impl Harness {
         // SAFETY: buffers of `len` bytes, alive until the transfer ran (pending_reads).
         let rc = unsafe {
             if push {
-                let mut it = dpu::dpu_set_dpu_iterator_from(&mut { h });
-                let mut i = 0;
-                let mut rc = DPU_OK;
-                while it.has_next && i < n {
-                    let r = dpu::dpu_prepare_xfer(it.next, bufs[i].as_mut_ptr().cast());
-                    if r != DPU_OK {
-                        rc = r;
-                    }
-                    i += 1;
-                    dpu::dpu_set_dpu_iterator_next(&mut it);
-                }
-                if rc == DPU_OK || !live {
-                    rc = dpu::dpu_push_xfer(
-                        h,
-                        1,
-                        cname.as_ptr(),
-                        off,
-                        len,
-                        if asynchronous { 2 } else { 0 },
-                    );
-                }
-                if rc != DPU_OK && live {
-                    // The SDK's contract: prepared buffers stay referenced until a push
-                    // takes them; these are about to be freed.
-                    dpu::dpu_prepare_xfer(h, std::ptr::null_mut());
-                }
-                rc
+                let flags = if asynchronous { 2 } else { 0 };
+                prepare_and_push(h, &mut bufs, 1, &cname, off, len, flags, live)
             } else {
                 dpu::dpu_copy_from(h, cname.as_ptr(), off, bufs[0].as_mut_ptr().cast(), len)
             }
@@ -884,6 +842,49 @@ impl Harness {
         }
         self.slots.clear();
         self.callbacks.clear();
+    }
+}
+
+/// `DPU_FOREACH` with `dpu_prepare_xfer` of `bufs[i]` for the i-th DPU of `h`, then
+/// `dpu_push_xfer` in direction `dir`. When the push did not take them, the prepared buffers
+/// are cleared (the SDK's contract: they stay referenced until a push takes them, and the
+/// harness is about to free them).
+///
+/// # Safety
+/// Every buffer holds `len` bytes and lives until the transfer ran (for asynchronous flags:
+/// until the set's next `dpu_sync`).
+#[allow(clippy::too_many_arguments)]
+unsafe fn prepare_and_push(
+    h: DpuSetT,
+    bufs: &mut [Box<[u8]>],
+    dir: u32,
+    name: &CString,
+    off: u32,
+    len: usize,
+    flags: u32,
+    live: bool,
+) -> DpuError {
+    // SAFETY: the caller's contract; the iterator functions take a set value's address.
+    unsafe {
+        let mut it = dpu::dpu_set_dpu_iterator_from(&mut { h });
+        let mut rc = DPU_OK;
+        for b in bufs.iter_mut() {
+            if !it.has_next {
+                break;
+            }
+            let r = dpu::dpu_prepare_xfer(it.next, b.as_mut_ptr().cast());
+            if r != DPU_OK {
+                rc = r;
+            }
+            dpu::dpu_set_dpu_iterator_next(&mut it);
+        }
+        if rc == DPU_OK || !live {
+            rc = dpu::dpu_push_xfer(h, dir, name.as_ptr(), off, len, flags);
+        }
+        if rc != DPU_OK && live {
+            dpu::dpu_prepare_xfer(h, std::ptr::null_mut());
+        }
+        rc
     }
 }
 
