@@ -32,7 +32,7 @@ after=$(cpu)
 ticks=$(getconf CLK_TCK)
 cpu_s=$(( (after - before) / ticks ))
 wall=$(( $(date +%s) - start ))
-execs=$(grep -o 'exec/s: [0-9]*\|execs: [0-9]*' "$log" | tail -1 || true)
 cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | awk '{print $2}' || true)
-printf '%s\t%s\twall_s=%s\tcpu_s=%s\tcov=%s\trc=%s\n' "$(date -u +%FT%TZ)" "$target" "$wall" "$cpu_s" "${cov:-?}" "$rc" >>"stats/$target.tsv"
+crashes=$(grep -o 'oom/timeout/crash: [0-9/]*' "$log" | tail -1 | awk -F/ '{print $NF}' || true)
+printf '%s\t%s\twall_s=%s\tcpu_s=%s\tcov=%s\tcrashes=%s\trc=%s\n' "$(date -u +%FT%TZ)" "$target" "$wall" "$cpu_s" "${cov:-?}" "${crashes:-0}" "$rc" >>"stats/$target.tsv"
 echo "fuzz $target: ${wall}s wall, ${cpu_s}s CPU, coverage ${cov:-?}, exit $rc (log: fuzz/$log)"
