@@ -18,6 +18,10 @@ fuzz_target!(|data: &[u8]| {
     let broadcast = data[2] & 1 != 0;
     // Up to 3 chunks of 2 KiB: chunk boundaries and tails.
     let len = usize::from(u16::from_le_bytes([data[3], data[4]])) % (3 * 2048 + 17);
+    if len == 0 {
+        // Nothing to interleave (the kernels are not called).
+        return;
+    }
     let nr = usize::from(data[5] % 16) + 1;
     let payload = &data[6..];
     let mut used = [false; 64];
@@ -28,7 +32,7 @@ fuzz_target!(|data: &[u8]| {
             continue;
         }
         // Each DPU's bytes: the payload, shifted by the DPU's index.
-        let bytes = (0..len)
+        let bytes: Vec<u8> = (0..len)
             .map(|i| {
                 payload
                     .get(i % payload.len().max(1))
