@@ -11,7 +11,7 @@ SHELL := /bin/bash
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 CARGO ?= cargo
 
-.PHONY: all setup build demo test test-rust test-conformance test-programs test-collectives bench fidelity lint clean fuzz-smoke
+.PHONY: all setup build demo test test-rust test-conformance test-programs test-collectives bench fidelity lint clean fuzz-smoke test-memory-huge
 
 all: build
 
@@ -49,10 +49,16 @@ test: build
 	tests/conformance/run.sh
 	tests/sanitizers/run.sh
 	tests/report/run.sh
+	tests/memory/run.sh
 	python3 -m pytest -q python/tests
 	tests/programs/run.py
 	tests/workloads/run.py
 	tests/study/run.py
+
+# MRAM data larger than the host's memory (32.5 GiB over 40 ranks) under a budget, when the
+# disk has room (says SKIP otherwise); see docs/memory.md.
+test-memory-huge: build
+	tests/memory/run.sh huge
 
 test-programs: build
 	tests/programs/run.py --all

@@ -42,6 +42,16 @@ struct MachineOpts {
     /// Number of ranks of the emulated server (default: the hardware profile's, 40).
     #[arg(long, value_name = "N")]
     ranks: Option<u32>,
+    /// Where MRAM lives: anon (host memory, the default), file:DIR (sparse files, kept),
+    /// cached:DIR (files behind --memory-budget). See docs/memory.md.
+    #[arg(long, value_name = "STORE")]
+    memory: Option<String>,
+    /// DRAM budget of --memory cached:DIR (e.g. 2G).
+    #[arg(long, value_name = "SIZE")]
+    memory_budget: Option<String>,
+    /// When file-backed MRAM is made durable: never, end (default), launch, transfer.
+    #[arg(long, value_name = "WHEN")]
+    persist: Option<String>,
 }
 
 /// The value `key` has in a profile string (its last occurrence, as the parser applies them).
@@ -75,7 +85,26 @@ impl MachineOpts {
                 );
             }
         }
+        for (flag, key, value) in self.memory_keys() {
+            if let Some(v) = profile_value(p, key).filter(|v| *v != value) {
+                bail!(
+                    "{flag} {value} and --profile {key}={v} both set {key}: give one of them (or the same value)"
+                );
+            }
+        }
         Ok(())
+    }
+
+    /// The MRAM store options given: (option, profile key, value).
+    fn memory_keys(&self) -> Vec<(&'static str, &'static str, &str)> {
+        [
+            ("--memory", "memory", &self.memory),
+            ("--memory-budget", "memoryBudget", &self.memory_budget),
+            ("--persist", "persist", &self.persist),
+        ]
+        .into_iter()
+        .filter_map(|(f, k, v)| v.as_deref().map(|v| (f, k, v)))
+        .collect()
     }
 
     /// The profile string these options stand for, on top of `UPMEM_PROFILE_BASE`.
@@ -97,6 +126,11 @@ impl MachineOpts {
         }
         if let Some(r) = self.ranks.filter(|_| !in_profile("nrRanks")) {
             parts.push(format!("nrRanks={r}"));
+        }
+        for (_, key, value) in self.memory_keys() {
+            if !in_profile(key) {
+                parts.push(format!("{key}={value}"));
+            }
         }
         if let Some(p) = &self.profile {
             if !p.trim().is_empty() {

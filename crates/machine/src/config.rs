@@ -7,6 +7,7 @@ use std::fmt;
 
 use thiserror::Error;
 
+use crate::memory::{parse_size, Persist, StoreSpec};
 use crate::profile::{HardwareProfile, ProfileError, DEFAULT_PROFILE};
 
 /// Environment variable holding the base profile string.
@@ -27,6 +28,9 @@ pub const VALID_KEYS: &[&str] = &[
     "maxCycles",
     "strictDma",
     "clock",
+    "memory",
+    "memoryBudget",
+    "persist",
 ];
 
 /// Errors of the profile string.
@@ -48,6 +52,9 @@ pub enum ConfigError {
     /// The hardware profile named by `hardware=` could not be loaded.
     #[error("profile key 'hardware': {0}")]
     Hardware(String),
+    /// Memory-store keys that do not fit together (`memoryBudget` without `memory=cached`...).
+    #[error("{0}")]
+    Memory(String),
     /// A topology request the hardware cannot satisfy.
     #[error("profile key '{key}' = {value} exceeds the hardware profile's {limit}")]
     TooLarge { key: String, value: u32, limit: u32 },
@@ -119,6 +126,12 @@ pub struct SystemConfig {
     pub strict_dma: bool,
     /// What the host program's clocks show (`clock=virtual|real`; default virtual).
     pub clock: Option<HostClock>,
+    /// Where MRAM lives (`memory=anon|file:DIR|cached:DIR`; default anon).
+    pub memory: Option<StoreSpec>,
+    /// The DRAM budget of `memory=cached` in bytes (`memoryBudget=SIZE`).
+    pub memory_budget: Option<u64>,
+    /// When file-backed MRAM is made durable (`persist=never|end|launch|transfer`).
+    pub persist: Option<Persist>,
 }
 
 /// What the host program's clocks show (`clock=`).
@@ -241,6 +254,34 @@ impl SystemConfig {
                         })
                     }
                 },
+                "memory" => {
+                    self.memory =
+                        Some(
+                            StoreSpec::parse(value).ok_or_else(|| ConfigError::BadValue {
+                                key: key.into(),
+                                value: value.into(),
+                                expected: "anon, file:DIR or cached:DIR",
+                            })?,
+                        )
+                }
+                "memoryBudget" => {
+                    self.memory_budget =
+                        Some(parse_size(value).filter(|v| *v > 0).ok_or_else(|| {
+                            ConfigError::BadValue {
+                                key: key.into(),
+                                value: value.into(),
+                                expected: "a size such as 512M, 4G or 1073741824 (bytes)",
+                            }
+                        })?)
+                }
+                "persist" => {
+                    self.persist =
+                        Some(Persist::parse(value).ok_or_else(|| ConfigError::BadValue {
+                            key: key.into(),
+                            value: value.into(),
+                            expected: "never, end, launch or transfer",
+                        })?)
+                }
                 "hardware" => {
                     if value.is_empty() {
                         return Err(ConfigError::BadValue {
@@ -270,6 +311,37 @@ impl SystemConfig {
         Ok(())
     }
 
+    /// The store the MRAM keys describe, checked for keys that do not fit together.
+    fn check_memory_keys(&self, mram_bytes: u64) -> Result<(), ConfigError> {
+        let spec = self.memory.clone().unwrap_or(StoreSpec::Anon);
+        match (&spec, self.memory_budget) {
+            (StoreSpec::Cached(_), None) => {
+                return Err(ConfigError::Memory(
+                    "memory=cached:DIR needs memoryBudget=SIZE (the DRAM that MRAM may use, e.g. memoryBudget=2G)".into(),
+                ))
+            }
+            (StoreSpec::Cached(_), Some(b)) if b < mram_bytes => {
+                return Err(ConfigError::Memory(format!(
+                    "memoryBudget={b} is smaller than one DPU's MRAM ({mram_bytes} bytes): give at least {} MiB",
+                    mram_bytes >> 20
+                )))
+            }
+            (StoreSpec::Cached(_), Some(_)) => {}
+            (_, Some(_)) => {
+                return Err(ConfigError::Memory(format!(
+                    "memoryBudget is only for memory=cached:DIR (this profile has memory={spec}); drop it or use memory=cached:DIR"
+                )))
+            }
+            (_, None) => {}
+        }
+        if self.persist.is_some() && spec == StoreSpec::Anon {
+            return Err(ConfigError::Memory(
+                "persist= needs a file-backed store (memory=file:DIR or memory=cached:DIR); anonymous MRAM is never durable".into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// Loads the hardware profile and checks the requested topology against it.
     pub fn resolve(&self) -> Result<MachineConfig, ConfigError> {
         let hardware = HardwareProfile::load(self.hardware.as_deref().unwrap_or(DEFAULT_PROFILE))?;
@@ -290,6 +362,7 @@ impl SystemConfig {
                 limit: hardware.topology.dpus_per_rank,
             });
         }
+        self.check_memory_keys(u64::from(hardware.memory.mram_bytes))?;
         Ok(MachineConfig {
             hardware,
             nr_ranks,
@@ -415,6 +488,7 @@ impl MachineConfig {
             hw.cost.fmul64,
             hw.cost.fdiv64
         );
+        let _ = writeln!(s, "{}", crate::memory::describe_store(c));
         match c.max_cycles {
             Some(m) => {
                 let _ = writeln!(s, "cycle limit per launch: {m}");

@@ -11,7 +11,7 @@
 mod bus;
 mod clock;
 mod config;
-mod memory;
+pub mod memory;
 mod profile;
 
 pub use bus::{BusModel, BusSpec, CallShape, Direction, XferKind};
@@ -19,9 +19,12 @@ pub use clock::{Nanos, Phase, Span, Track, VirtualClock};
 pub use config::{
     BackendKind, ConfigError, HostClock, MachineConfig, SystemConfig, PROFILE_BASE_ENV, VALID_KEYS,
 };
+pub use memory::checksum::{crc32, Crc32};
+pub use memory::file::Geometry;
 pub use memory::{
-    resident_bytes, Bytes, DpuAddress, DpuMemories, IramAddr, LazyRegion, MramAddr, OutOfRange,
-    WramAddr,
+    describe_store, open_process_store, open_store, parse_size, process_store, resident_bytes,
+    Access, Admission, Bytes, DpuAddress, DpuMemories, IramAddr, LazyRegion, MramAddr, MramRegion,
+    MramStore, OutOfRange, Persist, StoreError, StoreSpec, StoreStats, WramAddr,
 };
 pub use profile::{
     builtin_names, CostSpec, DmaSpec, DpuSpec, HardwareProfile, LaunchSpec, LinkSpec, MemorySpec,

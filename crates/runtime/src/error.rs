@@ -45,6 +45,9 @@ pub enum Error {
     /// The operating system refused a resource (memory mapping, thread).
     #[error("system error: {0}")]
     System(String),
+    /// The MRAM backing store failed or refused (host memory, disk, lock, damaged file).
+    #[error("{0}")]
+    Memory(String),
     /// The operation does not apply to this DPU set.
     #[error("invalid DPU set: {0}")]
     InvalidDpuSet(String),
@@ -160,6 +163,12 @@ fn more_suffix(count: usize) -> String {
     }
 }
 
+impl From<openpim_machine::StoreError> for Error {
+    fn from(e: openpim_machine::StoreError) -> Self {
+        Error::Memory(e.to_string())
+    }
+}
+
 /// Result of the runtime.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -174,6 +183,7 @@ impl Error {
                 reason: reason.clone(),
             },
             Error::System(s) => Error::System(s.clone()),
+            Error::Memory(s) => Error::Memory(s.clone()),
             Error::InvalidDpuSet(s) => Error::InvalidDpuSet(s.clone()),
             Error::ElfNoSuchFile { path, source } => Error::ElfNoSuchFile {
                 path: path.clone(),

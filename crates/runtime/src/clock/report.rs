@@ -170,6 +170,51 @@ pub struct InterDpuReport {
     pub link_ns: u64,
 }
 
+/// Where MRAM lived and what keeping it there cost (wall time only: none of it is on the
+/// virtual timeline).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemoryReport {
+    /// The backing store (`anon`, `file:DIR`, `cached:DIR`; empty when nothing was allocated).
+    pub store: String,
+    /// The persistence horizon of a file-backed store.
+    pub persist: Option<String>,
+    /// The DRAM budget of `cached`.
+    pub budget_bytes: Option<u64>,
+    /// MRAM resident in memory at the end (page cache for file-backed stores).
+    pub resident_bytes: u64,
+    /// Highest resident + admitted figure the budget saw (`cached`).
+    pub peak_resident_bytes: u64,
+    /// MRAM bytes mapped from shared pages instead of copied (deduplication).
+    pub dedup_bytes: u64,
+    /// Regions made durable, and the wall time it took.
+    pub flushes: u64,
+    pub flush_ns: u64,
+    /// Regions written back and dropped to stay within the budget, and the wall time.
+    pub evictions: u64,
+    pub evict_ns: u64,
+}
+
+impl MemoryReport {
+    fn now() -> MemoryReport {
+        let Some(store) = openpim_machine::process_store() else {
+            return MemoryReport::default();
+        };
+        let s = store.stats();
+        MemoryReport {
+            store: s.store,
+            persist: s.persist.map(str::to_string),
+            budget_bytes: s.budget,
+            resident_bytes: s.resident,
+            peak_resident_bytes: s.peak_resident,
+            dedup_bytes: s.dedup_bytes,
+            flushes: s.flushes,
+            flush_ns: s.flush_ns,
+            evictions: s.evictions,
+            evict_ns: s.evict_ns,
+        }
+    }
+}
+
 /// One piece of advice.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Advice {
@@ -196,6 +241,9 @@ pub struct Report {
     /// Exchanges between DPUs, in order (their time is `phases.inter_dpu_ns`).
     #[serde(default)]
     pub inter_dpu: Vec<InterDpuReport>,
+    /// The MRAM backing store.
+    #[serde(default)]
+    pub memory: MemoryReport,
     pub advice: Vec<Advice>,
 }
 
@@ -505,10 +553,12 @@ fn advise(r: &Report, s: &State) -> Vec<Advice> {
 
 /// The report of the run so far (the host clock is settled to now and every rank joined).
 pub fn report() -> Report {
-    timeline::with_state(|s| {
+    let mut r = timeline::with_state(|s| {
         s.settle();
         build(s)
-    })
+    });
+    r.memory = MemoryReport::now();
+    r
 }
 
 impl Report {
@@ -636,6 +686,31 @@ impl Report {
         );
         if !self.inter_dpu.is_empty() {
             o.push_str(&self.inter_dpu_table());
+        }
+        let m = &self.memory;
+        if !m.store.is_empty() {
+            let mut line = format!("\nMRAM: store {}", m.store);
+            if let Some(p) = &m.persist {
+                let _ = write!(line, ", persist={p}");
+            }
+            if let Some(b) = m.budget_bytes {
+                let _ = write!(
+                    line,
+                    ", budget {} MiB (peak resident + admitted {} MiB)",
+                    b >> 20,
+                    m.peak_resident_bytes >> 20
+                );
+            }
+            let _ = writeln!(
+                o,
+                "{line}; resident {} MiB; {} MiB deduplicated; {} flushes ({} wall), {} evictions ({} wall); wall time only, not on the virtual timeline",
+                m.resident_bytes >> 20,
+                m.dedup_bytes >> 20,
+                m.flushes,
+                ms(m.flush_ns),
+                m.evictions,
+                ms(m.evict_ns)
+            );
         }
         if self.advice.is_empty() {
             let _ = writeln!(o, "\nadvice: none");

@@ -12,7 +12,8 @@ use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use openpim_engine::{DmaQuirk, Timing};
-use openpim_machine::{Bytes, DpuMemories, MachineConfig};
+use openpim_machine::memory::dedup::{self, SharedBuffer, DEDUP_MIN_BYTES};
+use openpim_machine::{Access, Bytes, DpuMemories, MachineConfig, MramAddr, MramStore, Persist};
 use rayon::prelude::*;
 
 use openpim_machine::{Direction, XferKind};
@@ -99,6 +100,8 @@ pub(crate) struct LocalRank {
     nr_dpus: u32,
     machine: Arc<MachineConfig>,
     timing: Timing,
+    /// Where the DPUs' MRAM lives (the process's store).
+    store: Arc<dyn MramStore>,
     state: Mutex<RankState>,
     meta: Mutex<RankMeta>,
     queue: Arc<Queue>,
@@ -188,7 +191,8 @@ impl LocalRank {
         machine: Arc<MachineConfig>,
     ) -> Result<LocalRank> {
         let mut dpus = Vec::with_capacity(nr_dpus as usize);
-        for mem in super::memories::take(slot.0, nr_dpus)? {
+        let store = super::memories::store(&machine)?;
+        for mem in super::memories::take(slot.0, nr_dpus, &machine)? {
             dpus.push(DpuState {
                 mem,
                 log: Vec::new(),
@@ -204,6 +208,7 @@ impl LocalRank {
             nr_dpus,
             machine,
             timing,
+            store,
             state: Mutex::new(RankState { dpus }),
             meta: Mutex::new(RankMeta {
                 programs: vec![None; nr_dpus as usize],
@@ -454,6 +459,12 @@ impl LocalRank {
         }
         let prog = &program;
         let clocks_per_sec = self.clocks_per_sec();
+        // MRAM segments loaded on several DPUs are stored once (deduplication).
+        let shared: Vec<Option<Arc<SharedBuffer>>> = prog
+            .mram_segments()
+            .iter()
+            .map(|(off, bytes)| self.shareable(dpus.len(), *off, bytes))
+            .collect::<Result<_>>()?;
         pool()?.install(|| {
             state
                 .dpus
@@ -473,10 +484,8 @@ impl LocalRank {
                             )
                             .map_err(|e| Error::Internal(e.to_string()))?;
                     }
-                    for (off, bytes) in prog.mram_segments() {
-                        dpu.mem
-                            .write(openpim_machine::MramAddr(*off), bytes)
-                            .map_err(|e| Error::Internal(e.to_string()))?;
+                    for ((off, bytes), shared) in prog.mram_segments().iter().zip(&shared) {
+                        self.write_mram(&mut dpu.mem, *off, bytes, shared.as_deref())?;
                     }
                     dpu.log.clear();
                     dpu.fault = None;
@@ -488,23 +497,113 @@ impl LocalRank {
         for d in dpus {
             meta.programs[*d as usize] = Some(Arc::clone(&program));
         }
+        drop(meta);
+        if !prog.mram_segments().is_empty() {
+            self.persist(state, Persist::Transfer, dpus.iter().copied())?;
+        }
         Ok(())
+    }
+
+    /// The shared copy of `src` when writing it at MRAM `offset` of `dpus` DPUs is worth
+    /// deduplicating (several DPUs, at least a few pages, a store that shares pages).
+    fn shareable(&self, dpus: usize, offset: u32, src: &[u8]) -> Result<Option<Arc<SharedBuffer>>> {
+        if dpus < 2 || src.len() < DEDUP_MIN_BYTES || !self.store.deduplicates() {
+            return Ok(None);
+        }
+        let page = openpim_machine::memory::region::page_size();
+        dedup::shared_buffer(src, offset as usize % page)
+            .map(Some)
+            .map_err(|e| Error::System(format!("cannot share a broadcast buffer: {e}")))
+    }
+
+    /// Writes `src` at MRAM `offset` of one DPU: admitted by the store first (host memory,
+    /// budget, disk), mapped from `shared` when given.
+    fn write_mram(
+        &self,
+        mem: &mut DpuMemories,
+        offset: u32,
+        src: &[u8],
+        shared: Option<&SharedBuffer>,
+    ) -> Result<()> {
+        let fits = (offset as usize)
+            .checked_add(src.len())
+            .is_some_and(|end| end <= mem.mram_region().len());
+        if !fits {
+            // Out of range: the memory's own check names it.
+            return mem
+                .write(MramAddr(offset), src)
+                .map_err(|e| Error::Internal(e.to_string()));
+        }
+        let access = Access::Write {
+            offset: offset as usize,
+            len: src.len(),
+        };
+        let _admitted = self.store.admit(mem.mram_region(), access)?;
+        match shared {
+            Some(b) => {
+                let n = dedup::write_shared(mem.mram_region_mut(), offset as usize, src, b)
+                    .map_err(|e| Error::System(format!("cannot map shared MRAM pages: {e}")))?;
+                self.store
+                    .counters()
+                    .dedup_bytes
+                    .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+                Ok(())
+            }
+            None => mem
+                .write(MramAddr(offset), src)
+                .map_err(|e| Error::Internal(e.to_string())),
+        }
+    }
+
+    /// Makes the MRAM of `dpus` durable if the store's horizon says so at `point`.
+    fn persist(
+        &self,
+        state: &RankState,
+        point: Persist,
+        dpus: impl Iterator<Item = u32>,
+    ) -> Result<()> {
+        if !self.store.keeps_contents() {
+            return Ok(());
+        }
+        let regions: Vec<_> = dpus
+            .map(|d| state.dpus[d as usize].mem.mram_region())
+            .collect();
+        Ok(self.store.persist(point, &regions)?)
     }
 
     fn exec_write(&self, state: &mut RankState, len: usize, items: &[XferItem]) -> Result<()> {
         if len == 0 {
             return Ok(());
         }
+        // A broadcast to MRAM (one buffer, one place, several DPUs) is stored once.
+        let shared = match items.first() {
+            Some(
+                first @ XferItem {
+                    place: Place::Mram(a),
+                    ..
+                },
+            ) if items
+                .iter()
+                .all(|i| i.buf == first.buf && i.place == first.place) =>
+            {
+                // SAFETY: as in write_one below.
+                let src = unsafe { std::slice::from_raw_parts(first.buf.0.cast_const(), len) };
+                self.shareable(items.len(), a.0, src)?
+            }
+            _ => None,
+        };
         let write_one = |dpu: &mut DpuState, item: &XferItem| -> Result<()> {
             // SAFETY: the unsafe API that accepted `item.buf` requires it to be valid for
             // reads of `len` bytes until this transfer has run; we only read.
             let src = unsafe { std::slice::from_raw_parts(item.buf.0.cast_const(), len) };
-            let r = match item.place {
-                Place::Wram(a) => dpu.mem.write(a, src),
-                Place::Mram(a) => dpu.mem.write(a, src),
+            match item.place {
+                Place::Wram(a) => dpu
+                    .mem
+                    .write(a, src)
+                    .map_err(|e| Error::Internal(e.to_string())),
+                Place::Mram(a) => self.write_mram(&mut dpu.mem, a.0, src, shared.as_deref()),
                 Place::Iram(_) => unreachable!("IRAM writes are handled by the caller"),
-            };
-            r.map_err(|e| Error::Internal(e.to_string()))
+            }
         };
         // IRAM writes replace the DPU's program with a patched copy.
         if items.iter().any(|i| matches!(i.place, Place::Iram(_))) {
@@ -546,13 +645,16 @@ impl LocalRank {
                     .zip(by_dpu.par_iter())
                     .filter_map(|(d, i)| i.map(|i| (d, i)))
                     .try_for_each(|(d, i)| write_one(d, i))
-            })
+            })?;
         } else {
             for item in items {
                 write_one(&mut state.dpus[item.dpu as usize], item)?;
             }
-            Ok(())
         }
+        if items.iter().any(|i| matches!(i.place, Place::Mram(_))) {
+            self.persist(state, Persist::Transfer, items.iter().map(|i| i.dpu))?;
+        }
+        Ok(())
     }
 
     fn exec_read(&self, state: &mut RankState, len: usize, items: &[XferItem]) -> Result<()> {
@@ -575,10 +677,14 @@ impl LocalRank {
                     .mem
                     .read(a, dst)
                     .map_err(|e| Error::Internal(e.to_string())),
-                Place::Mram(a) => dpu
-                    .mem
-                    .read(a, dst)
-                    .map_err(|e| Error::Internal(e.to_string())),
+                Place::Mram(a) => {
+                    let _admitted = self
+                        .store
+                        .admit(dpu.mem.mram_region(), Access::Read { len })?;
+                    dpu.mem
+                        .read(a, dst)
+                        .map_err(|e| Error::Internal(e.to_string()))
+                }
                 Place::Iram(a) => {
                     let programs = meta_programs.as_ref().expect("computed for IRAM reads");
                     let prog = programs[item.dpu as usize].as_ref().ok_or_else(|| {
@@ -626,16 +732,28 @@ impl LocalRank {
         }
         let timing = &self.timing;
         let rank_id = self.id;
-        let panics: Vec<String> = pool()?.install(|| {
+        let store = &*self.store;
+        // Each DPU is admitted by the store before it runs (it may touch all of its MRAM).
+        let outcomes: Vec<Result<Option<String>>> = pool()?.install(|| {
             state
                 .dpus
                 .par_iter_mut()
                 .zip(by_dpu.par_iter())
                 .enumerate()
                 .filter_map(|(i, (d, p))| p.map(|p| (i as u32, d, p)))
-                .filter_map(|(i, dpu, prog)| run_one(rank_id, i, dpu, prog, timing))
+                .map(|(i, dpu, prog)| {
+                    let _admitted = store.admit(dpu.mem.mram_region(), Access::Launch)?;
+                    Ok(run_one(rank_id, i, dpu, prog, timing))
+                })
                 .collect()
         });
+        let mut panics: Vec<String> = Vec::new();
+        for o in outcomes {
+            if let Some(p) = o? {
+                panics.push(p);
+            }
+        }
+        self.persist(state, Persist::Launch, dpus.iter().map(|(d, _)| *d))?;
         // Statistics and faults.
         let mut record = LaunchRecord {
             rank: self.id,

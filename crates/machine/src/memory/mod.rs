@@ -1,15 +1,32 @@
-//! The memories of one DPU: WRAM, MRAM (lazily backed), and the address spaces.
+//! The memories of one DPU: WRAM, MRAM (in a backing store), and the address spaces.
+//!
+//! MRAM lives in one of the stores behind [`MramStore`]: [`anon`] (host memory, the
+//! default), [`file`] (sparse per-rank files) or [`cached`] (the files behind a DRAM budget);
+//! [`dedup`] stores bytes written identically to many DPUs once.
 //!
 //! Addresses of different spaces are different types ([`WramAddr`], [`MramAddr`],
 //! [`IramAddr`]) so that they cannot be mixed; each is a byte offset from its space's base.
 //! A program-view address (`0x0800_1000`) is split into a space and an offset by
 //! [`DpuAddress::classify`].
 
+pub mod anon;
+pub mod cached;
+pub mod checksum;
+pub mod dedup;
+pub mod file;
+pub mod region;
+pub mod store;
+
 use std::io;
-use std::ptr::NonNull;
 
 use openpim_engine::map;
 use thiserror::Error;
+
+pub use region::{LazyRegion, MramRegion};
+pub use store::{
+    describe_store, open_process_store, open_store, parse_size, process_store, Access, Admission,
+    MramStore, Persist, StoreError, StoreSpec, StoreStats,
+};
 
 /// A byte offset in WRAM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -77,95 +94,6 @@ pub trait Bytes<A> {
     fn write(&mut self, addr: A, src: &[u8]) -> Result<(), OutOfRange>;
 }
 
-/// Anonymous memory reserved with `MAP_NORESERVE`: pages cost nothing until touched and read
-/// as zero. Freed with `munmap`.
-pub struct LazyRegion {
-    ptr: NonNull<u8>,
-    len: usize,
-}
-
-// SAFETY: a LazyRegion exclusively owns its mapping (like a Box<[u8]>); shared references
-// only give shared slices, mutable access needs &mut.
-unsafe impl Send for LazyRegion {}
-// SAFETY: see Send; &LazyRegion only allows reads.
-unsafe impl Sync for LazyRegion {}
-
-impl LazyRegion {
-    /// Reserves `len` (> 0) zeroed bytes.
-    pub fn new(len: usize) -> io::Result<LazyRegion> {
-        assert!(len > 0, "LazyRegion of zero bytes");
-        // SAFETY: a fresh private anonymous mapping at an address the kernel chooses; no
-        // existing memory is affected. The result is checked against MAP_FAILED.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        let ptr =
-            NonNull::new(ptr.cast::<u8>()).ok_or_else(|| io::Error::other("mmap returned null"))?;
-        Ok(LazyRegion { ptr, len })
-    }
-
-    /// Size in bytes.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Always false (regions are never empty).
-    pub fn is_empty(&self) -> bool {
-        false
-    }
-
-    /// The whole region.
-    pub fn as_slice(&self) -> &[u8] {
-        // SAFETY: ptr..ptr+len is a live readable mapping owned by self for self's lifetime;
-        // the borrow of self prevents concurrent mutation.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
-    }
-
-    /// The whole region, mutably.
-    pub fn as_mut_slice(&mut self) -> &mut [u8] {
-        // SAFETY: as in as_slice, and &mut self guarantees exclusive access.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
-    }
-
-    /// Zeroes the region and gives its pages back to the system.
-    pub fn clear(&mut self) {
-        // SAFETY: the range is exactly our private anonymous mapping; MADV_DONTNEED on such a
-        // mapping makes later reads return zero, which is the state we want. &mut self means
-        // no slice into the region is alive.
-        let rc = unsafe { libc::madvise(self.ptr.as_ptr().cast(), self.len, libc::MADV_DONTNEED) };
-        if rc != 0 {
-            // Cannot happen for a valid mapping; fall back to writing zeros.
-            self.as_mut_slice().fill(0);
-        }
-    }
-}
-
-impl Drop for LazyRegion {
-    fn drop(&mut self) {
-        // SAFETY: ptr/len describe the mapping created in new(), unmapped exactly once here;
-        // no borrow of it can outlive self.
-        unsafe {
-            libc::munmap(self.ptr.as_ptr().cast(), self.len);
-        }
-    }
-}
-
-impl std::fmt::Debug for LazyRegion {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "LazyRegion({} bytes)", self.len)
-    }
-}
-
 fn range(
     space: &'static str,
     size: usize,
@@ -188,16 +116,40 @@ fn range(
 #[derive(Debug)]
 pub struct DpuMemories {
     wram: LazyRegion,
-    mram: LazyRegion,
+    mram: MramRegion,
 }
 
 impl DpuMemories {
-    /// Zeroed memories of the engine's sizes; nothing is resident until written.
+    /// Zeroed memories of the engine's sizes, MRAM anonymous; nothing is resident until
+    /// written.
     pub fn new() -> io::Result<DpuMemories> {
         Ok(DpuMemories {
             wram: LazyRegion::new(map::WRAM_SIZE as usize)?,
-            mram: LazyRegion::new(map::MRAM_SIZE as usize)?,
+            mram: MramRegion::anon(map::MRAM_SIZE as usize, (u32::MAX, 0))?,
         })
+    }
+
+    /// Zeroed WRAM with the given MRAM (from a store).
+    pub fn with_mram(mram: MramRegion) -> io::Result<DpuMemories> {
+        Ok(DpuMemories {
+            wram: LazyRegion::new(map::WRAM_SIZE as usize)?,
+            mram,
+        })
+    }
+
+    /// The MRAM region (for its store: admission, persistence).
+    pub fn mram_region(&self) -> &MramRegion {
+        &self.mram
+    }
+
+    /// The MRAM region, mutably (deduplicated writes).
+    pub fn mram_region_mut(&mut self) -> &mut MramRegion {
+        &mut self.mram
+    }
+
+    /// WRAM bytes, mutably.
+    pub fn wram_mut(&mut self) -> &mut [u8] {
+        self.wram.as_mut_slice()
     }
 
     /// WRAM bytes.
@@ -223,9 +175,9 @@ impl DpuMemories {
         self.wram.clear();
     }
 
-    /// Zeroes MRAM (releasing its pages).
-    pub fn clear_mram(&mut self) {
-        self.mram.clear();
+    /// Zeroes MRAM (releasing its pages; punching them out of a store file).
+    pub fn clear_mram(&mut self) -> io::Result<()> {
+        self.mram.clear()
     }
 }
 
@@ -306,7 +258,7 @@ mod tests {
         let mut b = [0u8; 4];
         m.read(MramAddr(top), &mut b).unwrap();
         assert_eq!(b, [9; 4]);
-        m.clear_mram();
+        m.clear_mram().unwrap();
         m.read(MramAddr(top), &mut b).unwrap();
         assert_eq!(b, [0; 4]);
         assert!(m.write(WramAddr(map::WRAM_SIZE), &[1]).is_err());

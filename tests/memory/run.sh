@@ -1,0 +1,203 @@
+#!/usr/bin/env bash
+# MRAM backing stores (docs/memory.md): every store under the conformance suite, dedup,
+# persistence, crash safety, bad stores, host memory, and a 4 GiB run under a 512 MiB budget.
+#
+#   tests/memory/run.sh            everything below (part of `make test`)
+#   tests/memory/run.sh NAME...    only some: conformance dedup persist crash errors budget
+#   tests/memory/run.sh huge       MRAM larger than the host's memory (make test-memory-huge)
+#
+# Prints PASS/FAIL per check and "N passed, M failed"; exits non-zero on a failure.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+export PATH="$root/sdk/bin:$PATH"
+export LD_LIBRARY_PATH="$root/target/release${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+unset UPMEM_PROFILE_BASE OPENPIM_REPORT
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/openpim-memory.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+ok() { echo "PASS $1"; passed=$((passed + 1)); }
+bad() {
+    echo "FAIL $1"
+    [ -f "$tmp/out" ] && sed 's/^/    /' "$tmp/out" | tail -n 20
+    failed=$((failed + 1))
+}
+host() { (cd "$here" && ./bin/host "$@"); }
+
+make -s -C "$here" >"$tmp/out" 2>&1 || { bad build; exit 1; }
+
+# Runs the host with a profile; output in $tmp/out.
+run() {
+    local profile=$1
+    shift
+    UPMEM_PROFILE_BASE="$profile" host "$@" >"$tmp/out" 2>&1
+}
+
+t_conformance() {
+    local store t
+    for store in file cached; do
+        local fails=0
+        for d in "$root"/tests/conformance/*/; do
+            t=$(basename "$d")
+            [ -f "$d/Makefile" ] || continue
+            local profile="memory=$store:$tmp/conf-$store-$t"
+            [ "$store" = cached ] && profile="$profile,memoryBudget=1G"
+            if ! UPMEM_PROFILE_BASE="$profile" "$root"/tests/conformance/run.sh "$t" >"$tmp/out" 2>&1; then
+                echo "    $store: $(grep -m1 FAIL "$tmp/out")"
+                fails=$((fails + 1))
+            fi
+            rm -rf "$tmp/conf-$store-$t"
+        done
+        if [ "$fails" = 0 ]; then ok "conformance suite with memory=$store"; else bad "conformance suite with memory=$store ($fails tests)"; fi
+    done
+}
+
+t_dedup() {
+    # 8 MiB broadcast to 2,560 DPUs: about 8 MiB of host memory (PSS: shared pages counted
+    # once), every DPU reads back the right bytes, copy-on-write keeps DPUs apart.
+    if run "" bcast 2560 8 && grep -q '^OK' "$tmp/out"; then
+        local b r
+        b=$(sed -n 's/.*bcast_pss_kib=\([-0-9]*\).*/\1/p' "$tmp/out")
+        r=$(sed -n 's/.*read_pss_kib=\([-0-9]*\).*/\1/p' "$tmp/out")
+        if [ "$b" -le $((2 * 8192)) ] && [ "$r" -le $((2 * 8192)) ]; then
+            ok "dedup: $(head -n1 "$tmp/out" | grep broadcast)"
+        else
+            bad "dedup: broadcast memory above 2x the buffer (PSS +$b KiB, +$r KiB after reading back)"
+        fi
+    else
+        bad "dedup: broadcast to 2560 DPUs"
+    fi
+}
+
+t_persist() {
+    local store
+    for store in "file:$tmp/p-file" "cached:$tmp/p-cached,memoryBudget=128M"; do
+        local p="memory=$store"
+        if run "$p" fill 11 8 24 && run "$p" verify 11 8 24; then
+            # The check can fail: other contents must be seen as different.
+            if run "$p" verify 12 8 24; then
+                bad "persistence ($store): a wrong pattern verified"
+            else
+                ok "persistence: written, process exited, reopened and verified ($p)"
+            fi
+        else
+            bad "persistence ($store)"
+        fi
+    done
+}
+
+t_crash() {
+    # persist=transfer + kill -9 at random points: every completed call's bytes are there.
+    local i
+    for i in 1 2 3; do
+        local dir="$tmp/crash$i" p
+        p="memory=file:$dir,persist=transfer"
+        (cd "$here" && UPMEM_PROFILE_BASE="$p" exec ./bin/host crash 16 >"$tmp/crash.out" 2>&1) &
+        local pid=$!
+        sleep "$(python3 -c 'import random; print(round(random.uniform(0.8, 2.5), 2))')"
+        kill -9 "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null
+        local last
+        last=$(grep -E '^[0-9]+$' "$tmp/crash.out" | tail -n 1)
+        if [ -z "$last" ]; then
+            echo "no completed write before the kill" >"$tmp/out"
+            bad "crash $i"
+            continue
+        fi
+        if run "$p" crashcheck 16 "$last"; then
+            ok "crash $i: killed after $((last + 1)) completed writes, all there"
+        else
+            bad "crash $i"
+        fi
+    done
+}
+
+expect_error() { # name, pattern, profile, host args...
+    local name=$1 pattern=$2 profile=$3
+    shift 3
+    if run "$profile" "$@"; then
+        bad "$name: succeeded"
+    elif grep -q -- "$pattern" "$tmp/out" && ! grep -qiE 'panick|segmentation|core dumped|Killed' "$tmp/out"; then
+        ok "$name: $(grep -m1 -o -- "$pattern.*" "$tmp/out" | cut -c1-150)"
+    else
+        bad "$name (expected '$pattern')"
+    fi
+}
+
+t_errors() {
+    local dir="$tmp/e" p
+    p="memory=file:$dir"
+    run "$p" fill 1 4 1 >/dev/null
+    # Another geometry.
+    expect_error "geometry" "was created for ranks of 64 DPUs" "$p,nrDpusPerRank=32" fill 1 4 1
+    # Locked by a running process.
+    (cd "$here" && UPMEM_PROFILE_BASE="$p" exec ./bin/host crash 4 >/dev/null 2>&1) &
+    local pid=$!
+    sleep 0.5
+    expect_error "lock" "is in use by another process (pid $pid)" "$p" fill 1 4 1
+    kill -9 "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    # Damaged header and truncated rank file.
+    cp "$dir/store.openpim" "$tmp/header"
+    sed -i 's/dpus_per_rank=64/dpus_per_rank=65/' "$dir/store.openpim"
+    expect_error "corrupt header" "store.openpim is damaged: checksum" "$p" fill 1 4 1
+    cp "$tmp/header" "$dir/store.openpim"
+    truncate -s 1G "$dir/rank-0000.mram"
+    expect_error "truncated rank file" "rank-0000.mram is damaged" "$p" fill 1 4 1
+    # Bad keys.
+    expect_error "budget without cached" "memoryBudget is only for memory=cached" "memoryBudget=1G" fill 1 1 1
+    expect_error "cached without budget" "memory=cached:DIR needs memoryBudget" "memory=cached:$tmp/c" fill 1 1 1
+    expect_error "persist with anon" "persist= needs a file-backed store" "persist=end" fill 1 1 1
+    # Anonymous MRAM beyond what the host can give: an SDK error, not the OOM killer.
+    OPENPIM_HOST_MEMORY=600M expect_error "host out of memory" "the host is out of memory for MRAM" "" fill 1 64 16
+}
+
+t_budget() {
+    # 4 GiB of MRAM (64 DPUs x 64 MiB) under a 512 MiB budget: resident MRAM within the
+    # budget, peak RSS of the process within the budget + 10 % + its own buffers.
+    local p="memory=cached:$tmp/big,memoryBudget=512M"
+    if OPENPIM_REPORT="$tmp/report.json" run "$p" big 3 64 64; then
+        local peak rss
+        peak=$(python3 -c "import json; print(json.load(open('$tmp/report.json'))['memory']['peak_resident_bytes'] >> 20)")
+        rss=$(sed -n 's/.*peak RSS \([0-9]*\) MiB.*/\1/p' "$tmp/out")
+        # Host-side: the test's own transfer buffers (32 MiB) and the process (~30 MiB).
+        if [ "$peak" -le 512 ] && [ "$rss" -le $((512 * 110 / 100 + 64)) ]; then
+            ok "budget: 4 GiB under 512 MiB: resident MRAM peak $peak MiB, process peak RSS $rss MiB ($(head -n1 "$tmp/out" | cut -d: -f2 | cut -d, -f1-2))"
+        else
+            bad "budget: resident MRAM peak $peak MiB, process peak RSS $rss MiB over 512 MiB (+10 %)"
+        fi
+    else
+        bad "budget: 4 GiB under 512 MiB"
+    fi
+    rm -rf "$tmp/big"
+}
+
+t_huge() {
+    # MRAM data larger than the host's memory: 40 ranks x 64 DPUs x 13 MiB = 32.5 GiB
+    # written and checked under a 2 GiB budget, when the disk has room.
+    local mem_kib disk_kib need_kib=$((40 * 64 * 13 * 1024 + 4 * 1024 * 1024))
+    mem_kib=$(awk '/MemTotal/ {print $2}' /proc/meminfo)
+    disk_kib=$(df -Pk "$tmp" | awk 'NR == 2 {print $4}')
+    if [ "$disk_kib" -lt "$need_kib" ]; then
+        echo "SKIP huge: the disk under $tmp has $((disk_kib >> 20)) GiB free, needs $((need_kib >> 20)) GiB"
+        return
+    fi
+    local p="memory=cached:$tmp/huge,memoryBudget=2G"
+    if OPENPIM_REPORT="$tmp/report.json" run "$p" big 5 2560 13; then
+        ok "huge: 32.5 GiB of MRAM on a host with $((mem_kib >> 20)) GiB: $(head -n1 "$tmp/out")"
+    else
+        bad "huge"
+    fi
+    rm -rf "$tmp/huge"
+}
+
+tests=("$@")
+[ ${#tests[@]} -eq 0 ] && tests=(errors persist crash dedup budget conformance)
+for t in "${tests[@]}"; do
+    start=$(date +%s)
+    "t_$t"
+    echo "    ($t: $(($(date +%s) - start)) s)"
+done
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
