@@ -11,7 +11,7 @@ SHELL := /bin/bash
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 CARGO ?= cargo
 
-.PHONY: all setup build demo test test-rust test-conformance test-programs test-collectives bench fidelity lint clean fuzz-smoke test-memory-huge
+.PHONY: all setup build demo test test-rust test-conformance test-programs test-collectives bench fidelity lint clean fuzz-smoke test-memory-huge bench-memory
 
 all: build
 
@@ -69,6 +69,11 @@ test-collectives: build
 
 bench: build
 	bench/run.sh
+
+# MRAM backing stores: STREAM per store and persistence horizon, dedup, the big-data run
+# (bench/memory/run.py; a table and build/bench/memory.png).
+bench-memory: build
+	bench/memory/run.py
 
 fidelity: build
 	bench/fidelity/run.py

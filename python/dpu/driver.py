@@ -623,6 +623,35 @@ class DpuSet:
         self._release_callbacks(all_of_them=True)
         _check(status, "dpu_free")
 
+    # ------------------------------------------------------------------ checkpoints
+
+    def checkpoint_save(self, path: Union[str, "os.PathLike[str]"]) -> None:
+        """Saves every DPU of the set (IRAM, WRAM, MRAM, fault flag) to one file (OpenPIM).
+
+        Pages of MRAM never written are not stored; a page equal to the same page of an
+        earlier DPU is stored once. ``openpim checkpoint inspect FILE`` describes the file.
+
+        Raises:
+            DpuError: the file cannot be written (``DPU_ERR_SYSTEM``).
+        """
+        self._alive("checkpoint_save()")
+        status = _lib().openpim_checkpoint_save_file(self._c_set, os.fsencode(path))
+        _check(status, "openpim_checkpoint_save_file")
+
+    def checkpoint_restore(self, path: Union[str, "os.PathLike[str]"]) -> None:
+        """Restores every DPU of the set from a file written by :meth:`checkpoint_save`, in
+        this process or another, on the same or other ranks (the set must have as many DPUs;
+        load the program first). The next launch gives the results and cycle counts the
+        saved run would have.
+
+        Raises:
+            DpuError: the file is damaged, truncated or for another number of DPUs
+                (``DPU_ERR_SYSTEM``, naming the file); nothing was changed then.
+        """
+        self._alive("checkpoint_restore()")
+        status = _lib().openpim_checkpoint_restore_file(self._c_set, os.fsencode(path))
+        _check(status, "openpim_checkpoint_restore_file")
+
     # ------------------------------------------------------------------ programs
 
     def load(

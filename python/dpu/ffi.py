@@ -130,6 +130,8 @@ _PROTOTYPES = [
     ("dpu_alloc", c_uint32, [c_uint32, c_char_p, POINTER(DpuSetT)]),
     ("dpu_alloc_ranks", c_uint32, [c_uint32, c_char_p, POINTER(DpuSetT)]),
     ("dpu_free", c_uint32, [DpuSetT]),
+    ("openpim_checkpoint_save_file", c_uint32, [DpuSetT, c_char_p]),
+    ("openpim_checkpoint_restore_file", c_uint32, [DpuSetT, c_char_p]),
     ("dpu_get_nr_dpus", c_uint32, [DpuSetT, POINTER(c_uint32)]),
     ("dpu_get_nr_ranks", c_uint32, [DpuSetT, POINTER(c_uint32)]),
     ("dpu_load", c_uint32, [DpuSetT, c_char_p, POINTER(c_void_p)]),

@@ -101,6 +101,38 @@ struct dpu_incbin_t {
     const char *path;
 };
 
+/** The state of one DPU (dpu_checkpoint.h). The memories are the SDK's; the internal state is
+ * OpenPIM's: a DPU at rest (between launches, or stopped by a fault) runs no tasklet, its
+ * registers (32 per tasklet, RV32I's), PCs and flags are the boot values, and mem_fault says
+ * whether its last launch faulted. */
+struct dpu_context_t {
+    struct {
+        uint32_t nr_threads;     /* tasklets */
+        uint32_t nr_registers;   /* work registers per tasklet */
+        uint32_t nr_atomic_bits;
+        iram_size_t iram_size;   /* in instructions */
+        mram_size_t mram_size;   /* in bytes */
+        wram_size_t wram_size;   /* in 32-bit words */
+    } info;
+    dpuinstruction_t *iram;
+    uint8_t *mram;
+    dpuword_t *wram;
+    uint32_t *registers;         /* nr_threads x nr_registers */
+    iram_addr_t *pcs;            /* per tasklet */
+    bool *atomic_register;       /* nr_atomic_bits */
+    bool *zero_flags;            /* per tasklet */
+    bool *carry_flags;           /* per tasklet */
+    uint8_t nr_of_running_threads;
+    uint8_t *scheduling;         /* per tasklet */
+    bool bkp_fault;
+    bool dma_fault;
+    bool mem_fault;
+    dpu_thread_t bkp_fault_thread_index;
+    dpu_thread_t dma_fault_thread_index;
+    dpu_thread_t mem_fault_thread_index;
+    uint32_t bkp_fault_id;
+};
+
 /** Description of a profile (opaque; see dpu_get_profile_description). */
 typedef struct _dpu_description_t *dpu_description_t;
 

@@ -27,9 +27,13 @@
  *     #define openpim_interdpu_end() ((void)0)
  *     #endif
  *
- * See docs/report-schema.md ("Inter-DPU time"). */
+ * See docs/report-schema.md ("Inter-DPU time").
+ *
+ * Checkpoints of whole DPU sets to files: <openpim_checkpoint.h>, included here. */
 #ifndef OPENPIM_H
 #define OPENPIM_H
+
+#include "openpim_checkpoint.h"
 
 #ifdef __cplusplus
 extern "C" {

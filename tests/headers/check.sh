@@ -25,7 +25,7 @@ run gcc -std=c11 $W -Wshadow -Wconversion -I"$inc" -fsyntax-only use_headers.c
 for std in c++11 c++14 c++17; do
     run g++ -x c++ -std=$std $W -I"$inc" -DCHECK_INCBIN -c use_headers.c -o "$tmp/u.o"
 done
-for h in dpu.h dpu_types.h dpu_error.h dpu_log.h dpu_management.h dpu_target.h dpu_target_macros.h openpim.h pidcomm.h support.h dpu_program.h; do
+for h in dpu.h dpu_types.h dpu_error.h dpu_log.h dpu_management.h dpu_target.h dpu_target_macros.h openpim.h pidcomm.h support.h dpu_program.h dpu_checkpoint.h openpim_checkpoint.h; do
     printf '#include <%s>\n' "$h" > "$tmp/one.c"
     run gcc -std=c99 $W -I"$inc" -fsyntax-only "$tmp/one.c"
     run g++ -x c++ -std=c++11 $W -I"$inc" -fsyntax-only "$tmp/one.c"

@@ -1,5 +1,6 @@
 /* Prints the C ABI facts libdpu mirrors; compiled and run by check.sh. */
 #include <dpu.h>
+#include <dpu_checkpoint.h>
 #include <dpu_management.h>
 #include <dpu_target_macros.h>
 #include <stddef.h>
@@ -45,6 +46,11 @@ int main(void)
     EXPECT(sizeof(dpu_rank_id_t) == 2 && sizeof(dpu_id_t) == 4 && sizeof(dpu_slice_id_t) == 1);
     EXPECT(sizeof(dpu_member_id_t) == 1);
     EXPECT(DPU_XFER_PARALLEL == 4 && DPU_CALLBACK_PARALLEL == 8 && DPU_CALLBACK_SINGLE_CALL == 4);
+    EXPECT(sizeof(struct dpu_context_t) == 120 && offsetof(struct dpu_context_t, iram) == 24);
+    EXPECT(offsetof(struct dpu_context_t, scheduling) == 96 && offsetof(struct dpu_context_t, mem_fault) == 106);
+    EXPECT(offsetof(struct dpu_context_t, bkp_fault_id) == 112);
+    EXPECT(DPU_CHECKPOINT_INTERNAL == 1 && DPU_CHECKPOINT_IRAM == 2 && DPU_CHECKPOINT_MRAM == 8);
+    EXPECT(DPU_CHECKPOINT_WRAM == 16 && DPU_CHECKPOINT_ALL == 0x1b);
     printf("struct dpu_set_t %zu, rank iterator %zu, dpu iterator %zu\n", sizeof(struct dpu_set_t),
         sizeof(struct dpu_set_rank_iterator_t), sizeof(struct dpu_set_dpu_iterator_t));
     return bad;

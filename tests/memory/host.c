@@ -12,7 +12,17 @@
  *   host crashcheck DPUS LAST    checks that every write up to LAST is there
  *   host stream DPUS MIB REPS    STREAM copy/scale/add/triad by DPU kernels and by host
  *                                transfers; prints wall seconds per phase
+ *   host ckpt SEED DPUS STEPS K FILE MODE
+ *                                a multi-launch program (STEPS launches of a = 5a + 1 over
+ *                                1 MiB of each DPU, a faulting launch after step K), printing
+ *                                each step's per-DPU digest and cycles. MODE: run (all steps),
+ *                                save (steps 1..K, then save the set to FILE), resume (another
+ *                                rank first, restore FILE, steps K+1..), sdk (steps 1..K, then
+ *                                every DPU through dpu_checkpoint_save/serialize, two steps
+ *                                that change everything, deserialize/restore, steps K+1..)
  * Exit 0 only when every check passed. */
+#include <dpu_checkpoint.h>
+#include <openpim.h>
 #define _GNU_SOURCE
 #include <dpu.h>
 #include <inttypes.h>
@@ -51,6 +61,20 @@ static long status_kib(const char *key)
     while (f && fgets(line, sizeof line, f))
         if (!strncmp(line, key, n) && line[n] == ':')
             v = atol(line + n + 1);
+    if (f)
+        fclose(f);
+    return v;
+}
+
+/* Bytes this process caused to be written to storage (/proc/self/io write_bytes). */
+static long long io_write_bytes(void)
+{
+    FILE *f = fopen("/proc/self/io", "r");
+    char line[256];
+    long long v = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "write_bytes:", 12))
+            v = atoll(line + 12);
     if (f)
         fclose(f);
     return v;
@@ -166,8 +190,8 @@ static int cmd_fill(uint32_t seed, uint32_t nr_dpus, uint64_t bytes, int verify)
     uint64_t wrong = verify ? check_pattern(set, nr_dpus, seed, bytes, verify == 2) : 0;
     double t2 = wall();
     DPU_ASSERT(dpu_free(set));
-    printf("fill %u DPUs x %" PRIu64 " MiB: write+launch %.2f s, read back %.2f s, peak RSS %ld MiB\n",
-           nr_dpus, bytes >> 20, t1 - t0, t2 - t1, status_kib("VmHWM") >> 10);
+    printf("fill %u DPUs x %" PRIu64 " MiB: write+launch %.2f s, read back %.2f s, peak RSS %ld MiB, written to disk %lld MiB\n",
+           nr_dpus, bytes >> 20, t1 - t0, t2 - t1, status_kib("VmHWM") >> 10, io_write_bytes() >> 20);
     if (bad || wrong) {
         printf("FAILED: %d DPU checksums wrong, %" PRIu64 " words wrong\n", bad, wrong);
         return 1;
@@ -372,6 +396,120 @@ static int cmd_stream(uint32_t nr_dpus, uint64_t bytes, int reps)
     for (int m = 0; m < 4; m++)
         printf("%s dpu %.4f host %.4f\n", names[m], dpu_s[m] / reps, host_s[m] / reps);
     printf("peak_rss_mib %ld\n", status_kib("VmHWM") >> 10);
+    printf("io_write_mib %lld\n", io_write_bytes() >> 20);
+    return 0;
+}
+
+#define STEP_BYTES (1u << 20)
+
+/* One launch of the step kernel; prints per-DPU digest (sum of the tasklets' sums and the
+ * launch counter) and cycles. */
+static void step(struct dpu_set_t set, int k, int print)
+{
+    uint32_t mode = 5;
+    DPU_ASSERT(dpu_broadcast_to(set, "mode", 0, &mode, 4, DPU_XFER_DEFAULT));
+    DPU_ASSERT(dpu_launch(set, DPU_SYNCHRONOUS));
+    struct dpu_set_t dpu;
+    uint32_t d;
+    DPU_FOREACH (set, dpu, d) {
+        uint64_t sums[NR_TASKLETS], digest = 0, cycles;
+        uint32_t launches;
+        DPU_ASSERT(dpu_copy_from(dpu, "sums", 0, sums, sizeof sums));
+        DPU_ASSERT(dpu_copy_from(dpu, "cycles", 0, &cycles, 8));
+        DPU_ASSERT(dpu_copy_from(dpu, "launches", 0, &launches, 4));
+        for (int t = 0; t < NR_TASKLETS; t++)
+            digest = digest * 31 + sums[t];
+        if (print)
+            printf("step %d dpu %u digest %016" PRIx64 " launches %u cycles %" PRIu64 "\n", k, d, digest,
+                   launches, cycles);
+    }
+}
+
+static void fault_launch(struct dpu_set_t set)
+{
+    uint32_t mode = 6;
+    DPU_ASSERT(dpu_broadcast_to(set, "mode", 0, &mode, 4, DPU_XFER_DEFAULT));
+    dpu_error_t e = dpu_launch(set, DPU_SYNCHRONOUS);
+    bool done, fault;
+    DPU_ASSERT(dpu_status(set, &done, &fault));
+    printf("fault launch: %s, status fault=%d\n", e == DPU_ERR_DPU_FAULT ? "DPU_ERR_DPU_FAULT" : "no fault", fault);
+}
+
+static int cmd_ckpt(uint32_t seed, uint32_t nr_dpus, int steps, int k, const char *file, const char *mode)
+{
+    struct dpu_set_t set, other;
+    int resume = !strcmp(mode, "resume");
+    if (resume) /* take rank 0 first: the set lands on other rank numbers than when saved */
+        DPU_ASSERT(dpu_alloc_ranks(1, NULL, &other));
+    set = alloc_load(nr_dpus);
+    uint32_t n = STEP_BYTES;
+    DPU_ASSERT(dpu_broadcast_to(set, "n_bytes", 0, &n, 4, DPU_XFER_DEFAULT));
+    int first = 1;
+    if (resume) {
+        dpu_error_t e = openpim_checkpoint_restore_file(set, file);
+        if (e != DPU_OK) {
+            printf("restore failed: %s\n", dpu_error_to_string(e));
+            return 1;
+        }
+        first = k + 1;
+    } else {
+        write_pattern(set, nr_dpus, seed, STEP_BYTES);
+    }
+    for (int s = first; s <= steps; s++) {
+        if (!strcmp(mode, "save") && s > k)
+            break;
+        step(set, s, 1);
+        if (s == k && !resume)
+            fault_launch(set);
+        if (s == k && !strcmp(mode, "save")) {
+            DPU_ASSERT(openpim_checkpoint_save_file(set, file));
+            break;
+        }
+        if (s == k && !strcmp(mode, "sdk")) {
+            struct dpu_set_t dpu;
+            uint32_t d;
+            uint8_t *blobs[64] = {0};
+            uint32_t sizes[64] = {0};
+            DPU_FOREACH (set, dpu, d) {
+                struct dpu_context_t ctx;
+                memset(&ctx, 0, sizeof ctx);
+                DPU_ASSERT(dpu_checkpoint_save(dpu, DPU_CHECKPOINT_ALL, &ctx));
+                if (d == 0) {
+                    /* A caller buffer of the wrong size is refused; the right size works. */
+                    uint32_t size = dpu_checkpoint_get_serialized_context_size(&ctx);
+                    uint8_t *buf = malloc(size), *p = buf;
+                    uint32_t wrong = size - 1;
+                    if (dpu_checkpoint_serialize(&ctx, &p, &wrong) != DPU_ERR_INVALID_BUFFER_SIZE) {
+                        printf("FAILED: a too small serialize buffer was accepted\n");
+                        return 1;
+                    }
+                    uint32_t right = size;
+                    DPU_ASSERT(dpu_checkpoint_serialize(&ctx, &p, &right));
+                    printf("serialized context: %u bytes, mem_fault=%d\n", right, ctx.mem_fault);
+                    free(buf);
+                }
+                DPU_ASSERT(dpu_checkpoint_serialize(&ctx, &blobs[d], &sizes[d]));
+                DPU_ASSERT(dpu_checkpoint_free(&ctx));
+                if (ctx.mram != NULL || ctx.wram != NULL) {
+                    printf("FAILED: dpu_checkpoint_free left pointers set\n");
+                    return 1;
+                }
+            }
+            step(set, 0, 0); /* change everything */
+            step(set, 0, 0);
+            DPU_FOREACH (set, dpu, d) {
+                struct dpu_context_t ctx;
+                memset(&ctx, 0, sizeof ctx);
+                DPU_ASSERT(dpu_checkpoint_deserialize(blobs[d], sizes[d], &ctx));
+                DPU_ASSERT(dpu_checkpoint_restore(dpu, DPU_CHECKPOINT_ALL, &ctx));
+                DPU_ASSERT(dpu_checkpoint_free(&ctx));
+                free(blobs[d]);
+            }
+        }
+    }
+    DPU_ASSERT(dpu_free(set));
+    if (resume)
+        DPU_ASSERT(dpu_free(other));
     return 0;
 }
 
@@ -397,6 +535,8 @@ int main(int argc, char **argv)
         return cmd_crashcheck((uint32_t)ARG(2), ARG(3));
     if (!strcmp(cmd, "stream"))
         return cmd_stream((uint32_t)ARG(2), ARG(3) << 20, (int)ARG(4));
+    if (!strcmp(cmd, "ckpt") && argc == 8)
+        return cmd_ckpt((uint32_t)ARG(2), (uint32_t)ARG(3), (int)ARG(4), (int)ARG(5), argv[6], argv[7]);
     fprintf(stderr, "unknown command %s\n", cmd);
     return 2;
 }

@@ -3,12 +3,15 @@
  *   mode 0: sums[t] = sum of the words of every stride-th block of a (sampled checksum)
  *   mode 1..4: STREAM copy c=a, scale b=3c, add c=a+b, triad a=b+3c (uint32 words)
  *   mode 5: step: a = 5a + 1 (one step of a multi-launch program), sums[t] as in mode 0 over
- *           all of a; launches += 1 */
+ *           all of a; launches += 1
+ *   mode 6: faults (a DMA past the end of MRAM) after tasklet 0 wrote launches = 1000
+ * cycles: the cycle counter at the end of the launch (tasklet 0). */
 #include <stdint.h>
 #include <defs.h>
 #include <mram.h>
 #include <alloc.h>
 #include <barrier.h>
+#include <perfcounter.h>
 
 #define BLOCK 1024
 #define WORDS (BLOCK / 4)
@@ -18,6 +21,7 @@ __host uint32_t n_bytes;
 __host uint32_t stride = BLOCK;
 __host uint64_t sums[NR_TASKLETS];
 __host uint32_t launches;
+__host uint64_t cycles;
 
 static __dma_aligned uint32_t x[NR_TASKLETS][WORDS];
 static __dma_aligned uint32_t y[NR_TASKLETS][WORDS];
@@ -27,6 +31,15 @@ BARRIER_INIT(done, NR_TASKLETS);
 int main(void)
 {
     unsigned int t = me();
+    if (t == 0)
+        perfcounter_config(COUNT_CYCLES, true);
+    if (mode == 6) {
+        if (t == 0) {
+            launches = 1000;
+            mram_read((__mram_ptr void *)(DPU_MRAM_HEAP_POINTER + (64u << 20)), x[0], 8);
+        }
+        return 0;
+    }
     __mram_ptr uint8_t *a = DPU_MRAM_HEAP_POINTER;
     __mram_ptr uint8_t *b = a + n_bytes;
     __mram_ptr uint8_t *c = b + n_bytes;
@@ -66,6 +79,9 @@ int main(void)
             break;
         case 5:
             mram_read(a + off, xt, BLOCK);
+            /* data-dependent work, so that cycle counts depend on MRAM contents too */
+            for (uint32_t r = 0; r < (xt[0] & 15); r++)
+                xt[1] = xt[1] * 3 + r;
             for (int k = 0; k < WORDS; k++) {
                 xt[k] = xt[k] * 5 + 1;
                 sum += xt[k];
@@ -76,7 +92,9 @@ int main(void)
     }
     sums[t] = sum;
     barrier_wait(&done);
-    if (t == 0)
+    if (t == 0) {
         launches++;
+        cycles = perfcounter_get();
+    }
     return 0;
 }

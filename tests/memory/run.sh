@@ -3,7 +3,7 @@
 # persistence, crash safety, bad stores, host memory, and a 4 GiB run under a 512 MiB budget.
 #
 #   tests/memory/run.sh            everything below (part of `make test`)
-#   tests/memory/run.sh NAME...    only some: conformance dedup persist crash errors budget
+#   tests/memory/run.sh NAME...    only some: errors persist crash dedup checkpoint timeline budget conformance
 #   tests/memory/run.sh huge       MRAM larger than the host's memory (make test-memory-huge)
 #
 # Prints PASS/FAIL per check and "N passed, M failed"; exits non-zero on a failure.
@@ -153,6 +153,66 @@ t_errors() {
     OPENPIM_HOST_MEMORY=600M expect_error "host out of memory" "the host is out of memory for MRAM" "" fill 1 64 16
 }
 
+t_checkpoint() {
+    # A multi-launch program (with a faulting launch) checkpointed mid-way to a file, resumed
+    # in another process on other rank numbers: every later step gives the same results and
+    # cycle counts as the uninterrupted run. The same through the SDK's dpu_checkpoint_* API.
+    local f="$tmp/ckpt.openpim"
+    run "" ckpt 9 8 6 3 "$f" run && cp "$tmp/out" "$tmp/run.txt" || { bad "checkpoint: uninterrupted run"; return; }
+    run "" ckpt 9 8 6 3 "$f" save && cp "$tmp/out" "$tmp/save.txt" || { bad "checkpoint: save"; return; }
+    run "" ckpt 9 8 6 3 "$f" resume && cp "$tmp/out" "$tmp/resume.txt" || { bad "checkpoint: resume"; return; }
+    grep '^step' "$tmp/run.txt" >"$tmp/a"
+    cat "$tmp/save.txt" "$tmp/resume.txt" | grep '^step' >"$tmp/b"
+    if [ "$(wc -l <"$tmp/a")" = 48 ] && cmp -s "$tmp/a" "$tmp/b"; then
+        ok "checkpoint: saved after launch 3 (and a faulting launch), resumed in another process on another rank: 48 step results and cycle counts identical"
+    else
+        diff "$tmp/a" "$tmp/b" >"$tmp/out"
+        bad "checkpoint: resumed run differs from the uninterrupted one"
+    fi
+    if run "" ckpt 9 8 6 3 "$f" sdk && grep '^step' "$tmp/out" | cmp -s - "$tmp/a"; then
+        ok "checkpoint (SDK API): dpu_checkpoint_save/serialize/deserialize/restore per DPU, then identical steps ($(grep -m1 '^serialized' "$tmp/out"))"
+    else
+        bad "checkpoint (SDK API)"
+    fi
+    if "$root/target/release/openpim" checkpoint inspect "$f" >"$tmp/out" 2>&1 && grep -q 'checksums OK' "$tmp/out"; then
+        ok "checkpoint inspect: $(sed -n 3,4p "$tmp/out" | tr '\n' ' ')"
+    else
+        bad "checkpoint inspect"
+    fi
+    # Damaged and truncated files are refused, naming the file, before any DPU changes.
+    cp "$f" "$tmp/bad.openpim"
+    printf '\x55' | dd of="$tmp/bad.openpim" bs=1 seek=$(( $(stat -c %s "$f") / 2 )) conv=notrunc 2>/dev/null
+    expect_error "checkpoint damaged" "bad.openpim is damaged or not a checkpoint" "" ckpt 9 8 6 3 "$tmp/bad.openpim" resume
+    head -c $(( $(stat -c %s "$f") - 100 )) "$f" >"$tmp/short.openpim"
+    expect_error "checkpoint truncated" "short.openpim is damaged or not a checkpoint: truncated" "" ckpt 9 8 6 3 "$tmp/short.openpim" resume
+}
+
+t_timeline() {
+    # The store changes wall time, never modeled time: the same run under anon and under a
+    # tight cached budget (evictions, flushes) has the same bus times and launch cycles.
+    local a="$tmp/anon.json" c="$tmp/cached.json"
+    OPENPIM_REPORT="$a" run "" fill 4 16 8 || { bad "timeline: anon run"; return; }
+    OPENPIM_REPORT="$c" run "memory=cached:$tmp/tl,memoryBudget=64M,persist=transfer" fill 4 16 8 || {
+        bad "timeline: cached run"
+        return
+    }
+    if python3 - "$a" "$c" >"$tmp/out" 2>&1 <<'PY'
+import json, sys
+a, c = (json.load(open(p)) for p in sys.argv[1:])
+model = lambda r: (r["transfers"]["bus_to_dpu_ns"], r["transfers"]["bus_from_dpu_ns"],
+                   [(l["cycles"], l["instructions"], l["dma_bytes"]) for l in r["launches"]])
+assert model(a) == model(c), (model(a), model(c))
+m = c["memory"]
+assert m["store"].startswith("cached:") and m["flushes"] > 0 and m["evictions"] > 0, m
+print(f"{m['flushes']} flushes ({m['flush_ns'] / 1e6:.0f} ms wall), {m['evictions']} evictions: same bus time and launch cycles as anon")
+PY
+    then
+        ok "timeline: $(cat "$tmp/out")"
+    else
+        bad "timeline: the store changed modeled time"
+    fi
+}
+
 t_budget() {
     # 4 GiB of MRAM (64 DPUs x 64 MiB) under a 512 MiB budget: resident MRAM within the
     # budget, peak RSS of the process within the budget + 10 % + its own buffers.
@@ -193,7 +253,7 @@ t_huge() {
 }
 
 tests=("$@")
-[ ${#tests[@]} -eq 0 ] && tests=(errors persist crash dedup budget conformance)
+[ ${#tests[@]} -eq 0 ] && tests=(errors persist crash dedup checkpoint timeline budget conformance)
 for t in "${tests[@]}"; do
     start=$(date +%s)
     "t_$t"

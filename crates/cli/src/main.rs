@@ -8,6 +8,7 @@
 //! - `openpim plot REPORT.json` draws the phase breakdown of a JSON report;
 //! - `openpim study scalability` runs the scalability study (workloads, baselines, figures).
 
+mod checkpoint;
 mod install;
 mod study;
 
@@ -290,6 +291,11 @@ enum Cmd {
         #[command(flatten)]
         report: ReportOpts,
     },
+    /// Checkpoint files of DPU sets: `openpim checkpoint inspect FILE`.
+    Checkpoint {
+        #[command(subcommand)]
+        command: checkpoint::CheckpointCmd,
+    },
     /// Draw the stacked phase breakdown of a JSON run report (needs python3 and matplotlib).
     Plot {
         /// A report written by `openpim run --report=FILE.json`.
@@ -428,6 +434,10 @@ fn dispatch(cmd: Cmd) -> Result<ExitCode> {
             report,
             command,
         } => run_command(&install, &machine, &report, &command, None),
+        Cmd::Checkpoint { command } => {
+            print!("{}", checkpoint::run(command)?);
+            Ok(ExitCode::SUCCESS)
+        }
         Cmd::Plot { report, output } => {
             let script = install.root.join("scripts/plot_phases.py");
             let mut cmd = Command::new("python3");

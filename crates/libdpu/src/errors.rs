@@ -32,6 +32,7 @@ pub fn code_of(e: &Error) -> DpuError {
         Error::Allocation { .. } => DPU_ERR_ALLOCATION,
         Error::System(_) => DPU_ERR_SYSTEM,
         Error::Memory(_) => DPU_ERR_SYSTEM,
+        Error::Checkpoint(_) => DPU_ERR_SYSTEM,
         Error::InvalidDpuSet(_) => DPU_ERR_INVALID_DPU_SET,
         Error::ElfNoSuchFile { .. } => DPU_ERR_ELF_NO_SUCH_FILE,
         Error::ElfInvalidFile { .. } => DPU_ERR_ELF_INVALID_FILE,

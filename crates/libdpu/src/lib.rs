@@ -8,6 +8,7 @@
 
 #![allow(clippy::missing_safety_doc)] // Each entry point's contract is the SDK's documentation.
 
+mod checkpoint;
 pub mod errors;
 mod exit;
 pub mod handles;

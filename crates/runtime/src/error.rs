@@ -48,6 +48,9 @@ pub enum Error {
     /// The MRAM backing store failed or refused (host memory, disk, lock, damaged file).
     #[error("{0}")]
     Memory(String),
+    /// A checkpoint file could not be written, read, or used.
+    #[error("{0}")]
+    Checkpoint(String),
     /// The operation does not apply to this DPU set.
     #[error("invalid DPU set: {0}")]
     InvalidDpuSet(String),
@@ -184,6 +187,7 @@ impl Error {
             },
             Error::System(s) => Error::System(s.clone()),
             Error::Memory(s) => Error::Memory(s.clone()),
+            Error::Checkpoint(s) => Error::Checkpoint(s.clone()),
             Error::InvalidDpuSet(s) => Error::InvalidDpuSet(s.clone()),
             Error::ElfNoSuchFile { path, source } => Error::ElfNoSuchFile {
                 path: path.clone(),

@@ -16,6 +16,7 @@
 // run it, behind the `exec::Backend` seam); both report to `clock`, which calls neither; all
 // three use the shared low-level modules `error`, `program`, `xfer` and `context`.
 // `scripts/module_graph.py` checks that no module depends on one that depends on it.
+pub mod checkpoint;
 pub mod clock;
 mod context;
 mod error;
