@@ -291,11 +291,6 @@ enum Cmd {
         #[command(flatten)]
         report: ReportOpts,
     },
-    /// Checkpoint files of DPU sets: `openpim checkpoint inspect FILE`.
-    Checkpoint {
-        #[command(subcommand)]
-        command: checkpoint::CheckpointCmd,
-    },
     /// Draw the stacked phase breakdown of a JSON run report (needs python3 and matplotlib).
     Plot {
         /// A report written by `openpim run --report=FILE.json`.
@@ -308,6 +303,11 @@ enum Cmd {
     Study {
         #[command(subcommand)]
         study: study::StudyCmd,
+    },
+    /// Checkpoint files of DPU sets: `openpim checkpoint inspect FILE`.
+    Checkpoint {
+        #[command(subcommand)]
+        command: checkpoint::CheckpointCmd,
     },
 }
 

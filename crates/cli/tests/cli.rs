@@ -359,3 +359,60 @@ fn info_accepts_zero_threads_per_rank() {
     let o = openpim(&["info", "--profile", "nrThreadsPerRank=0"]);
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+#[test]
+fn checkpoint_inspect_refuses_what_is_not_a_checkpoint() {
+    let dir = std::env::temp_dir().join(format!("openpim-cli-ckpt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("garbage.openpim");
+    std::fs::write(&f, b"OPENPIM-CHECKPT1 but then nothing").unwrap();
+    let o = openpim(&["checkpoint", "inspect", f.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o)
+            .contains("garbage.openpim is damaged or not a checkpoint: truncated in the header"),
+        "{}",
+        stderr(&o)
+    );
+    let o = openpim(&[
+        "checkpoint",
+        "inspect",
+        dir.join("missing").to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("cannot open it"), "{}", stderr(&o));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn memory_options_become_profile_keys_and_are_checked() {
+    let o = openpim(&[
+        "info",
+        "--memory",
+        "cached:/tmp/x",
+        "--memory-budget",
+        "1G",
+        "--persist",
+        "launch",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("MRAM backing: cached:/tmp/x (per-rank files behind a DRAM budget of 1024 MiB), persist=launch"),
+        "{}",
+        stdout(&o)
+    );
+    let o = openpim(&["info", "--memory", "cached:/tmp/x"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("needs memoryBudget=SIZE"),
+        "{}",
+        stderr(&o)
+    );
+    let o = openpim(&["info", "--persist", "end", "--profile", "persist=never"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("--persist end and --profile persist=never"),
+        "{}",
+        stderr(&o)
+    );
+}

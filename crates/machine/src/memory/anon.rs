@@ -70,10 +70,19 @@ pub fn host_available() -> u64 {
         .ok()
         .and_then(|v| super::store::parse_size(&v))
     {
-        let used = super::resident_bytes().unwrap_or(0);
+        // PSS: a deduplicated page counts once, not once per DPU that maps it (as RSS would).
+        let used = proportional_bytes().unwrap_or(0);
         avail = avail.min(cap.saturating_sub(used));
     }
     avail
+}
+
+/// Proportional set size of this process (`/proc/self/smaps_rollup`).
+fn proportional_bytes() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/smaps_rollup").ok()?;
+    let line = s.lines().find(|l| l.starts_with("Pss:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 fn meminfo_available() -> Option<u64> {

@@ -10,6 +10,20 @@ use std::sync::{Arc, Mutex};
 
 use super::region::{page_size, MramRegion};
 
+/// Shared mappings alive at most. Each splits its DPU's mapping (up to 2 more kernel mappings);
+/// the kernel allows 65,530 per process by default (`vm.max_map_count`), and the rest of the
+/// process needs some: beyond this, broadcasts are copied.
+const MAX_SHARED_MAPPINGS: usize = 16_384;
+
+/// Shared mappings made and not yet cleared away.
+static SHARED_MAPPINGS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Called when a region with `n` shared mappings is cleared.
+pub(crate) fn mappings_cleared(n: usize) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let _ = SHARED_MAPPINGS.fetch_update(Relaxed, Relaxed, |v| Some(v.saturating_sub(n)));
+}
+
 /// Writes of at least this many bytes are worth sharing (smaller ones are copied: a mapping
 /// per DPU costs more than the copy).
 pub const DEDUP_MIN_BYTES: usize = 64 << 10;
@@ -140,6 +154,12 @@ pub fn write_shared(
         return Ok(0);
     }
     let base = offset - shared.lead; // region offset of the memory file's byte 0
+    use std::sync::atomic::Ordering::Relaxed;
+    if SHARED_MAPPINGS.fetch_add(1, Relaxed) >= MAX_SHARED_MAPPINGS {
+        SHARED_MAPPINGS.fetch_sub(1, Relaxed);
+        region.as_mut_slice()[offset..end].copy_from_slice(src);
+        return Ok(0);
+    }
     let mapped = region.map_shared(
         first,
         shared.fd.as_raw_fd(),
@@ -156,9 +176,11 @@ pub fn write_shared(
         // Not shareable here (file-backed) or the kernel refused another mapping (too many
         // mappings; fresh pages were put back): copy, which is always correct.
         Ok(false) => {
+            SHARED_MAPPINGS.fetch_sub(1, Relaxed);
             region.as_mut_slice()[offset..end].copy_from_slice(src);
             Ok(0)
         }
+        // The region still counts this mapping (it is cleared whole later).
         Err(e) => Err(e),
     }
 }

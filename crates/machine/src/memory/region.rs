@@ -205,9 +205,9 @@ impl Drop for FileMapping {
 enum Backing {
     /// Its own anonymous mapping (unmapped on drop).
     Anon {
-        /// Some pages map a shared (deduplicated) buffer copy-on-write: clearing must replace
-        /// them, as `MADV_DONTNEED` would bring back the shared bytes, not zeros.
-        shares: bool,
+        /// Shared (deduplicated) mappings over it, copy-on-write: clearing must replace them,
+        /// as `MADV_DONTNEED` would bring back the shared bytes, not zeros.
+        shares: usize,
     },
     /// A view of a rank file's mapping (the store keeps the mapping).
     File {
@@ -241,7 +241,7 @@ impl MramRegion {
         std::mem::forget(lazy); // the region now owns the mapping (unmapped in Drop)
         Ok(MramRegion {
             m: Mapped { ptr, len },
-            backing: Backing::Anon { shares: false },
+            backing: Backing::Anon { shares: 0 },
             dirty: AtomicBool::new(false),
             key,
         })
@@ -296,7 +296,7 @@ impl MramRegion {
     pub fn clear(&mut self) -> io::Result<()> {
         match &mut self.backing {
             Backing::Anon { shares } => {
-                if *shares {
+                if *shares > 0 {
                     // SAFETY: replaces our own mapping's range; &mut self: no slice alive.
                     unsafe {
                         map(
@@ -310,7 +310,8 @@ impl MramRegion {
                             0,
                         )?
                     };
-                    *shares = false;
+                    super::dedup::mappings_cleared(*shares);
+                    *shares = 0;
                 } else {
                     // SAFETY: our private anonymous mapping; later reads give zeros.
                     let rc = unsafe {
@@ -371,7 +372,7 @@ impl MramRegion {
             offset + bytes <= self.m.len,
             "shared mapping inside the region"
         );
-        *shares = true;
+        *shares += 1;
         // SAFETY: replaces a page-aligned range of our own anonymous mapping (in bounds,
         // asserted) with a private mapping of the shared buffer; &mut self: no slice alive.
         let mapped = unsafe {
@@ -387,7 +388,8 @@ impl MramRegion {
             return Ok(true);
         }
         // A failed MAP_FIXED may have unmapped the range: put fresh anonymous pages back (the
-        // caller copies the bytes in), so the slice stays whole.
+        // caller copies the bytes in), so the slice stays whole. If even that fails, `shares`
+        // stays counted, so that clearing the region maps all of it anew.
         // SAFETY: as above, the same range of our own mapping.
         unsafe {
             map(
@@ -398,6 +400,7 @@ impl MramRegion {
                 0,
             )?
         };
+        *shares -= 1;
         Ok(false)
     }
 

@@ -541,8 +541,17 @@ impl LocalRank {
         let _admitted = self.store.admit(mem.mram_region(), access)?;
         match shared {
             Some(b) => {
-                let n = dedup::write_shared(mem.mram_region_mut(), offset as usize, src, b)
-                    .map_err(|e| Error::System(format!("cannot map shared MRAM pages: {e}")))?;
+                let n = match dedup::write_shared(mem.mram_region_mut(), offset as usize, src, b) {
+                    Ok(n) => n,
+                    Err(e) => {
+                        // The kernel refused even fresh pages over the range: map the whole
+                        // MRAM anew (it reads as zero) rather than leave a hole in it.
+                        let _ = mem.clear_mram();
+                        return Err(Error::System(format!(
+                            "cannot map MRAM pages (the DPU's MRAM was cleared): {e}"
+                        )));
+                    }
+                };
                 self.store
                     .counters()
                     .dedup_bytes
