@@ -41,7 +41,8 @@ t_conformance() {
         for d in "$root"/tests/conformance/*/; do
             t=$(basename "$d")
             [ -f "$d/Makefile" ] || continue
-            local profile="memory=$store:$tmp/conf-$store-$t"
+            # {pid}: a store per process (some tests start copies of themselves).
+            local profile="memory=$store:$tmp/conf-$store-$t/{pid}"
             [ "$store" = cached ] && profile="$profile,memoryBudget=1G"
             if ! UPMEM_PROFILE_BASE="$profile" "$root"/tests/conformance/run.sh "$t" >"$tmp/out" 2>&1; then
                 echo "    $store: $(grep -m1 FAIL "$tmp/out")"

@@ -294,30 +294,28 @@ pub trait MramStore: Send + Sync {
     fn counters(&self) -> &StoreCounters;
 }
 
-/// The process's MRAM store, opened by its first allocation.
-static PROCESS_STORE: std::sync::OnceLock<Arc<dyn MramStore>> = std::sync::OnceLock::new();
+/// The process's MRAM store, opened by its first allocation, with the `memory=` value that
+/// asked for it (before `{pid}` was expanded).
+static PROCESS_STORE: std::sync::OnceLock<(StoreSpec, Arc<dyn MramStore>)> =
+    std::sync::OnceLock::new();
 
 /// The process's store, if an allocation has opened one.
 pub fn process_store() -> Option<Arc<dyn MramStore>> {
-    PROCESS_STORE.get().cloned()
+    PROCESS_STORE.get().map(|(_, s)| Arc::clone(s))
 }
 
 /// The process's store, opened for `machine` on first use (returns it and whether this call
-/// opened it). Later allocations must ask for the same store: the MRAM of the ranks that
-/// exist lives there.
+/// opened it). A later allocation without `memory=` uses it; one that asks for another store
+/// is refused: the MRAM of the ranks that exist lives in this one.
 pub fn open_process_store(
     machine: &crate::MachineConfig,
 ) -> Result<(Arc<dyn MramStore>, bool), StoreError> {
-    let wanted = machine.config.memory.clone().unwrap_or(StoreSpec::Anon);
-    let check = |s: &Arc<dyn MramStore>| {
-        if s.spec() == wanted {
-            Ok((Arc::clone(s), false))
-        } else {
-            Err(StoreError::Mixed {
-                current: s.spec().to_string(),
-                wanted: wanted.to_string(),
-            })
-        }
+    let check = |(spec, s): &(StoreSpec, Arc<dyn MramStore>)| match &machine.config.memory {
+        Some(wanted) if wanted != spec => Err(StoreError::Mixed {
+            current: spec.to_string(),
+            wanted: wanted.to_string(),
+        }),
+        _ => Ok((Arc::clone(s), false)),
     };
     if let Some(s) = PROCESS_STORE.get() {
         return check(s);
@@ -327,8 +325,21 @@ pub fn open_process_store(
     if let Some(s) = PROCESS_STORE.get() {
         return check(s);
     }
+    let spec = machine.config.memory.clone().unwrap_or(StoreSpec::Anon);
     let opened = open_store(&machine.config, &super::file::Geometry::of(machine))?;
-    Ok((Arc::clone(PROCESS_STORE.get_or_init(|| opened)), true))
+    let (_, s) = PROCESS_STORE.get_or_init(|| (spec, opened));
+    Ok((Arc::clone(s), true))
+}
+
+/// A store directory with `{pid}` replaced by this process's id: one store per process for
+/// programs that start copies of themselves (each needs a store of its own).
+pub fn expand_dir(dir: &std::path::Path) -> PathBuf {
+    let s = dir.to_string_lossy();
+    if s.contains("{pid}") {
+        PathBuf::from(s.replace("{pid}", &std::process::id().to_string()))
+    } else {
+        dir.to_path_buf()
+    }
 }
 
 /// Opens the store a resolved configuration asks for.
@@ -339,9 +350,13 @@ pub fn open_store(
     let persist = config.persist.unwrap_or_default();
     Ok(match config.memory.clone().unwrap_or(StoreSpec::Anon) {
         StoreSpec::Anon => Arc::new(super::anon::AnonStore::new(geometry.mram_bytes)),
-        StoreSpec::File(dir) => Arc::new(super::file::FileStore::open(&dir, geometry, persist)?),
+        StoreSpec::File(dir) => Arc::new(super::file::FileStore::open(
+            &expand_dir(&dir),
+            geometry,
+            persist,
+        )?),
         StoreSpec::Cached(dir) => {
-            let file = super::file::FileStore::open(&dir, geometry, persist)?;
+            let file = super::file::FileStore::open(&expand_dir(&dir), geometry, persist)?;
             let budget = config.memory_budget.unwrap_or(u64::MAX);
             Arc::new(super::cached::CachedStore::new(file, budget))
         }
