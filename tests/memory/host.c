@@ -253,12 +253,21 @@ static int cmd_bcast(uint32_t nr_dpus, uint64_t bytes)
     DPU_ASSERT(dpu_copy_to(d0, "n_bytes", 0, &n, 4));
     DPU_ASSERT(dpu_launch(d0, DPU_SYNCHRONOUS));
     int cow_bad = 0;
+    /* What the step kernel makes of DPU 0's first n bytes, 1 KiB block by block. */
+    uint32_t *stepped = malloc(n);
+    memcpy(stepped, buf, n);
+    for (uint32_t b = 0; b < n / 4; b += 256) {
+        for (uint32_t r = 0; r < (stepped[b] & 15); r++)
+            stepped[b + 1] = stepped[b + 1] * 3 + r;
+        for (uint32_t w = b; w < b + 256; w++)
+            stepped[w] = stepped[w] * 5 + 1;
+    }
     DPU_FOREACH (set, dpu, d) {
         DPU_ASSERT(dpu_copy_from(dpu, DPU_MRAM_HEAP_POINTER_NAME, 0, back, 3 * 4096));
         for (uint32_t w = 0; w < 3 * 1024; w++) {
             uint32_t want = buf[w];
             if (d == 0 && w < n / 4)
-                want = want * 5 + 1;
+                want = stepped[w];
             if (d == 1 && w == (4096 + 800) / 4)
                 want = one;
             if (back[w] != want) {
