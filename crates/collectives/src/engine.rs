@@ -134,20 +134,25 @@ impl<'a> Ctx<'a> {
         Ok(())
     }
 
-    /// Moves `bufs[l]` (one per logical DPU, `len` bytes) to or from heap offset `at`; charged
+    /// Moves `len` bytes between `ptrs[l]` (one per logical DPU) and heap offset `at`; charged
     /// on the timeline unless `uncharged` (the emulator's own access).
-    fn xfer(
+    ///
+    /// # Safety
+    /// Each pointer is valid for `len` bytes (writable when reading from the DPUs) until the
+    /// call returns; pointers may repeat only when writing to the DPUs.
+    unsafe fn xfer(
         &self,
         dir: XferDirection,
         at: u32,
         len: u32,
-        bufs: &mut [Vec<u8>],
+        ptrs: &[*mut u8],
         uncharged: bool,
     ) -> Result<()> {
-        let mut run = move || -> Result<()> {
-            for (d, b) in self.dpus.iter().zip(bufs.iter_mut()) {
-                // SAFETY: each buffer holds `len` bytes and outlives the synchronous push.
-                unsafe { d.prepare_xfer(b.as_mut_ptr()) };
+        let run = || -> Result<()> {
+            for (d, p) in self.dpus.iter().zip(ptrs) {
+                // SAFETY: valid for `len` bytes until the synchronous push returns (the
+                // caller's contract).
+                unsafe { d.prepare_xfer(*p) };
             }
             // SAFETY: as above; the transfer is synchronous.
             unsafe {
@@ -170,12 +175,30 @@ impl<'a> Ctx<'a> {
 
     pub fn read(&self, r: Region, uncharged: bool) -> Result<Vec<Vec<u8>>> {
         let mut bufs = vec![vec![0u8; r.len as usize]; self.dpus.len()];
-        self.xfer(XferDirection::FromDpu, r.at, r.len, &mut bufs, uncharged)?;
+        let ptrs: Vec<*mut u8> = bufs.iter_mut().map(|b| b.as_mut_ptr()).collect();
+        // SAFETY: one buffer of `r.len` bytes per DPU, alive across the call.
+        unsafe { self.xfer(XferDirection::FromDpu, r.at, r.len, &ptrs, uncharged)? };
         Ok(bufs)
     }
 
-    pub fn write(&self, r: Region, mut bufs: Vec<Vec<u8>>, uncharged: bool) -> Result<()> {
-        self.xfer(XferDirection::ToDpu, r.at, r.len, &mut bufs, uncharged)
+    pub fn write(&self, r: Region, bufs: Vec<Vec<u8>>, uncharged: bool) -> Result<()> {
+        let which: Vec<usize> = (0..bufs.len()).collect();
+        self.write_shared(r, &bufs, &which, uncharged)
+    }
+
+    /// Writes `bufs[which[l]]` to DPU `l` (several DPUs may share a buffer, as a program writes
+    /// one reduced vector to every member of a group).
+    pub fn write_shared(
+        &self,
+        r: Region,
+        bufs: &[Vec<u8>],
+        which: &[usize],
+        uncharged: bool,
+    ) -> Result<()> {
+        let ptrs: Vec<*mut u8> = which.iter().map(|i| bufs[*i].as_ptr().cast_mut()).collect();
+        debug_assert!(bufs.iter().all(|b| b.len() == r.len as usize));
+        // SAFETY: `r.len` bytes each, alive across the call, only read (to the DPUs).
+        unsafe { self.xfer(XferDirection::ToDpu, r.at, r.len, &ptrs, uncharged) }
     }
 
     /// The region in the rank windows' layout (emulator work: not on the timeline).
@@ -198,7 +221,14 @@ impl<'a> Ctx<'a> {
         mode: u32,
     ) -> Result<()> {
         let program = relocation_program()?;
-        self.set.load(Arc::clone(&program))?;
+        // Loaded once per call (AlltoAll runs it before and after the host step).
+        let loaded = self
+            .set
+            .program()
+            .is_some_and(|p| Arc::ptr_eq(&p, &program));
+        if !loaded {
+            self.set.load(Arc::clone(&program))?;
+        }
         let base = self.heap.address;
         let mut args: Vec<Vec<u8>> = (0..self.cube.nr_dpus())
             .map(|l| {
@@ -546,7 +576,13 @@ pub(crate) fn baseline(ctx: &Ctx<'_>, c: &ExchangeCall) -> Result<()> {
     let n = ctx.cube.group_size(c.comm) as usize;
     let chunk = c.x.chunk_bytes(c.total, n as u32) as usize;
     let start_cpu = cpu_now();
-    let mut out = vec![Vec::new(); ctx.dpus.len()];
+    // Each DPU's result: `out[which[l]]` (an AllReduce's members share their group's).
+    let mut out: Vec<Vec<u8>> = Vec::new();
+    let mut which = vec![0usize; ctx.dpus.len()];
+    let put = |which: &mut [usize], out: &mut Vec<Vec<u8>>, d: usize, v: Vec<u8>| {
+        which[d] = out.len();
+        out.push(v);
+    };
     for members in ctx.cube.groups(c.comm) {
         let m: Vec<usize> = members.iter().map(|l| *l as usize).collect();
         match c.x {
@@ -561,7 +597,7 @@ pub(crate) fn baseline(ctx: &Ctx<'_>, c: &ExchangeCall) -> Result<()> {
                         };
                         v[j * chunk..(j + 1) * chunk].copy_from_slice(&src[s][from..from + chunk]);
                     }
-                    out[d] = v;
+                    put(&mut which, &mut out, d, v);
                 }
             }
             Exchange::ReduceScatter => {
@@ -570,7 +606,7 @@ pub(crate) fn baseline(ctx: &Ctx<'_>, c: &ExchangeCall) -> Result<()> {
                     for &s in &m[1..] {
                         reduce_into(&mut acc, &src[s][r * chunk..(r + 1) * chunk], c.ty, c.op);
                     }
-                    out[d] = acc;
+                    put(&mut which, &mut out, d, acc);
                 }
             }
             Exchange::AllReduce => {
@@ -578,15 +614,15 @@ pub(crate) fn baseline(ctx: &Ctx<'_>, c: &ExchangeCall) -> Result<()> {
                 for &s in &m[1..] {
                     reduce_into(&mut acc, &src[s], c.ty, c.op);
                 }
+                put(&mut which, &mut out, m[0], acc);
                 for &d in &m[1..] {
-                    out[d] = acc.clone();
+                    which[d] = which[m[0]];
                 }
-                out[m[0]] = acc;
             }
         }
     }
     inter_dpu::host_work(cpu_now().saturating_sub(start_cpu), "collective host work");
-    ctx.write(c.target, out, false)
+    ctx.write_shared(c.target, &out, &which, false)
 }
 
 /// Reduce to the host: `host[g]` = the group's reduced vector, natural order.

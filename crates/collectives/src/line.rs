@@ -229,21 +229,38 @@ impl WideSum {
         self.pending += 1;
     }
 
-    /// Adds the line's 8 rotations (every chip gets the sum of all 8 chips' bytes of each
-    /// lane): the lane's 8 bytes summed into every 16-bit field in 3 rotate-and-add steps.
-    #[inline]
-    fn add_all_rotations(&mut self, x: &Line) {
-        if self.pending + 8 > 257 {
+    /// Adds the unresolved sum `part` (no folded words) rotated by every `k` of `rots`:
+    /// chip `c`'s fields to chip `c + k`. The fields of even and odd chips trade places for an
+    /// odd `k`; all 8 rotations give every chip the sum of a lane's 8 fields (3 steps).
+    fn add_rotated(&mut self, part: &WideSum, rots: u8) {
+        let lines = part.pending * rots.count_ones();
+        if self.pending + lines > 257 {
             self.fold();
         }
-        for ((e, o), v) in self.even.iter_mut().zip(self.odd.iter_mut()).zip(x) {
-            let mut t = (v & Self::LOW_BYTES) + ((v >> 8) & Self::LOW_BYTES);
-            t += t.rotate_left(16);
-            t += t.rotate_left(32);
-            *e += t;
-            *o += t;
+        let fields = self.even.iter_mut().zip(self.odd.iter_mut());
+        for (l, (e, o)) in fields.enumerate() {
+            let (pe, po) = (part.even[l], part.odd[l]);
+            if rots == 0xff {
+                let mut t = pe + po;
+                t += t.rotate_left(16);
+                t += t.rotate_left(32);
+                *e += t;
+                *o += t;
+                continue;
+            }
+            for k in 0..8u32 {
+                if rots >> k & 1 == 1 {
+                    if k % 2 == 0 {
+                        *e += pe.rotate_left(8 * k);
+                        *o += po.rotate_left(8 * k);
+                    } else {
+                        *e += po.rotate_left(8 * (k + 1));
+                        *o += pe.rotate_left(8 * (k - 1));
+                    }
+                }
+            }
         }
-        self.pending += 8;
+        self.pending += lines;
     }
 
     /// Resolves the carries element by element (each wrapped at its width).
@@ -284,6 +301,11 @@ impl WideSum {
     }
 }
 
+/// The runs of consecutive terms with the same rotations.
+fn same_rotations(terms: &[(usize, u8)]) -> impl Iterator<Item = &[(usize, u8)]> {
+    terms.chunk_by(|a, b| a.1 == b.1)
+}
+
 /// Runs the host step: `ops` from `src` into `dst`.
 pub fn run(ops: &[Op], src: &[u64], dst: &mut [u64], m: &Modulation) {
     if !m.in_register {
@@ -315,30 +337,38 @@ pub fn run(ops: &[Op], src: &[u64], dst: &mut [u64], m: &Modulation) {
                     }
                 }
                 Body::Reduce { terms } => {
+                    // Rotation distributes over the element-wise operator: the lines of a run
+                    // of terms with the same rotations are reduced first, then rotated once.
                     let mut acc = None;
                     if interleaved_reduce {
-                        for (s, rots) in terms {
-                            term_bytes(load(src, s + w), *rots, m.op, &mut acc);
+                        for run in same_rotations(terms) {
+                            let mut part = load(src, run[0].0 + w);
+                            for (s, _) in &run[1..] {
+                                reduce_bytes(&mut part, &load(src, s + w), m.op);
+                            }
+                            term_bytes(part, run[0].1, m.op, &mut acc);
                         }
                         acc.unwrap_or_default()
                     } else if interleaved_wide_sum {
                         let mut wide = WideSum::new(m.ty);
-                        for (s, rots) in terms {
-                            let x = load(src, s + w);
-                            if *rots == 0xff {
-                                wide.add_all_rotations(&x);
-                                continue;
-                            }
-                            for k in 0..8 {
-                                if rots >> k & 1 == 1 {
-                                    wide.add(&rotate(x, k));
+                        for run in same_rotations(terms) {
+                            // At most 32 lines at once: 32 x 8 rotations fit the 16-bit fields.
+                            for piece in run.chunks(32) {
+                                let mut part = WideSum::new(m.ty);
+                                for (s, _) in piece {
+                                    part.add(&load(src, s + w));
                                 }
+                                wide.add_rotated(&part, piece[0].1);
                             }
                         }
                         wide.finish()
                     } else {
-                        for (s, rots) in terms {
-                            term_words(transpose(load(src, s + w)), *rots, m, &mut acc);
+                        for run in same_rotations(terms) {
+                            let mut part = transpose(load(src, run[0].0 + w));
+                            for (s, _) in &run[1..] {
+                                reduce_words(&mut part, &transpose(load(src, s + w)), m);
+                            }
+                            term_words(part, run[0].1, m, &mut acc);
                         }
                         transpose(acc.unwrap_or_default())
                     }
@@ -461,7 +491,7 @@ mod tests {
                 dst: vec![0],
                 words: 2,
                 body: Body::Reduce {
-                    terms: vec![(0, 0b10), (2, 0b10_0001), (0, 0xff)],
+                    terms: vec![(0, 0b10), (2, 0b10), (2, 0b10_0001), (0, 0xff), (2, 0xff)],
                 },
             },
             Op {

@@ -187,6 +187,9 @@ fn uniform(chips: &[Vec<(u32, u32, u8)>; 8], line: impl Fn(u32, u32) -> usize) -
                 None => lines.push((l, 1 << r)),
             }
         }
+        // Terms with the same rotations side by side: the host step reduces their lines
+        // first and rotates once.
+        lines.sort_by_key(|(_, rots)| *rots);
         return Body::Reduce { terms: lines };
     }
     Body::Gather {
