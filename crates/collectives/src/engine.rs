@@ -14,21 +14,9 @@ use openpim_runtime::{
 use crate::cube::{dpu_of, Comm, Hypercube, CHIPS};
 use crate::elem::{reduce_into, ElemType, ReduceOp};
 use crate::error::{Error, Result};
-use crate::line::{self, Modulation, Window};
+use crate::line::{self, cpu_now, Modulation, Window};
 use crate::plan::{self, Exchange, Layout};
 use crate::Options;
-
-/// CPU time of the calling thread, ns: the host work of a step, measured as the work itself
-/// (the real time of a thread on a shared machine includes the waits for a core).
-fn cpu_now() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid timespec to write.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
 
 /// Measures `f`'s host work (thread CPU time).
 fn measured<T>(f: impl FnOnce() -> T) -> (T, u64) {
@@ -551,7 +539,7 @@ pub(crate) fn optimized(ctx: &Ctx<'_>, c: &ExchangeCall) -> Result<()> {
         ty: c.ty,
         op: c.op,
     };
-    let ((), work) = measured(|| line::run(&ops, &src, &mut dst, &m));
+    let work = line::run(&ops, &src, &mut dst, &m);
     ctx.write_window(host_dst, &dst)?;
     ctx.charge_host_step(u64::from(host_src.len), u64::from(host_dst.len), work);
     if let Some(from) = post {
@@ -668,8 +656,9 @@ pub(crate) fn reduce_to_host(
         ty,
         op,
     };
+    let work = line::run(&ops, &src, &mut dst, &m);
+    // The reduced vectors to the host buffers (host memory: measured whole).
     let start_cpu = cpu_now();
-    line::run(&ops, &src, &mut dst, &m);
     for (g, members) in groups.iter().enumerate() {
         let l = members[0] as usize;
         let (e, c) = (l / 8, l % 8);
@@ -684,7 +673,7 @@ pub(crate) fn reduce_to_host(
     ctx.charge_host_step(
         u64::from(source.len),
         0,
-        cpu_now().saturating_sub(start_cpu),
+        work + cpu_now().saturating_sub(start_cpu),
     );
     Ok(())
 }

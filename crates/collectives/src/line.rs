@@ -307,8 +307,16 @@ fn same_rotations(terms: &[(usize, u8)]) -> impl Iterator<Item = &[(usize, u8)]>
 }
 
 /// Runs the host step: `ops` from `src` into `dst`.
-pub fn run(ops: &[Op], src: &[u64], dst: &mut [u64], m: &Modulation) {
+/// Runs the host step, `ops` from `src` into `dst`; returns the measured host work, ns.
+///
+/// With in-register modulation, the windows stand for the ranks' memory: every load and store
+/// on them is a bus access, which the bus model charges (`engine::charge_host_step`). What is
+/// measured is the work in registers: the lines an op needs are fetched into a small buffer
+/// (the emulator's work, not timed), modulated (timed: thread CPU time), and stored (not
+/// timed). Without it, the staging in host memory is real host work, and is measured whole.
+pub fn run(ops: &[Op], src: &[u64], dst: &mut [u64], m: &Modulation) -> u64 {
     if !m.in_register {
+        let start = cpu_now();
         // The host-memory program: the source to host memory in the DPUs' domain, modulated
         // there, back to the destination window.
         let staged: Vec<u64> = src
@@ -320,75 +328,150 @@ pub fn run(ops: &[Op], src: &[u64], dst: &mut [u64], m: &Modulation) {
         for (d, o) in dst.chunks_exact_mut(8).zip(out.chunks_exact(8)) {
             d.copy_from_slice(&transpose(o.try_into().unwrap()));
         }
-        return;
+        return cpu_now().saturating_sub(start);
     }
+    let mut work = 0;
+    let mut local_src: Vec<u64> = Vec::new();
+    let mut local_dst: Vec<u64> = Vec::new();
+    for op in ops {
+        let sources = op.body.sources();
+        // Up to 4,096 lines (256 KiB) fetched at a time.
+        let block = (4096 / sources.len().max(1)).clamp(8, 1024);
+        let local = op
+            .body
+            .remap(|s| sources.iter().position(|x| *x == s).unwrap_or(0) * block);
+        let mut w0 = 0;
+        while w0 < op.words {
+            let n = block.min(op.words - w0);
+            local_src.clear();
+            local_src.resize(8 * block * sources.len(), 0);
+            for (i, s) in sources.iter().enumerate() {
+                local_src[8 * i * block..8 * (i * block + n)]
+                    .copy_from_slice(&src[8 * (s + w0)..8 * (s + w0 + n)]);
+            }
+            local_dst.clear();
+            local_dst.resize(8 * n, 0);
+            let start = cpu_now();
+            modulate(&local, n, &local_src, &mut local_dst, m);
+            work += cpu_now().saturating_sub(start);
+            for d in &op.dst {
+                dst[8 * (d + w0)..8 * (d + w0 + n)].copy_from_slice(&local_dst);
+            }
+            w0 += n;
+        }
+    }
+    work
+}
+
+/// CPU time of the calling thread, ns: host work measured as the work itself (the real time
+/// of a thread on a shared machine includes its waits for a core).
+pub fn cpu_now() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec to write.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+impl Body {
+    /// The distinct source lines (first word) the body reads, in order.
+    fn sources(&self) -> Vec<usize> {
+        let mut v: Vec<usize> = match self {
+            Body::Copy { src, .. } => vec![*src],
+            Body::Reduce { terms } => terms.iter().map(|t| t.0).collect(),
+            Body::Gather { chips } => chips.iter().flatten().map(|t| t.0).collect(),
+        };
+        let mut seen = std::collections::HashSet::new();
+        v.retain(|s| seen.insert(*s));
+        v
+    }
+
+    /// The same body with its source lines renamed.
+    fn remap(&self, f: impl Fn(usize) -> usize) -> Body {
+        match self {
+            Body::Copy { src, rot } => Body::Copy {
+                src: f(*src),
+                rot: *rot,
+            },
+            Body::Reduce { terms } => Body::Reduce {
+                terms: terms.iter().map(|(s, r)| (f(*s), *r)).collect(),
+            },
+            Body::Gather { chips } => Body::Gather {
+                chips: std::array::from_fn(|c| {
+                    chips[c].iter().map(|(s, sc)| (f(*s), *sc)).collect()
+                }),
+            },
+        }
+    }
+}
+
+/// Modulates `words` lines of one destination: line `w` of `dst` from lines `s + w` of `src`.
+fn modulate(body: &Body, words: usize, src: &[u64], dst: &mut [u64], m: &Modulation) {
     let interleaved_reduce = m.cross_domain && m.ty == ElemType::I8;
     // Wider sums in the interleaved domain: bytes added without carries, resolved once.
     let interleaved_wide_sum = m.cross_domain && m.ty != ElemType::I8 && m.op == ReduceOp::Sum;
-    for op in ops {
-        for w in 0..op.words {
-            let out = match &op.body {
-                Body::Copy { src: s, rot } => {
-                    let x = load(src, s + w);
-                    if m.cross_domain {
-                        rotate(x, *rot)
-                    } else {
-                        transpose(rotate_words(transpose(x), *rot))
-                    }
+    for w in 0..words {
+        let out = match body {
+            Body::Copy { src: s, rot } => {
+                let x = load(src, s + w);
+                if m.cross_domain {
+                    rotate(x, *rot)
+                } else {
+                    transpose(rotate_words(transpose(x), *rot))
                 }
-                Body::Reduce { terms } => {
-                    // Rotation distributes over the element-wise operator: the lines of a run
-                    // of terms with the same rotations are reduced first, then rotated once.
-                    let mut acc = None;
-                    if interleaved_reduce {
-                        for run in same_rotations(terms) {
-                            let mut part = load(src, run[0].0 + w);
-                            for (s, _) in &run[1..] {
-                                reduce_bytes(&mut part, &load(src, s + w), m.op);
-                            }
-                            term_bytes(part, run[0].1, m.op, &mut acc);
-                        }
-                        acc.unwrap_or_default()
-                    } else if interleaved_wide_sum {
-                        let mut wide = WideSum::new(m.ty);
-                        for run in same_rotations(terms) {
-                            // At most 32 lines at once: 32 x 8 rotations fit the 16-bit fields.
-                            for piece in run.chunks(32) {
-                                let mut part = WideSum::new(m.ty);
-                                for (s, _) in piece {
-                                    part.add(&load(src, s + w));
-                                }
-                                wide.add_rotated(&part, piece[0].1);
-                            }
-                        }
-                        wide.finish()
-                    } else {
-                        for run in same_rotations(terms) {
-                            let mut part = transpose(load(src, run[0].0 + w));
-                            for (s, _) in &run[1..] {
-                                reduce_words(&mut part, &transpose(load(src, s + w)), m);
-                            }
-                            term_words(part, run[0].1, m, &mut acc);
-                        }
-                        transpose(acc.unwrap_or_default())
-                    }
-                }
-                Body::Gather { chips } => {
-                    let mut words = [0u64; 8];
-                    for (c, list) in chips.iter().enumerate() {
-                        let mut acc = extract(&load(src, list[0].0 + w), list[0].1);
-                        for (s, sc) in &list[1..] {
-                            acc = reduce_word(acc, extract(&load(src, s + w), *sc), m.ty, m.op);
-                        }
-                        words[c] = acc;
-                    }
-                    transpose(words)
-                }
-            };
-            for d in &op.dst {
-                store(dst, d + w, out);
             }
-        }
+            Body::Reduce { terms } => {
+                // Rotation distributes over the element-wise operator: the lines of a run
+                // of terms with the same rotations are reduced first, then rotated once.
+                let mut acc = None;
+                if interleaved_reduce {
+                    for run in same_rotations(terms) {
+                        let mut part = load(src, run[0].0 + w);
+                        for (s, _) in &run[1..] {
+                            reduce_bytes(&mut part, &load(src, s + w), m.op);
+                        }
+                        term_bytes(part, run[0].1, m.op, &mut acc);
+                    }
+                    acc.unwrap_or_default()
+                } else if interleaved_wide_sum {
+                    let mut wide = WideSum::new(m.ty);
+                    for run in same_rotations(terms) {
+                        // At most 32 lines at once: 32 x 8 rotations fit the 16-bit fields.
+                        for piece in run.chunks(32) {
+                            let mut part = WideSum::new(m.ty);
+                            for (s, _) in piece {
+                                part.add(&load(src, s + w));
+                            }
+                            wide.add_rotated(&part, piece[0].1);
+                        }
+                    }
+                    wide.finish()
+                } else {
+                    for run in same_rotations(terms) {
+                        let mut part = transpose(load(src, run[0].0 + w));
+                        for (s, _) in &run[1..] {
+                            reduce_words(&mut part, &transpose(load(src, s + w)), m);
+                        }
+                        term_words(part, run[0].1, m, &mut acc);
+                    }
+                    transpose(acc.unwrap_or_default())
+                }
+            }
+            Body::Gather { chips } => {
+                let mut words = [0u64; 8];
+                for (c, list) in chips.iter().enumerate() {
+                    let mut acc = extract(&load(src, list[0].0 + w), list[0].1);
+                    for (s, sc) in &list[1..] {
+                        acc = reduce_word(acc, extract(&load(src, s + w), *sc), m.ty, m.op);
+                    }
+                    words[c] = acc;
+                }
+                transpose(words)
+            }
+        };
+        store(dst, w, out);
     }
 }
 
