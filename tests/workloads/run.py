@@ -17,6 +17,7 @@ reference at small sizes, run on the emulator as built by their own Makefiles.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -140,6 +141,22 @@ def ntt_case(name: str, args: list[str], verify: str = "fast") -> None:
     report(name, True)
 
 
+def exchange_case(name: str, args: list[str], exchanges: int) -> None:
+    """The host-mediated transposes are reported as inter-DPU regions (<openpim.h>)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(ENV, OPENPIM_REPORT=f"{tmp}/run.json")
+        r = subprocess.run(["./bin/host", *args], cwd=NTT, env=env, capture_output=True, text=True, timeout=600)
+        if r.returncode != 0:
+            report(name, False, f"host exit {r.returncode}: {r.stderr[-400:]}")
+            return
+        rep = json.loads(Path(f"{tmp}/run.json").read_text())
+    regions = rep.get("inter_dpu", [])
+    ok = (len(regions) == exchanges and all(x["path"] == "host" for x in regions)
+          and rep["phases"]["inter_dpu_ns"] > 0 and len(rep["launches"]) == exchanges + 1)
+    report(name, ok, f"{len(regions)} inter-DPU regions (wanted {exchanges}), inter_dpu_ns "
+           f"{rep['phases']['inter_dpu_ns']}, {len(rep['launches'])} launches")
+
+
 def error_case(name: str, cwd: Path, args: list[str], message: str) -> None:
     r = run(["./bin/host", *args], cwd)
     ok = r.returncode == 2 and message in r.stderr
@@ -201,6 +218,9 @@ def main() -> int:
     ntt_case("poly mul, 3 limbs of 4,096, hybrid on 192 DPUs",
              ["--op", "mul", "--n", "64", "--steps", "2", "--instances", "3", "--dpus", "192"])
 
+    exchange_case("ntt 2D: one host transpose reported as inter-DPU time", ["--n", "16", "--steps", "2", "--dpus", "4"], 1)
+    exchange_case("ntt 4D: three host transposes reported as inter-DPU time",
+                  ["--n", "4", "--steps", "4", "--radix", "4", "--dpus", "16"], 3)
     error_case("embedding --exchange pidcomm (not available)", EMB, ["--exchange", "pidcomm"],
                "error: --exchange pidcomm is not available")
     error_case("ntt --exchange interconnect (not available)", NTT, ["--exchange", "interconnect"],
