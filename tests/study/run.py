@@ -19,7 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 FIGS = ["fig05", "fig06", "fig07", "fig08", "fig09", "fig10", "fig11", "fig12", "fig13", "fig14",
-        "fig15", "fig16", "fig18"]
+        "fig15", "fig16", "fig18", "exchange"]
 NUMBER_IDS = ([f"A{i}" for i in range(1, 9)] + [f"B{i}" for i in range(1, 11)]
               + ["B11a", "B11b", "B11c", "B11d"] + [f"B{i}" for i in range(12, 21)]
               + [f"C{i}" for i in range(1, 14)] + [f"D{i}" for i in range(1, 7)])
@@ -42,7 +42,8 @@ def check(out: Path) -> list[str]:
                 errors.append(f"{fig}.csv: empty cell in {r}")
                 break
     text = (out / "REPORT.md").read_text()
-    table_rows = [ln for ln in text.splitlines() if ln.startswith("| ") and not ln.startswith("| #")
+    main_tables = text.split("## Exchange paths")[0]
+    table_rows = [ln for ln in main_tables.splitlines() if ln.startswith("| ") and not ln.startswith("| #")
                   and not ln.startswith("| id")]
     cells = [[c.strip() for c in ln.strip().strip("|").split("|")] for ln in table_rows]
     obs = [c for c in cells if re.fullmatch(r"\d+", c[0])]
@@ -56,6 +57,8 @@ def check(out: Path) -> list[str]:
             errors.append(f"row {c[0]} is not filled: {c}")
         if c[-2] not in ("yes", "no", "n/a"):
             errors.append(f"row {c[0]}: holds is {c[-2]!r}")
+    if "## Exchange paths" not in text:
+        errors.append("REPORT.md has no exchange-paths section")
     if "Wall time of the study" not in text:
         errors.append("REPORT.md does not give the study's wall time")
     return errors

@@ -157,6 +157,24 @@ def exchange_case(name: str, args: list[str], exchanges: int) -> None:
            f"{rep['phases']['inter_dpu_ns']}, {len(rep['launches'])} launches")
 
 
+def links_case(name: str, args: list[str]) -> None:
+    """--exchange interconnect on a profile with what-if links: the all-to-all goes over them."""
+    with tempfile.TemporaryDirectory() as tmp:
+        prof = Path(tmp) / "links.toml"
+        prof.write_text((ROOT / "profiles" / "upmem-v1a.toml").read_text()
+                        + '\n[links]\nscope = "ranks"\nranks_per_group = 4\nlink_gbps = 2.8\n')
+        env = dict(ENV, OPENPIM_REPORT=f"{tmp}/run.json", UPMEM_PROFILE_BASE=f"hardware={prof}")
+        r = subprocess.run(["./bin/host", *args, "--exchange", "interconnect"], cwd=NTT, env=env,
+                           capture_output=True, text=True, timeout=600)
+        if r.returncode != 0 or "OK ntt" not in r.stdout:
+            report(name, False, f"host exit {r.returncode}: {r.stdout[-300:]} {r.stderr[-300:]}")
+            return
+        rep = json.loads(Path(f"{tmp}/run.json").read_text())
+    paths = [x["path"] for x in rep.get("inter_dpu", []) if x["primitive"] == "alltoall"]
+    ok = len(paths) == 1 and paths[0].startswith("links") and rep["inter_dpu"][-1]["link_ns"] > 0
+    report(name, ok, f"all-to-all paths {paths}")
+
+
 def error_case(name: str, cwd: Path, args: list[str], message: str) -> None:
     r = run(["./bin/host", *args], cwd)
     ok = r.returncode == 2 and message in r.stderr
@@ -214,6 +232,15 @@ def main() -> int:
              ["--op", "intt", "--n", "16", "--steps", "2", "--instances", "2", "--dpus", "32"], "naive")
     ntt_case("ntt 2D 256x256 (65,536 points) on 64 DPUs",
              ["--n", "256", "--steps", "2", "--dpus", "64"])
+    ntt_case("ntt 2D 64x64, 8 limbs, PID-Comm all-to-all on 64 DPUs",
+             ["--n", "64", "--steps", "2", "--radix", "4", "--instances", "8", "--dpus", "64", "--exchange", "pidcomm"])
+    ntt_case("ntt 2D 16x16, 16 limbs, PID-Comm all-to-all in 8 groups of 16 (hybrid, 128 DPUs)",
+             ["--n", "16", "--steps", "2", "--instances", "16", "--dpus", "128", "--exchange", "pidcomm"], "naive")
+    ntt_case("intt 2D 64x64, 2 limbs, PID-Comm all-to-all on 64 DPUs",
+             ["--op", "intt", "--n", "64", "--steps", "2", "--radix", "2", "--instances", "2", "--dpus", "64",
+              "--exchange", "pidcomm"])
+    links_case("ntt 2D over what-if links (interconnect profile)",
+               ["--n", "64", "--steps", "2", "--radix", "4", "--instances", "8", "--dpus", "128"])
     ntt_case("poly add, 3 limbs of 4,096", ["--op", "add", "--n", "64", "--steps", "2", "--instances", "3", "--dpus", "16"])
     ntt_case("poly mul, 3 limbs of 4,096, hybrid on 192 DPUs",
              ["--op", "mul", "--n", "64", "--steps", "2", "--instances", "3", "--dpus", "192"])
@@ -221,10 +248,14 @@ def main() -> int:
     exchange_case("ntt 2D: one host transpose reported as inter-DPU time", ["--n", "16", "--steps", "2", "--dpus", "4"], 1)
     exchange_case("ntt 4D: three host transposes reported as inter-DPU time",
                   ["--n", "4", "--steps", "4", "--radix", "4", "--dpus", "16"], 3)
-    error_case("embedding --exchange pidcomm (not available)", EMB, ["--exchange", "pidcomm"],
-               "error: --exchange pidcomm is not available")
-    error_case("ntt --exchange interconnect (not available)", NTT, ["--exchange", "interconnect"],
-               "error: --exchange interconnect is not available")
+    error_case("embedding --exchange pidcomm (not implemented)", EMB, ["--exchange", "pidcomm"],
+               "error: --exchange pidcomm is not implemented for the global reduction of the embedding lookup")
+    error_case("ntt --exchange pidcomm on a 4D NTT", NTT, ["--exchange", "pidcomm", "--n", "4", "--steps", "4", "--radix", "4", "--dpus", "64"],
+               "error: --exchange pidcomm is the transpose of a 2-step NTT (--op ntt|intt --steps 2)")
+    error_case("ntt --exchange pidcomm on part of a rank", NTT, ["--exchange", "pidcomm", "--n", "16", "--steps", "2", "--dpus", "16"],
+               "error: --exchange pidcomm needs whole ranks (--dpus a multiple of 64)")
+    error_case("ntt --exchange bogus", NTT, ["--exchange", "bogus"],
+               "error: --exchange must be host, pidcomm or interconnect, got 'bogus'")
     error_case("embedding unknown option", EMB, ["--bogus", "1"],
                "error: unknown option '--bogus'; valid options: --help, --tables")
     error_case("embedding col beyond dim", EMB, ["--part", "col", "--dim", "8", "--dpus", "16"],

@@ -89,14 +89,13 @@ static inline void study_print_phases(const char *name, const char *host_label, 
         host_label, p->host / 1e6, total / 1e6);
 }
 
-/* The inter-DPU exchange path a program was asked for. Only the host path exists today; the
- * others are refused with what they need (exits with status 2). `pattern` names the exchange. */
+/* The inter-DPU exchange path a program was asked for, when the program has only the host
+ * path: any other is refused, naming what the exchange is (exits with status 2). */
 static inline void study_check_exchange(const char *exchange, const char *pattern)
 {
     if (strcmp(exchange, "host") != 0) {
-        fprintf(stderr, "error: --exchange %s is not available: %s goes through the host (--exchange host); the "
-                        "PID-Comm and interconnect paths need <pidcomm.h> and the interconnect profile, not in this "
-                        "SDK yet\n",
+        fprintf(stderr, "error: --exchange %s is not implemented for %s, which goes through the host "
+                        "(--exchange host)\n",
             exchange, pattern);
         exit(2);
     }

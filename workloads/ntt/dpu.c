@@ -7,6 +7,11 @@
  * its twiddle (the hierarchical NTT's twiddles between steps, or N^-1 for the last step of an
  * inverse NTT) when the step has them.
  * ADD (mode 1) / MUL (mode 2): A = A + B or A * B mod the slot's prime (B in Montgomery form).
+ * PACK (mode 3) / UNPACK (mode 4): the DPU's side of a 2D NTT's transpose done by an all-to-all
+ * collective (--exchange pidcomm): PACK gathers the step's outputs into one chunk per
+ * destination DPU (chunk e, [slot][i]: output e + dg * i of each slot), UNPACK builds the next
+ * step's vectors from the chunks received (element d + dg * t of slot (l, t') is word
+ * (l * vpi + t) * (n / dg) + t' of source d's chunk).
  *
  * MRAM (from DPU_MRAM_HEAP_POINTER, offsets in params): A (m x n words), B (m x n words),
  * slot metadata (q, -q^-1 mod 2^32, limb, 0), the n-point twiddles of every limb
@@ -26,6 +31,7 @@
 struct ntt_params {
     uint32_t mode, m, n, log2n, radix_log, has_post;
     uint32_t a_off, b_off, meta_off, tw_off, post_off;
+    uint32_t dg, vpi, pack_off, recv_off; /* the all-to-all's group, vectors per instance, regions */
 };
 
 __host struct ntt_params params;
@@ -109,12 +115,60 @@ static void elementwise(__mram_ptr uint8_t *heap)
     }
 }
 
+static uint32_t bitrev_dpu(uint32_t x, uint32_t bits)
+{
+    uint32_t r = 0;
+    for (uint32_t i = 0; i < bits; i++)
+        r |= ((x >> i) & 1u) << (bits - 1 - i);
+    return r;
+}
+
+/* One word of MRAM (an 8-byte read: the DMA's smallest). */
+static uint32_t mram_word(__mram_ptr uint8_t *base, uint32_t word)
+{
+    uint64_t __dma_aligned pair;
+    mram_read(base + (word & ~1u) * 4, &pair, 8);
+    return (uint32_t)(pair >> (32 * (word & 1u)));
+}
+
+/* PACK and UNPACK: the output is built EW_CHUNK words at a time in the tasklet's buffer. */
+static void transpose_side(__mram_ptr uint8_t *heap)
+{
+    uint32_t n = params.n, dg = params.dg, per = n / dg, m = params.m, *w = ew_a[me()];
+    uint32_t chunk = m * per;
+    if (params.mode == 3) {
+        for (uint32_t e = me(); e < dg; e += NR_TASKLETS)
+            for (uint32_t off = 0; off < chunk; off += EW_CHUNK) {
+                uint32_t len = chunk - off < EW_CHUNK ? chunk - off : EW_CHUNK;
+                for (uint32_t x = 0; x < len; x++) {
+                    uint32_t k = (off + x) / per, i = (off + x) % per;
+                    w[x] = mram_word(heap + params.a_off, k * n + bitrev_dpu(e + dg * i, params.log2n));
+                }
+                mram_write(w, heap + params.pack_off + (e * chunk + off) * 4, len * 4);
+            }
+    } else {
+        for (uint32_t k = me(); k < m; k += NR_TASKLETS) {
+            uint32_t l = k / params.vpi, tp = k % params.vpi;
+            for (uint32_t off = 0; off < n; off += EW_CHUNK) {
+                uint32_t len = n - off < EW_CHUNK ? n - off : EW_CHUNK;
+                for (uint32_t x = 0; x < len; x++) {
+                    uint32_t j = off + x, d = j % dg, t = j / dg;
+                    w[x] = mram_word(heap + params.recv_off, d * chunk + (l * params.vpi + t) * per + tp);
+                }
+                mram_write(w, heap + params.a_off + (k * n + off) * 4, len * 4);
+            }
+        }
+    }
+}
+
 int main(void)
 {
     __mram_ptr uint8_t *heap = (__mram_ptr uint8_t *)DPU_MRAM_HEAP_POINTER;
     if (params.mode == 0)
         ntt_slots(heap);
-    else
+    else if (params.mode <= 2)
         elementwise(heap);
+    else
+        transpose_side(heap);
     return 0;
 }

@@ -14,12 +14,19 @@
  * each with its share of the instances (hybrid: model + input parallelism). */
 #include <dpu.h>
 #include <libgen.h>
+#if defined(__has_include)
+#if __has_include(<pidcomm.h>)
+#include <pidcomm.h> /* OpenPIM's (and PID-Comm's) collectives: --exchange pidcomm */
+#define NTT_HAVE_PIDCOMM 1
+#endif
+#endif
 
 #include "ntt.h"
 
 struct ntt_params {
     uint32_t mode, m, n, log2n, radix_log, has_post;
     uint32_t a_off, b_off, meta_off, tw_off, post_off;
+    uint32_t dg, vpi, pack_off, recv_off;
 };
 
 struct layout {
@@ -51,7 +58,9 @@ int main(int argc, char **argv)
     if (study_opt_flag(&o, "help")) {
         printf("usage: host [--op ntt|intt|add|mul] [--n POINTS_PER_STEP] [--steps S] [--instances I]\n"
                "            [--dpus D] [--radix 2|4|16] [--tasklets T] [--verify fast|naive|none]\n"
-               "            [--seed S] [--setup-only] [--exchange host]\n");
+               "            [--seed S] [--setup-only] [--exchange host|pidcomm|interconnect]\n"
+               "  --exchange pidcomm: the 2D NTT's transpose as pidcomm_alltoall (DPUs pack and unpack);\n"
+               "  interconnect: the same call, carried by the hardware profile's [links] if it has them\n");
         return 0;
     }
     struct ntt_cfg c;
@@ -64,7 +73,17 @@ int main(int argc, char **argv)
         fprintf(stderr, "error: --verify must be fast, naive or none, got '%s'\n", verify);
         return 2;
     }
-    study_check_exchange(exchange, "the NTT's all-to-all");
+    int collective = strcmp(exchange, "pidcomm") == 0 || strcmp(exchange, "interconnect") == 0;
+    if (!collective && strcmp(exchange, "host") != 0) {
+        fprintf(stderr, "error: --exchange must be host, pidcomm or interconnect, got '%s'\n", exchange);
+        return 2;
+    }
+#ifndef NTT_HAVE_PIDCOMM
+    if (collective) {
+        fprintf(stderr, "error: --exchange %s needs <pidcomm.h>, which this SDK does not have\n", exchange);
+        return 2;
+    }
+#endif
     int ew = c.op == OP_ADD || c.op == OP_MUL;
     uint32_t n = c.n, steps = ew ? 1 : c.steps, I = c.instances, D = c.dpus;
     uint64_t N = c.N;
@@ -86,13 +105,30 @@ int main(int argc, char **argv)
         rev[p] = bitrev(p, log2n);
     if (ew)
         rlog = 1;
-    struct ntt_params prm = { ew ? (c.op == OP_ADD ? 1u : 2u) : 0u, m, n, log2n, rlog, 0, 0, 0, 0, 0, 0 };
+    struct ntt_params prm = { ew ? (c.op == OP_ADD ? 1u : 2u) : 0u, m, n, log2n, rlog, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
     prm.a_off = 0;
     prm.b_off = m * n * 4;
     prm.meta_off = 2 * m * n * 4;
     prm.tw_off = prm.meta_off + m * 16;
     uint32_t post0 = prm.tw_off + I * n * 4;
     uint64_t mram = (uint64_t)post0 + (uint64_t)steps * m * n * 8;
+    /* The collective's regions: packed chunks, received chunks, the library's scratch. */
+    prm.dg = l.Dg, prm.vpi = l.vec_per_dpu_inst;
+    prm.pack_off = (uint32_t)mram;
+    prm.recv_off = prm.pack_off + m * n * 4;
+    if (collective) {
+        mram += 3ull * m * n * 4;
+        const char *why = ew || steps != 2 ? "is the transpose of a 2-step NTT (--op ntt|intt --steps 2)"
+            : D % 64                       ? "needs whole ranks (--dpus a multiple of 64)"
+            : l.Dg % 8 || n % l.Dg         ? "needs groups of DPUs that are a multiple of 8 and divide n"
+            : (m * n / l.Dg) % 2           ? "needs chunks of whole 8-byte words (more instances or fewer DPUs)"
+                                           : NULL;
+        if (why) {
+            fprintf(stderr, "error: --exchange %s %s (here --op %s, --steps %u, %u DPUs in groups of %u)\n", exchange,
+                why, c.op_name, steps, D, l.Dg);
+            return 2;
+        }
+    }
     if (mram > (60u << 20)) {
         fprintf(stderr, "error: each DPU would need %.1f MiB of MRAM: use more DPUs\n", mram / 1048576.0);
         return 2;
@@ -180,7 +216,19 @@ int main(int argc, char **argv)
     uint32_t each;
     DPU_ASSERT(dpu_alloc(D, NULL, &set));
     DPU_ASSERT(dpu_load(set, prog, NULL));
-    DPU_FOREACH(set, dpu, each) { DPU_ASSERT(dpu_prepare_xfer(dpu, &meta[(size_t)each * m * 4])); }
+    /* DPU d of the layout: the set's order, or the collectives' logical order (entangled groups). */
+    struct dpu_set_t *dpus = (struct dpu_set_t *)study_xcalloc(D, sizeof(struct dpu_set_t), "DPU handles");
+#ifdef NTT_HAVE_PIDCOMM
+    uint32_t axes[2] = { l.Dg, l.groups };
+    hypercube_manager *cube = NULL;
+    if (collective) {
+        cube = init_hypercube_manager(set, 2, axes);
+        DPU_FOREACH_ENTANGLED_GROUP(set, dpu, each, D) { dpus[each] = dpu; }
+    } else
+#endif
+        DPU_FOREACH(set, dpu, each) { dpus[each] = dpu; }
+    for (each = 0; each < D; each++)
+        DPU_ASSERT(dpu_prepare_xfer(dpus[each], &meta[(size_t)each * m * 4]));
     DPU_ASSERT(dpu_push_xfer(set, DPU_XFER_TO_DPU, DPU_MRAM_HEAP_POINTER_NAME, prm.meta_off, (size_t)m * 16,
         DPU_XFER_DEFAULT));
     if (!ew) {
@@ -189,10 +237,8 @@ int main(int argc, char **argv)
         for (uint32_t s = 0; s < steps; s++) {
             if (!has_post[s])
                 continue;
-            DPU_FOREACH(set, dpu, each)
-            {
-                DPU_ASSERT(dpu_prepare_xfer(dpu, &post[(((size_t)s * D + each) * m) * n * 2]));
-            }
+            for (each = 0; each < D; each++)
+                DPU_ASSERT(dpu_prepare_xfer(dpus[each], &post[(((size_t)s * D + each) * m) * n * 2]));
             DPU_ASSERT(dpu_push_xfer(set, DPU_XFER_TO_DPU, DPU_MRAM_HEAP_POINTER_NAME, post0 + s * m * n * 8,
                 (size_t)m * n * 8, DPU_XFER_DEFAULT));
         }
@@ -210,8 +256,22 @@ int main(int argc, char **argv)
         uint64_t e0 = study_now_ns();
         if (s > 0)
             STUDY_INTERDPU_BEGIN();
+#ifdef NTT_HAVE_PIDCOMM
+        if (s > 0 && collective) {
+            /* the transpose as an all-to-all in each group: pack, exchange, unpack */
+            prm.mode = 3;
+            DPU_ASSERT(dpu_broadcast_to(set, "params", 0, &prm, sizeof(prm), DPU_XFER_DEFAULT));
+            DPU_ASSERT(dpu_launch(set, DPU_SYNCHRONOUS));
+            pidcomm_alltoall(cube, "10", m * n * 4, prm.pack_off, prm.recv_off, 2 * m * n * 4);
+            prm.mode = 4;
+            DPU_ASSERT(dpu_broadcast_to(set, "params", 0, &prm, sizeof(prm), DPU_XFER_DEFAULT));
+            DPU_ASSERT(dpu_launch(set, DPU_SYNCHRONOUS));
+            prm.mode = 0;
+        } else
+#endif
         if (s > 0) {
-            DPU_FOREACH(set, dpu, each) { DPU_ASSERT(dpu_prepare_xfer(dpu, &xfer[(size_t)each * dpu_words])); }
+            for (each = 0; each < D; each++)
+            DPU_ASSERT(dpu_prepare_xfer(dpus[each], &xfer[(size_t)each * dpu_words]));
             DPU_ASSERT(dpu_push_xfer(set, DPU_XFER_FROM_DPU, DPU_MRAM_HEAP_POINTER_NAME, 0, dpu_words * 4,
                 DPU_XFER_DEFAULT));
             for (uint32_t d = 0; d < D; d++)
@@ -223,7 +283,7 @@ int main(int argc, char **argv)
                         a[inst][elem_of(&c, s - 1, j, rev[p])] = src[p];
                 }
         }
-        for (uint32_t d = 0; d < D; d++)
+        for (uint32_t d = 0; d < D && !(s > 0 && collective); d++)
             for (uint32_t k = 0; k < m; k++) {
                 uint32_t inst, j;
                 slot_of(&l, d, k, &inst, &j);
@@ -233,11 +293,15 @@ int main(int argc, char **argv)
                 if (ew)
                     memcpy(&xfer_b[((size_t)d * m + k) * n], &b[inst][(uint64_t)j * n], n * 4);
             }
-        DPU_FOREACH(set, dpu, each) { DPU_ASSERT(dpu_prepare_xfer(dpu, &xfer[(size_t)each * dpu_words])); }
-        DPU_ASSERT(dpu_push_xfer(set, DPU_XFER_TO_DPU, DPU_MRAM_HEAP_POINTER_NAME, 0, dpu_words * 4,
-            DPU_XFER_DEFAULT));
+        if (!(s > 0 && collective)) {
+            for (each = 0; each < D; each++)
+                DPU_ASSERT(dpu_prepare_xfer(dpus[each], &xfer[(size_t)each * dpu_words]));
+            DPU_ASSERT(dpu_push_xfer(set, DPU_XFER_TO_DPU, DPU_MRAM_HEAP_POINTER_NAME, 0, dpu_words * 4,
+                DPU_XFER_DEFAULT));
+        }
         if (ew) {
-            DPU_FOREACH(set, dpu, each) { DPU_ASSERT(dpu_prepare_xfer(dpu, &xfer_b[(size_t)each * dpu_words])); }
+            for (each = 0; each < D; each++)
+                DPU_ASSERT(dpu_prepare_xfer(dpus[each], &xfer_b[(size_t)each * dpu_words]));
             DPU_ASSERT(dpu_push_xfer(set, DPU_XFER_TO_DPU, DPU_MRAM_HEAP_POINTER_NAME, prm.b_off, dpu_words * 4,
                 DPU_XFER_DEFAULT));
         }
@@ -256,7 +320,8 @@ int main(int argc, char **argv)
         ph.kernel += launch_ns[s];
     }
     uint64_t f0 = study_now_ns();
-    DPU_FOREACH(set, dpu, each) { DPU_ASSERT(dpu_prepare_xfer(dpu, &xfer[(size_t)each * dpu_words])); }
+    for (each = 0; each < D; each++)
+            DPU_ASSERT(dpu_prepare_xfer(dpus[each], &xfer[(size_t)each * dpu_words]));
     DPU_ASSERT(dpu_push_xfer(set, DPU_XFER_FROM_DPU, DPU_MRAM_HEAP_POINTER_NAME, 0, dpu_words * 4,
         DPU_XFER_DEFAULT));
     uint64_t f1 = study_now_ns();

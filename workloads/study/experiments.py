@@ -55,6 +55,8 @@ class Sizes:
     ckks_dpus: int
     # Fig. 18: scopes of the interconnect model (DPUs)
     scopes: tuple[int, ...]
+    # exchange paths of the 2D NTT (host, PID-Comm collective, what-if links)
+    exchange_dpus: tuple[int, ...]
 
 
 FULL = Sizes(
@@ -68,6 +70,7 @@ FULL = Sizes(
     ntt_dpus=(32, 64, 128, 256, 512, 1024, 2048), ntt_2d_dpus=256, ntt_4d_dpus=2048,
     limbs=(8, 16, 24, 32), limb_dpus=(256, 512, 1024, 2048),
     ckks_limbs=24, ckks_ext_limbs=8, ckks_dpus=2048, scopes=(8, 64, 256),
+    exchange_dpus=(256, 512, 1024, 2048),
 )
 
 QUICK = Sizes(
@@ -81,6 +84,7 @@ QUICK = Sizes(
     ntt_dpus=(8, 64, 512), ntt_2d_dpus=64, ntt_4d_dpus=512,
     limbs=(8, 16), limb_dpus=(64, 512),
     ckks_limbs=8, ckks_ext_limbs=8, ckks_dpus=512, scopes=(8, 64, 256),
+    exchange_dpus=(64, 512),
 )
 
 DIM = 64
@@ -212,7 +216,7 @@ class Study:
 
     # -- NTT --------------------------------------------------------------------------------
 
-    def ntt(self, tasklets: int = 16, trace: bool = True, **kw: Any) -> tuple[PimRun, CpuRun]:
+    def ntt(self, tasklets: int = 16, trace: bool = True, profile: str = "", **kw: Any) -> tuple[PimRun, CpuRun]:
         cfg = {"n": 256, "steps": 1, "instances": 1, "dpus": 1, "radix": 16, "op": "ntt"}
         cfg.update(kw)
         args = [x for k, v in cfg.items() for x in (f"--{k}", str(v))]
@@ -220,7 +224,7 @@ class Study:
         if key not in self._cpu:
             self._cpu[key] = self.r.cpu("ntt", list(key[1:]))
         t0 = time.monotonic()
-        run = self.r.pim_checked("ntt", [*args, "--verify", "fast"], tasklets, self._cpu[key], trace)
+        run = self.r.pim_checked("ntt", [*args, "--verify", "fast"], tasklets, self._cpu[key], trace, profile)
         self.log(f"  ntt {' '.join(args)} --tasklets {tasklets}: total {run.total / 1e6:.3f} ms "
                  f"(CPU {self._cpu[key].ns / 1e6:.3f} ms) [{time.monotonic() - t0:.1f} s]")
         return run, self._cpu[key]
@@ -275,6 +279,21 @@ class Study:
                         "cpu_ns": cpu.ns, "speedup_vs_cpu": round(cpu.ns / run.total, 4)})
         return out
 
+    def exchange(self) -> list[Row]:
+        """Beyond the seed: the 2D NTT's transpose through the host (as the seed), as a PID-Comm
+        all-to-all (OpenPIM's collectives: the DPUs pack and unpack, the library moves the
+        chunks), and the same call over what-if DPU-to-DPU links (a copy of the hardware profile
+        with [links]: groups of 4 ranks, 2.8 GB/s per DPU, the seed's Sec. 6 assumption)."""
+        s = self.s
+        links = self.r.links_profile()
+        out: list[Row] = []
+        for d in s.exchange_dpus:
+            for path in ("host", "pidcomm", "interconnect"):
+                run, cpu = self.ntt(n=s.ntt_n, steps=2, radix=s.ntt_radix, instances=16, dpus=d, exchange=path,
+                                    profile=links if path == "interconnect" else "")
+                out.append({"dpus": d, "exchange": path, "instances": 16, **phase_cols(run), "cpu_ns": cpu.ns})
+        return out
+
     # -- interconnect model (Fig. 18) ---------------------------------------------------------
 
     def fig18(self) -> tuple[list[Row], list[Row]]:
@@ -316,5 +335,5 @@ def interconnect_model(inp: Row, ratio: float, link_gbps: float) -> Row:
 
 def _dpu_only(args: list[str], i: int) -> bool:
     """Whether args[i] is a PIM-only option or its value (the CPU baseline ignores them)."""
-    pim_only = {"--dpus", "--part", "--col-blocks", "--table-groups", "--tasklets"}
+    pim_only = {"--dpus", "--part", "--col-blocks", "--table-groups", "--tasklets", "--exchange"}
     return args[i] in pim_only or (i > 0 and args[i - 1] in pim_only)

@@ -277,3 +277,13 @@ def fig18(rows: list[Row], path: Path) -> None:
     axes[1].set_title("Fig. 18b: ratio 0.5 (model)", fontsize=9)
     axes[1].legend(fontsize=7)
     save(fig, path)
+
+
+def exchange(rows: list[Row], path: Path) -> None:
+    fig, ax = plt.subplots(figsize=(10, 4))
+    rs = sorted(rows, key=lambda r: (r["dpus"], ["host", "pidcomm", "interconnect"].index(r["exchange"])))
+    stacked(ax, rs, [f"{r['dpus']} {r['exchange']}" for r in rs],
+            "2D NTT (16 instances): transpose through the host, as a PID-Comm all-to-all, over what-if links",
+            rs[0]["cpu_ns"] if rs else None)
+    ax.legend(fontsize=6)
+    save(fig, path)

@@ -87,6 +87,15 @@ def build(res: Results, host: str, sizes_name: str, wall_s: float) -> str:
             "| id | claim | paper | OpenPIM | holds | reason |", "|---|---|---|---|---|---|"]
     for ln in nums:
         out.append(f"| {ln.key} | {ln.claim} | {ln.paper} | {ln.openpim} | {ln.holds} | {ln.reason} |")
+    if res.get("exchange"):
+        out += ["", "## Exchange paths (beyond the seed)", "",
+                "The 2D NTT (16 instances) with its transpose through the host (the seed's situation), as a",
+                "PID-Comm all-to-all (OpenPIM's collectives; the DPUs pack and unpack, which counts as kernel",
+                "time), and as the same call over what-if DPU-to-DPU links (groups of 4 ranks, 2.8 GB/s).", "",
+                "| DPUs | exchange | kernel | inter-DPU | total | inter-DPU share |", "|---|---|---|---|---|---|"]
+        for r in sorted(res["exchange"], key=lambda r: (r["dpus"], r["exchange"])):
+            out.append(f"| {r['dpus']} | {r['exchange']} | {_ms(r['kernel_ns'])} | {_ms(r['inter_dpu_ns'])} | "
+                       f"{_ms(r['total_ns'])} | {_pct(r['inter_dpu_ns'] / r['total_ns'])} |")
     out.append("")
     return "\n".join(out)
 

@@ -73,7 +73,7 @@ class Runner:
     cpu_reps: int = 5
     built: set[str] = field(default_factory=set)
 
-    def env(self) -> dict[str, str]:
+    def env(self, profile: str = "") -> dict[str, str]:
         env = dict(os.environ)
         env["PATH"] = f"{self.root / 'sdk' / 'bin'}:{env.get('PATH', '')}"
         for k in ("OPENPIM_REPORT", "OPENPIM_TRACE", "OPENPIM_CLOCK"):
@@ -81,9 +81,10 @@ class Runner:
         # OpenMP threads that spin at barriers lose whole time slices on a loaded machine
         # (a 60 us loop measured 20 ms); sleeping waits keep the baselines' times honest.
         env.setdefault("OMP_WAIT_POLICY", "passive")
-        if self.profile:
-            base = env.get("UPMEM_PROFILE_BASE", "")
-            env["UPMEM_PROFILE_BASE"] = f"{base},{self.profile}" if base else self.profile
+        for p in (self.profile, profile):
+            if p:
+                base = env.get("UPMEM_PROFILE_BASE", "")
+                env["UPMEM_PROFILE_BASE"] = f"{base},{p}" if base else p
         return env
 
     def workload(self, name: str) -> Path:
@@ -105,7 +106,21 @@ class Runner:
             raise StudyError(f"{' '.join(argv)} exited {r.returncode}:\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
         return r.stdout
 
-    def pim(self, name: str, args: list[str], tasklets: int, exchange_from_trace: bool = False) -> PimRun:
+    def links_profile(self) -> str:
+        """A copy of the hardware profile (upmem-v1a, or --hardware's) with what-if links: groups
+        of 4 ranks, 2.8 GB/s per DPU (the seed's Sec. 6 assumption), written into the output
+        folder; returns the profile string that selects it."""
+        hw = self.profile.split("=", 1)[1] if self.profile.startswith("hardware=") else "upmem-v1a"
+        src = Path(hw) if "/" in hw or hw.endswith(".toml") else self.root / "profiles" / f"{hw}.toml"
+        text = src.read_text()
+        if "[links]" not in text:
+            text += '\n[links]\nscope = "ranks"\nranks_per_group = 4\nlink_gbps = 2.8\n'
+        dst = self.out / "links-profile.toml"
+        dst.write_text(text)
+        return f"hardware={dst.resolve()}"
+
+    def pim(self, name: str, args: list[str], tasklets: int, exchange_from_trace: bool = False,
+            profile: str = "") -> PimRun:
         """Runs workloads/NAME/bin/host ARGS; returns its phases with the setup removed."""
         dpu_prefix = "emb_dpu" if name == "embedding" else "ntt_dpu"
         self.build(name)
@@ -113,7 +128,7 @@ class Runner:
         host = str(self.workload(name) / "bin" / "host")
         argv = [host, *args, "--tasklets", str(tasklets)]
         with tempfile.TemporaryDirectory() as tmp:
-            env = self.env()
+            env = self.env(profile)
             env["OPENPIM_REPORT"] = f"{tmp}/run.json"
             if exchange_from_trace:
                 env["OPENPIM_TRACE"] = f"{tmp}/trace.json"
@@ -122,7 +137,7 @@ class Runner:
                 raise StudyError(f"{' '.join(argv)}: no OK line:\n{stdout[-2000:]}")
             report = json.loads(Path(f"{tmp}/run.json").read_text())
             trace = json.loads(Path(f"{tmp}/trace.json").read_text()) if exchange_from_trace else None
-            env = self.env()
+            env = self.env(profile)
             env["OPENPIM_REPORT"] = f"{tmp}/setup.json"
             self._exec([*argv, "--setup-only"], env)
             setup = json.loads(Path(f"{tmp}/setup.json").read_text())
@@ -153,9 +168,9 @@ class Runner:
         return CpuRun(int(ns.group(1)), int(th.group(1)), cs.group(1))
 
     def pim_checked(self, name: str, args: list[str], tasklets: int, cpu: CpuRun | None,
-                    exchange_from_trace: bool = False) -> PimRun:
+                    exchange_from_trace: bool = False, profile: str = "") -> PimRun:
         """A PIM run whose result must equal the CPU baseline's (by checksum)."""
-        run = self.pim(name, args, tasklets, exchange_from_trace)
+        run = self.pim(name, args, tasklets, exchange_from_trace, profile)
         if cpu is not None and run.checksum != cpu.checksum:
             raise StudyError(f"{name} {' '.join(args)}: PIM checksum {run.checksum} != CPU {cpu.checksum}")
         return run

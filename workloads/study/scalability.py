@@ -6,7 +6,9 @@
 
 Writes into DIR (created if needed; other files in it are left alone): one CSV per figure
 (figNN.csv), one PNG per figure (figNN.png), runs.log (every program run) and REPORT.md
-(the seed's observations and numbers against OpenPIM's). --quick runs reduced sizes (CI);
+(the seed's observations and numbers against OpenPIM's), and exchange.csv/png: the 2D NTT's
+transpose through the host, as a PID-Comm all-to-all and over what-if links (beyond the seed;
+links-profile.toml is the profile used). --quick runs reduced sizes (CI);
 the full study follows the seed's configurations. --hardware chooses the hardware profile of
 the emulated machine (a name from profiles/ or a file), e.g. one with a faster bus.
 """
@@ -31,7 +33,7 @@ from study.runner import Runner, StudyError, host_description  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 FIGS = ["fig05", "fig06", "fig07", "fig08", "fig09", "fig10", "fig11", "fig12", "fig13", "fig14",
-        "fig15", "fig16", "fig18"]
+        "fig15", "fig16", "fig18", "exchange"]
 
 
 def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
