@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     sizes = QUICK if args.quick else FULL
     profile = f"hardware={args.hardware}" if args.hardware else ""
-    runner = Runner(ROOT, out, profile=profile, cpu_reps=3 if args.quick else 5)
+    runner = Runner(ROOT, out, profile=profile, cpu_reps=3 if args.quick else 20)
     log_file = (out / "runs.log").open("w")
 
     def log(msg: str) -> None:
