@@ -1,7 +1,7 @@
 //! The SDK's C API: random sequences of calls through the functions libdpu exports to C
 //! (`dpu_alloc`, `dpu_load_from_memory`, `dpu_get_symbol`, `dpu_copy_to/from[_symbol]`,
-//! `dpu_prepare_xfer` + `dpu_push_xfer`, `dpu_broadcast_to`, `dpu_launch` sync/async,
-//! `dpu_sync`, `dpu_callback`, `dpulog_read_for_dpu`, `dpu_free`, and calls on freed sets),
+//! `dpu_prepare_xfer` + `dpu_push_xfer`, `dpu_broadcast_to`, `dpu_push_sg_xfer`,
+//! `dpu_launch` sync/async, `dpu_sync`, `dpu_callback`, `dpulog_read_for_dpu`, `dpu_free`, and calls on freed sets),
 //! on whole sets and on single DPUs from `DPU_FOREACH`.
 //!
 //! Every call must return an SDK code or succeed — never `DPU_ERR_INTERNAL` (a caught panic)
@@ -14,7 +14,7 @@
 use std::ffi::{c_void, CString};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use dpu::types::{err::*, DpuError, DpuSetT, DpuSymbolT, DPU_SET_DPU};
+use dpu::types::{err::*, DpuError, DpuSetT, DpuSymbolT, GetBlockT, SgBlockInfo, DPU_SET_DPU};
 use libfuzzer_sys::fuzz_target;
 
 /// The kernel, built by fuzz/programs/Makefile.
@@ -182,6 +182,37 @@ unsafe extern "C" fn count_calls(_set: DpuSetT, _index: u32, args: *mut c_void) 
     let st = unsafe { &*(args as *const CallbackState) };
     st.calls.fetch_add(1, Ordering::SeqCst);
     st.ret
+}
+
+/// The blocks of a scatter-gather transfer: DPU `i`'s buffer `bufs[i]`, cut at `cuts`.
+struct SgBlocks {
+    bufs: Vec<Box<[u8]>>,
+    cuts: Vec<usize>,
+}
+
+unsafe extern "C" fn sg_block(
+    info: *mut SgBlockInfo,
+    dpu: u32,
+    block: u32,
+    args: *mut c_void,
+) -> bool {
+    // SAFETY: `args` is the harness's SgBlocks, alive during the (synchronous) transfer.
+    let st = unsafe { &mut *(args as *mut SgBlocks) };
+    let b = block as usize;
+    let Some(buf) = st.bufs.get_mut(dpu as usize) else {
+        return false;
+    };
+    if b + 1 >= st.cuts.len() {
+        return false;
+    }
+    let (from, to) = (st.cuts[b], st.cuts[b + 1]);
+    // SAFETY: `from..to` lies inside the buffer (the cuts end at its length); `info` is the
+    // runtime's.
+    unsafe {
+        (*info).addr = buf.as_mut_ptr().add(from);
+        (*info).length = (to - from) as u32;
+    }
+    true
 }
 
 fn check(what: &str, rc: DpuError, allowed: &[DpuError]) {
@@ -768,6 +799,123 @@ impl Harness {
         let _ = t;
     }
 
+    /// `dpu_push_sg_xfer` both ways, by name, with each DPU's bytes cut into blocks.
+    fn scatter_gather(&mut self, inp: &mut Input) {
+        let Some((s, t)) = self.pick(inp) else { return };
+        let (h, live) = self.handle(s, t);
+        let to_dpu = inp.u8() % 2 == 0;
+        let name_i = inp.u8() as usize % (SYMBOLS.len() + OTHER_NAMES.len());
+        let name = SYMBOLS
+            .get(name_i)
+            .map(|s| s.0)
+            .unwrap_or_else(|| OTHER_NAMES[name_i - SYMBOLS.len()]);
+        let (off, len) = offset_and_length(inp);
+        let flags = match inp.u8() % 8 {
+            0 => 4, // DPU_SG_XFER_DISABLE_LENGTH_CHECK
+            1 => 2, // DPU_SG_XFER_ASYNC
+            2 => 1, // not a flag
+            _ => 0,
+        };
+        // The blocks hold `len` bytes, or sometimes a few more or less.
+        let total = match inp.u8() % 6 {
+            0 => len + 8,
+            1 => len.saturating_sub(4),
+            _ => len,
+        };
+        let mut cuts: Vec<usize> = (0..inp.u8() % 4)
+            .map(|_| inp.u16() as usize % (total + 1))
+            .collect();
+        cuts.push(0);
+        cuts.push(total);
+        cuts.sort_unstable();
+        let n = match &self.slots[s] {
+            Slot::Live(l) => Self::targets(l, t).len(),
+            Slot::Freed(..) => 1,
+        };
+        let data = inp.bytes(total);
+        let mut blocks = SgBlocks {
+            bufs: (0..n)
+                .map(|i| data.iter().map(|x| x.wrapping_add(i as u8)).collect())
+                .collect(),
+            cuts,
+        };
+        let mut gb = GetBlockT {
+            f: Some(sg_block),
+            args: (&mut blocks as *mut SgBlocks).cast(),
+            args_size: std::mem::size_of::<SgBlocks>(),
+        };
+        let cname = CString::new(name).expect("no NUL");
+        // SAFETY: the block function hands out slices of `blocks`, alive for this call (the
+        // scatter-gather transfer runs synchronously).
+        let rc = unsafe {
+            dpu::dpu_push_sg_xfer(
+                h,
+                u32::from(!to_dpu),
+                cname.as_ptr(),
+                off,
+                len,
+                &mut gb,
+                flags,
+            )
+        };
+        if !live {
+            return self.check_freed("dpu_push_sg_xfer on a freed set", &h, rc);
+        }
+        let Slot::Live(l) = &mut self.slots[s] else {
+            unreachable!()
+        };
+        let range = Self::targets(l, t);
+        let progs: Vec<Prog> = range.clone().map(|i| l.model[i].prog.clone()).collect();
+        let region = SYMBOLS.iter().position(|(n, _)| *n == name);
+        let expected: Option<(DpuError, Option<usize>)> = if flags & 1 != 0 {
+            Some((DPU_ERR_INVALID_MEMORY_TRANSFER, None))
+        } else if progs.iter().all(|p| *p == Prog::None) {
+            Some((DPU_ERR_NO_PROGRAM_LOADED, None))
+        } else if !progs.iter().all(|p| *p == Prog::Kernel) {
+            None
+        } else {
+            match (name, region) {
+                ("nosuch" | "", _) => Some((DPU_ERR_UNKNOWN_SYMBOL, None)),
+                ("main", _) => Some((DPU_ERR_SG_NOT_MRAM_SYMBOL, None)),
+                (_, Some(r)) if r < MIN => Some((DPU_ERR_SG_NOT_MRAM_SYMBOL, None)),
+                (_, Some(_)) if flags & 4 == 0 && total != len => {
+                    Some((DPU_ERR_SG_LENGTH_MISMATCH, None))
+                }
+                (_, Some(r)) if u64::from(off) + total as u64 > SYMBOLS[r].1 as u64 => {
+                    Some((DPU_ERR_INVALID_SYMBOL_ACCESS, None))
+                }
+                (_, Some(r)) => Some((DPU_OK, Some(r))),
+                _ => None,
+            }
+        };
+        let mut allowed = l.pending_errors.clone();
+        match expected {
+            Some((code, _)) => allowed.push(code),
+            None => allowed.clear(),
+        }
+        check("dpu_push_sg_xfer", rc, &allowed);
+        let Some((DPU_OK, Some(region))) = expected.filter(|_| rc == DPU_OK) else {
+            if rc != DPU_OK && expected.is_none_or(|(code, _)| code != rc) {
+                // Stopped part-way, maybe after some DPUs: what they hold is not known.
+                for i in range {
+                    l.model[i].forget();
+                }
+            }
+            return;
+        };
+        for (k, i) in range.enumerate() {
+            let at = off as usize;
+            if to_dpu {
+                for (j, b) in blocks.bufs[k].iter().enumerate() {
+                    l.model[i].mem[region][at + j] = Some(*b);
+                }
+            } else {
+                let want = l.model[i].mem[region][at..at + total].to_vec();
+                compare(&blocks.bufs[k], &want, "a scatter-gather read", i);
+            }
+        }
+    }
+
     fn log(&mut self, inp: &mut Input) {
         let Some((s, t)) = self.pick(inp) else { return };
         let (h, live) = self.handle(s, t);
@@ -924,7 +1072,8 @@ fuzz_target!(|data: &[u8]| {
         if inp.done() {
             break;
         }
-        match inp.u8() % 10 {
+        match inp.u8() % 11 {
+            10 => h.scatter_gather(&mut inp),
             0 => h.alloc(&mut inp),
             1 => h.load(&mut inp),
             2 | 3 => h.write(&mut inp),
