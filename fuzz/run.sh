@@ -14,6 +14,11 @@ cd "$here"
 target=${1:?usage: fuzz/run.sh TARGET SECONDS [libFuzzer flags...]}
 secs=${2:?usage: fuzz/run.sh TARGET SECONDS [libFuzzer flags...]}
 shift 2
+# The committed corpus (pack_corpus.sh) is unpacked on first use.
+if [ ! -d "corpus/$target" ] && [ -f "corpus/$target.tar.xz" ]; then
+    mkdir -p "corpus/$target"
+    tar -C "corpus/$target" -xJf "corpus/$target.tar.xz"
+fi
 mkdir -p "corpus/$target" "artifacts/$target" stats
 seeds=()
 [ -d "seeds/$target" ] && seeds=("seeds/$target")

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The fuzz targets' smoke test (`make fuzz-smoke`, run by .ci/run): installs cargo-fuzz when
 # missing, builds every target, replays each target's regression inputs (fuzz/regressions/),
-# then fuzzes each target for SECONDS (default 60) from its committed corpus, writing new
-# inputs to a temporary folder only. Any crash fails it (the input is kept in
+# then fuzzes each target for SECONDS (default 60) from its committed corpus
+# (corpus/TARGET.tar.xz) and seeds, writing new inputs to a temporary folder only. Any crash fails it (the input is kept in
 # fuzz/artifacts/TARGET/). Prints "N passed, M failed" over the targets.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -35,7 +35,11 @@ for t in $targets; do
         fi
     fi
     dirs=("$work/$t")
-    [ -d "corpus/$t" ] && dirs+=("corpus/$t")
+    if [ -f "corpus/$t.tar.xz" ]; then
+        mkdir -p "$work/$t.corpus"
+        tar -C "$work/$t.corpus" -xJf "corpus/$t.tar.xz"
+        dirs+=("$work/$t.corpus")
+    fi
     [ -d "seeds/$t" ] && dirs+=("seeds/$t")
     if [ $ok = 1 ] && ! "$bin" "${dirs[@]}" -max_total_time="$secs" \
         -artifact_prefix="artifacts/$t/" -print_final_stats=1 >"$work/$t.log" 2>&1; then

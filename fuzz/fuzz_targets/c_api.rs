@@ -366,9 +366,19 @@ impl Harness {
     /// Whether a freed handle's address now belongs to a live set (then a call on it may
     /// succeed).
     fn reused(&self, h: &DpuSetT) -> bool {
+        !self.aliases(h).is_empty()
+    }
+
+    /// The live sets a freed handle's address now belongs to (the set itself or one of its
+    /// DPUs): a call through the freed handle acts on them.
+    fn aliases(&self, h: &DpuSetT) -> Vec<usize> {
         let p = ptr_of(h);
-        self.live()
-            .any(|l| ptr_of(&l.c) == p || l.dpus.iter().any(|d| ptr_of(d) == p))
+        (0..self.slots.len())
+            .filter(|&i| match &self.slots[i] {
+                Slot::Live(l) => ptr_of(&l.c) == p || l.dpus.iter().any(|d| ptr_of(d) == p),
+                Slot::Freed(..) => false,
+            })
+            .collect()
     }
 
     /// The handle of a target, and the expected code for a set-level call on a freed set.
@@ -383,11 +393,21 @@ impl Harness {
     }
 
     /// Checks a call on a freed set: `DPU_ERR_INVALID_DPU_SET` unless its address was reused.
-    fn check_freed(&self, what: &str, h: &DpuSetT, rc: DpuError) {
-        if !self.reused(h) {
-            check(what, rc, &[DPU_ERR_INVALID_DPU_SET]);
-        } else {
-            check(what, rc, &[]);
+    fn check_freed(&mut self, what: &str, h: &DpuSetT, rc: DpuError) {
+        let aliases = self.aliases(h);
+        if aliases.is_empty() {
+            return check(what, rc, &[DPU_ERR_INVALID_DPU_SET]);
+        }
+        check(what, rc, &[]);
+        // The call may have changed a live set the model tracks: forget what it holds.
+        for i in aliases {
+            if let Slot::Live(l) = &mut self.slots[i] {
+                for m in &mut l.model {
+                    m.forget();
+                    m.prog = Prog::Unknown;
+                }
+                l.pending_errors.extend([DPU_ERR_DPU_FAULT, DPU_ERR_SYSTEM]);
+            }
         }
     }
 
@@ -964,7 +984,24 @@ impl Harness {
         let (h, live) = self.handle(s, t);
         let rc = dpu::dpu_free(h);
         if !live {
-            return self.check_freed("dpu_free of a freed set", &h, rc);
+            let aliases = self.aliases(&h);
+            self.check_freed("dpu_free of a freed set", &h, rc);
+            if rc == DPU_OK {
+                // The freed handle's address was a live set's: that set is freed now.
+                for i in aliases {
+                    let is_set =
+                        matches!(&self.slots[i], Slot::Live(l) if ptr_of(&l.c) == ptr_of(&h));
+                    if is_set {
+                        let Slot::Live(l) =
+                            std::mem::replace(&mut self.slots[i], Slot::Freed(h, Vec::new()))
+                        else {
+                            unreachable!()
+                        };
+                        self.slots[i] = Slot::Freed(l.c, l.dpus);
+                    }
+                }
+            }
+            return;
         }
         if t.is_some() {
             // A DPU of a set is not what dpu_alloc returned.
