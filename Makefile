@@ -50,6 +50,7 @@ test: build
 	tests/sanitizers/run.sh
 	tests/report/run.sh
 	tests/memory/run.sh
+	tests/remote/run.sh
 	python3 -m pytest -q python/tests
 	tests/programs/run.py
 	tests/workloads/run.py

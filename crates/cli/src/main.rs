@@ -9,6 +9,7 @@
 //! - `openpim study scalability` runs the scalability study (workloads, baselines, figures).
 
 mod checkpoint;
+mod daemon_cmd;
 mod install;
 mod study;
 
@@ -53,6 +54,10 @@ struct MachineOpts {
     /// When file-backed MRAM is made durable: never, end (default), launch, transfer.
     #[arg(long, value_name = "WHEN")]
     persist: Option<String>,
+    /// Run the DPU work on the rank-manager daemon listening on PATH (`openpim daemon`;
+    /// sets OPENPIM_SERVER): the daemon's machine replaces --ranks/--hardware.
+    #[arg(long, value_name = "PATH")]
+    server: Option<String>,
 }
 
 /// The value `key` has in a profile string (its last occurrence, as the parser applies them).
@@ -291,6 +296,10 @@ enum Cmd {
         #[command(flatten)]
         report: ReportOpts,
     },
+    /// Serve the emulated server's ranks to other programs (the rank-manager daemon).
+    Daemon(daemon_cmd::DaemonOpts),
+    /// Show the rank table of a running daemon (state, owner, bytes, launches, idle time).
+    Pool(daemon_cmd::PoolOpts),
     /// Draw the stacked phase breakdown of a JSON run report (needs python3 and matplotlib).
     Plot {
         /// A report written by `openpim run --report=FILE.json`.
@@ -438,6 +447,8 @@ fn dispatch(cmd: Cmd) -> Result<ExitCode> {
             print!("{}", checkpoint::run(command)?);
             Ok(ExitCode::SUCCESS)
         }
+        Cmd::Daemon(opts) => daemon_cmd::daemon(opts),
+        Cmd::Pool(opts) => daemon_cmd::pool(opts),
         Cmd::Plot { report, output } => {
             let script = install.root.join("scripts/plot_phases.py");
             let mut cmd = Command::new("python3");
@@ -499,6 +510,9 @@ fn run_command(
     }
     for (k, v) in report.env() {
         cmd.env(k, v);
+    }
+    if let Some(server) = &machine.server {
+        cmd.env(openpim_runtime::exec::remote::SERVER_ENV, absolute(server));
     }
     if let Some(d) = dir {
         cmd.current_dir(d);

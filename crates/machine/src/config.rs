@@ -31,6 +31,7 @@ pub const VALID_KEYS: &[&str] = &[
     "memory",
     "memoryBudget",
     "persist",
+    "server",
 ];
 
 /// Errors of the profile string.
@@ -132,6 +133,9 @@ pub struct SystemConfig {
     pub memory_budget: Option<u64>,
     /// When file-backed MRAM is made durable (`persist=never|end|launch|transfer`).
     pub persist: Option<Persist>,
+    /// The rank-manager daemon's socket that runs the ranks (`server=PATH`; default: in
+    /// process, unless `OPENPIM_SERVER` names one).
+    pub server: Option<String>,
 }
 
 /// What the host program's clocks show (`clock=`).
@@ -292,6 +296,7 @@ impl SystemConfig {
                     }
                     self.hardware = Some(value.to_string());
                 }
+                "server" => self.server = (!value.is_empty()).then(|| value.to_string()),
                 "maxCycles" => {
                     self.max_cycles = Some(
                         value

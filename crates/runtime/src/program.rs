@@ -43,6 +43,8 @@ pub struct Program {
     /// WRAM address of `CLOCKS_PER_SEC` (a 4-byte word the loader sets), if the program has it.
     clocks_per_sec: Option<u32>,
     decoded: OnceLock<openpim_engine::Program>,
+    /// The ELF image it was parsed from (a remote backend sends it to the daemon).
+    elf: Arc<[u8]>,
 }
 
 /// The DPU runtime's `const volatile uint32_t CLOCKS_PER_SEC` (`perfcounter.h`): compiled
@@ -396,6 +398,7 @@ impl Program {
         }
 
         Ok(Program {
+            elf: Arc::from(data),
             origin,
             boot: BootInfo {
                 entry,
@@ -413,6 +416,11 @@ impl Program {
             clocks_per_sec,
             decoded: OnceLock::new(),
         })
+    }
+
+    /// The ELF image the program was parsed from.
+    pub fn elf(&self) -> &[u8] {
+        &self.elf
     }
 
     /// The path it was loaded from, if any.
@@ -521,6 +529,7 @@ impl Program {
             functions: self.functions.clone(),
             clocks_per_sec: self.clocks_per_sec,
             decoded: OnceLock::new(),
+            elf: Arc::clone(&self.elf),
         }))
     }
 }

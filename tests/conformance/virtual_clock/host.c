@@ -248,7 +248,8 @@ int main(int argc, char **argv)
     for (unsigned i = 0; i < sizeof(deltas) / sizeof(deltas[0]); i++)
         CHECK(near(deltas[i], kernel), "synchronous launch on %s: %.3f ms, the kernel takes %.3f ms",
             names[i], ms(deltas[i]), ms(kernel));
-    CHECK(cpu1 - cpu0 > 2 * kernel,
+    /* Through the rank-manager daemon the emulation runs in the daemon's process. */
+    CHECK(getenv("OPENPIM_SERVER") != NULL || cpu1 - cpu0 > 2 * kernel,
         "CLOCK_PROCESS_CPUTIME_ID (real) grew by %.3f ms over the launch, expected the emulation's CPU time (far more than %.3f ms)",
         ms(cpu1 - cpu0), ms(kernel));
     CHECK(abs64((rt1 - m1) - (rt0 - m0)) < MS, "CLOCK_REALTIME - CLOCK_MONOTONIC changed by %.3f ms",

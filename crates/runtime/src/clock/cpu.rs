@@ -1,7 +1,7 @@
 //! The calling thread's CPU time: how the clock tells a thread's own work from its waits.
 
 /// CPU time of the calling thread, ns.
-pub(crate) fn thread_cpu_ns() -> u64 {
+pub fn thread_cpu_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

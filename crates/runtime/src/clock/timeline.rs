@@ -131,6 +131,8 @@ pub struct State {
     pub xfers: XferTotals,
     pub ranks: BTreeMap<u32, RankLife>,
     pub hardware: Option<HardwareInfo>,
+    /// The remote path's cost (ranks run by a daemon).
+    pub remote: RemoteTotals,
     serial: Option<(SerialKey, u64)>,
     /// SDK calls seen.
     pub sdk_calls: u64,
@@ -154,6 +156,7 @@ impl State {
             xfers: XferTotals::default(),
             ranks: BTreeMap::new(),
             hardware: None,
+            remote: RemoteTotals::default(),
             serial: None,
             sdk_calls: 0,
             epoch: None,
@@ -913,16 +916,60 @@ pub(crate) enum OpDone {
 /// Places a finished operation of rank `rank` (of a machine of hardware `hw`) on the
 /// timeline.
 pub(crate) fn finish(rank: u32, hw: &HardwareProfile, done: OpDone) {
-    if !matches!(done, OpDone::Other) && current_issue_uncharged() {
-        // The emulator's own access (see `uncharged`): place nothing.
+    if done == OpDone::Other || current_issue_uncharged() {
+        // Nothing to place, or the emulator's own access (see `uncharged`).
         return;
     }
+    finish_issued(rank, hw, done, current_issue(rank));
+}
+
+/// Places a finished operation of rank `rank` that a daemon ran for this process: first the
+/// remote path's own cost, `ipc_ns` of real time (messages, copies, the daemon's dispatch;
+/// not its DPU simulation), on the rank's timeline from the operation's issue, then the
+/// operation as [`finish`] does.
+pub(crate) fn finish_remote(rank: u32, hw: &HardwareProfile, done: OpDone, ipc_ns: Nanos) {
+    let mut issue = current_issue(rank);
+    let phase = match done {
+        OpDone::Load { .. } => Phase::AllocLoad,
+        OpDone::Xfer {
+            dir: Direction::ToDpu,
+            ..
+        } => Phase::CpuDpu,
+        OpDone::Xfer { .. } => Phase::DpuCpu,
+        OpDone::Launch => Phase::DpuKernel,
+        OpDone::Other => Phase::Host,
+    };
+    if ipc_ns > 0 {
+        with_state(|s| {
+            let span = s
+                .clock
+                .rank_op(rank, issue.at, ipc_ns, phase, "remote path");
+            issue.at = span.end;
+            s.remote.calls += 1;
+            s.remote.ipc_ns[phase as usize] += ipc_ns;
+        });
+    }
+    if done != OpDone::Other {
+        finish_issued(rank, hw, done, issue);
+    }
+}
+
+/// The remote path's cost, for the report (runs through a daemon only).
+#[derive(Debug, Clone, Default)]
+pub struct RemoteTotals {
+    /// Operations the daemon ran for this process.
+    pub calls: u64,
+    /// Their remote-path time (real time of the round trip less the daemon's work), ns, by
+    /// phase (indexed by `Phase as usize`).
+    pub ipc_ns: [u64; 6],
+}
+
+fn finish_issued(rank: u32, hw: &HardwareProfile, done: OpDone, issue: Issue) {
     match done {
         OpDone::Other => {}
         OpDone::Load { bytes, dpus } => {
             let bus = hw.bus_model();
             let d = bus.rank_transfer_ns(XferKind::Broadcast, Direction::ToDpu, bytes, dpus);
-            let issue = current_issue(rank);
             with_state(|s| {
                 let phase = kernel_phase(s, &issue, Phase::AllocLoad);
                 s.clock.rank_op(rank, issue.at, d, phase, "dpu_load");
@@ -936,7 +983,6 @@ pub(crate) fn finish(rank: u32, hw: &HardwareProfile, done: OpDone) {
             host_ns: host,
         } => {
             let bus = hw.bus_model();
-            let issue = current_issue(rank);
             // The call's fixed cost for each of its ranks, the rank's bytes, at least the
             // host-wide limit of the call's bytes (an operation queued by a callback, with
             // no call shape, is a call on its rank alone).
@@ -987,7 +1033,6 @@ pub(crate) fn finish(rank: u32, hw: &HardwareProfile, done: OpDone) {
                 return;
             };
             let mhz = u64::from(hw.dpu.frequency_mhz.max(1));
-            let issue = current_issue(rank);
             // The modeled cycles, and the launch's host-side cost (`[launch]` of the profile:
             // per call, and per rank of the call one after the other).
             let launch = hw.launch_spec();

@@ -14,12 +14,14 @@
 //! ([`CallbackJob`]), which always run in the host process, in the order of the rank's queue.
 
 pub mod local;
+pub(crate) mod queue;
+pub mod remote;
 
 use std::sync::Arc;
 
 use openpim_machine::{CallShape, MachineConfig};
 
-use crate::clock::stats::DpuRunStats;
+use crate::clock::stats::{DpuRunStats, LaunchRecord};
 use crate::error::Result;
 use crate::program::Program;
 use crate::xfer::Place;
@@ -98,6 +100,17 @@ pub fn call_shape(ops: &[(u32, RankOp)]) -> CallShape {
     }
 }
 
+/// What a rank operation run for another process did, as that process's clock needs it
+/// (the daemon reports it to its tenant; the in-process backend reports to the clock
+/// directly).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OpFacts {
+    /// Real time of the transfer's host-side byte interleaving, ns (transfers).
+    pub host_ns: u64,
+    /// The launch's statistics (launches).
+    pub launch: Option<LaunchRecord>,
+}
+
 /// An allocation: `dpu_alloc` (`dpus`: the DPUs wanted, on whole ranks but the last) or
 /// `dpu_alloc_ranks` (`dpus: None`: whole ranks).
 #[derive(Debug, Clone)]
@@ -110,6 +123,8 @@ pub struct AllocRequest {
     pub dpus: Option<u32>,
     /// What was asked for, as error messages name it ("4 DPUs", "all ranks").
     pub what: String,
+    /// The profile string the machine was made from (a daemon re-reads its run options).
+    pub profile: String,
 }
 
 /// An allocated rank.
@@ -146,7 +161,9 @@ pub struct RankStatus {
 /// let backend = LocalBackend::shared();
 /// backend.start().unwrap();
 /// let machine = Arc::new(MachineConfig::from_profile_string("nrRanks=2,nrDpusPerRank=4").unwrap());
-/// let req = AllocRequest { machine, ranks: Some(2), dpus: Some(6), what: "6 DPUs".into() };
+/// let req = AllocRequest {
+///     machine, ranks: Some(2), dpus: Some(6), what: "6 DPUs".into(), profile: String::new(),
+/// };
 /// let ranks = backend.alloc(&req).unwrap();
 /// assert_eq!(ranks.iter().map(|r| r.nr_dpus).collect::<Vec<_>>(), [4, 2]);
 /// assert!(backend.status(ranks[0].id).idle);
@@ -160,6 +177,12 @@ pub trait Backend: Send + Sync {
     /// Checks that the backend can run (the local one: its simulation threads start); an
     /// allocation fails with this error first.
     fn start(&self) -> Result<()>;
+
+    /// The machine a profile string selects on this backend (the in-process one: the
+    /// profile's own; a daemon's: its machine, with the profile's run options).
+    fn machine(&self, profile: &str) -> Result<MachineConfig> {
+        Ok(MachineConfig::from_profile_string(profile)?)
+    }
 
     /// Allocates ranks; the caller has checked the request against the machine's size.
     fn alloc(&self, req: &AllocRequest) -> Result<Vec<RankInfo>>;

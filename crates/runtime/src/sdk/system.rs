@@ -3,17 +3,23 @@
 
 use std::sync::Arc;
 
-use openpim_machine::MachineConfig;
+use openpim_machine::{MachineConfig, SystemConfig};
 
 use crate::error::{Error, Result};
 use crate::exec::local::LocalBackend;
+use crate::exec::remote::{server_of, RemoteBackend};
 use crate::exec::{AllocRequest, Backend};
 use crate::sdk::rank::Rank;
 use crate::sdk::set::DpuSet;
 
-/// The backend that runs this process's ranks.
-fn backend() -> Arc<dyn Backend> {
-    LocalBackend::shared()
+/// The backend that runs the ranks `profile` asks for: a daemon's when the profile (`server=`)
+/// or the environment (`OPENPIM_SERVER`) names its socket, else this process.
+fn backend(profile: &str) -> Result<Arc<dyn Backend>> {
+    let config = SystemConfig::from_profile_string(profile)?;
+    Ok(match server_of(&config) {
+        Some(path) => RemoteBackend::shared(&path),
+        None => LocalBackend::shared(),
+    })
 }
 
 /// Number of rank slots currently allocated in this process.
@@ -25,6 +31,7 @@ pub fn ranks_in_use() -> usize {
 fn build(
     backend: Arc<dyn Backend>,
     machine: Arc<MachineConfig>,
+    profile: &str,
     ranks: Option<u32>,
     dpus: Option<u32>,
     what: String,
@@ -34,6 +41,7 @@ fn build(
         ranks,
         dpus,
         what,
+        profile: profile.to_string(),
     };
     let infos = backend.alloc(&req)?;
     let ranks = infos
@@ -46,13 +54,13 @@ fn build(
 /// Allocates `nr_dpus` DPUs (`None` = every DPU of the machine) on `ceil(n / dpus_per_rank)`
 /// ranks, as `dpu_alloc`.
 pub fn alloc(nr_dpus: Option<u32>, profile: &str) -> Result<DpuSet> {
-    let backend = backend();
+    let backend = backend(profile)?;
     backend.start()?;
-    let machine = Arc::new(MachineConfig::from_profile_string(profile)?);
+    let machine = Arc::new(backend.machine(profile)?);
     crate::clock::host_clock::configure(&machine.config)?;
     let per_rank = machine.dpus_per_rank;
     match nr_dpus {
-        None => build(backend, machine, None, None, "all DPUs".into()),
+        None => build(backend, machine, profile, None, None, "all DPUs".into()),
         Some(0) => Err(Error::Allocation {
             requested: "0 DPUs".into(),
             reason: "ask for at least one DPU (or DPU_ALLOCATE_ALL)".into(),
@@ -71,16 +79,16 @@ pub fn alloc(nr_dpus: Option<u32>, profile: &str) -> Result<DpuSet> {
                 });
             }
             let nr_ranks = n.div_ceil(per_rank);
-            build(backend, machine, Some(nr_ranks), Some(n), what)
+            build(backend, machine, profile, Some(nr_ranks), Some(n), what)
         }
     }
 }
 
 /// Allocates `nr_ranks` whole ranks (`None` = every rank), as `dpu_alloc_ranks`.
 pub fn alloc_ranks(nr_ranks: Option<u32>, profile: &str) -> Result<DpuSet> {
-    let backend = backend();
+    let backend = backend(profile)?;
     backend.start()?;
-    let machine = Arc::new(MachineConfig::from_profile_string(profile)?);
+    let machine = Arc::new(backend.machine(profile)?);
     crate::clock::host_clock::configure(&machine.config)?;
     if let Some(n) = nr_ranks {
         if n == 0 {
@@ -100,7 +108,7 @@ pub fn alloc_ranks(nr_ranks: Option<u32>, profile: &str) -> Result<DpuSet> {
         }
     }
     let what = nr_ranks.map_or("all ranks".to_string(), |n| format!("{n} ranks"));
-    build(backend, machine, nr_ranks, None, what)
+    build(backend, machine, profile, nr_ranks, None, what)
 }
 
 /// A description of the machine a profile string selects (for `openpim info`).

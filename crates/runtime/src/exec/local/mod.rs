@@ -8,6 +8,7 @@
 pub(crate) mod interleave;
 pub(crate) mod memories;
 pub(crate) mod rank;
+pub mod served;
 pub(crate) mod slots;
 pub mod threads;
 

@@ -8,8 +8,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use openpim_engine::{DmaQuirk, Timing};
 use openpim_machine::memory::dedup::{self, SharedBuffer, DEDUP_MIN_BYTES};
@@ -20,17 +19,14 @@ use openpim_machine::{Direction, XferKind};
 
 use crate::clock::stats::{self, DpuRunStats, LaunchRecord};
 use crate::clock::timeline::{self, OpDone};
-use crate::context::{as_callback_of, inside_any_callback, inside_callback_of};
 use crate::error::panic_message;
 use crate::error::{quiet, Error, FaultInfo, Result};
 use crate::exec::local::slots::SlotGuard;
 use crate::exec::local::threads::pool;
-use crate::exec::{CallbackJob, RankOp, XferItem};
+use crate::exec::queue::{RankQueue, RunsOps};
+use crate::exec::{CallbackJob, OpFacts, RankOp, XferItem};
 use crate::program::Program;
 use crate::xfer::Place;
-
-/// A queued operation with the rank it runs on.
-type Job = (Arc<LocalRank>, RankOp);
 
 /// One DPU's state.
 pub(crate) struct DpuState {
@@ -55,45 +51,6 @@ pub(crate) struct RankMeta {
     pub programs: Vec<Option<Arc<Program>>>,
 }
 
-#[derive(Default)]
-struct QueueState {
-    /// Queued or running operations.
-    pending: usize,
-    /// Running NONBLOCKING callbacks.
-    detached: usize,
-    /// Blocking callbacks the worker is executing now (0 or 1): while one runs, everything
-    /// queued before it is done and nothing queued after it can start.
-    in_callback: usize,
-    /// First error of an asynchronous operation, reported by the next sync.
-    error: Option<Error>,
-}
-
-#[derive(Default)]
-struct Queue {
-    state: Mutex<QueueState>,
-    changed: Condvar,
-}
-
-impl Queue {
-    fn lock(&self) -> MutexGuard<'_, QueueState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn finish(&self, result: Result<()>, detached: bool) {
-        timeline::background_finished();
-        let mut q = self.lock();
-        if detached {
-            q.detached -= 1;
-        } else {
-            q.pending -= 1;
-        }
-        if let Err(e) = result {
-            q.error.get_or_insert(e);
-        }
-        self.changed.notify_all();
-    }
-}
-
 /// A rank of DPUs.
 pub(crate) struct LocalRank {
     id: u32,
@@ -104,9 +61,10 @@ pub(crate) struct LocalRank {
     store: Arc<dyn MramStore>,
     state: Mutex<RankState>,
     meta: Mutex<RankMeta>,
-    queue: Arc<Queue>,
-    sender: Mutex<Option<mpsc::Sender<Job>>>,
+    queue: RankQueue,
     faulted: AtomicBool,
+    /// Where the rank reports what its operations did: the clock, or the caller.
+    reporting: Reporting,
     _slot: SlotGuard,
 }
 
@@ -121,7 +79,7 @@ impl Drop for LocalRank {
 }
 
 /// What an operation is, captured before it runs.
-enum Pending {
+pub(crate) enum Pending {
     Load {
         bytes: u64,
         dpus: u32,
@@ -136,7 +94,7 @@ enum Pending {
 }
 
 impl Pending {
-    fn of(op: &RankOp) -> Pending {
+    pub(crate) fn of(op: &RankOp) -> Pending {
         match op {
             RankOp::Load { program, dpus } => Pending::Load {
                 bytes: image_bytes(program),
@@ -156,6 +114,34 @@ impl Pending {
             RankOp::Callback(_) => Pending::Other,
         }
     }
+}
+
+impl Pending {
+    /// What the operation tells the clock once it has run, its host-side interleaving
+    /// having taken `host_ns` (transfers; ignored otherwise).
+    pub(crate) fn done_after(self, host_ns: u64) -> OpDone {
+        match self {
+            Pending::Other => OpDone::Other,
+            Pending::Launch => OpDone::Launch,
+            Pending::Load { bytes, dpus } => OpDone::Load { bytes, dpus },
+            Pending::Xfer { dir, len, items } => OpDone::Xfer {
+                dir,
+                kind: classify(&items),
+                len,
+                dpus: items.len() as u32,
+                host_ns,
+            },
+        }
+    }
+}
+
+/// Where a rank reports what its operations did.
+pub(crate) enum Reporting {
+    /// To this process's virtual clock (the in-process backend).
+    Clock,
+    /// To the caller, who takes them after each operation ([`LocalRank::take_facts`]): a
+    /// daemon serving the rank to a tenant, whose clock is in the tenant's process.
+    Caller(Mutex<OpFacts>),
 }
 
 /// Bytes a program load writes to each DPU (code, WRAM image, MRAM segments).
@@ -190,6 +176,25 @@ impl LocalRank {
         nr_dpus: u32,
         machine: Arc<MachineConfig>,
     ) -> Result<LocalRank> {
+        LocalRank::with_reporting(slot, nr_dpus, machine, Reporting::Clock)
+    }
+
+    /// A rank that reports what its operations did to its caller, not to the clock.
+    pub(crate) fn reporting_to_caller(
+        slot: SlotGuard,
+        nr_dpus: u32,
+        machine: Arc<MachineConfig>,
+    ) -> Result<LocalRank> {
+        let facts = Reporting::Caller(Mutex::new(OpFacts::default()));
+        LocalRank::with_reporting(slot, nr_dpus, machine, facts)
+    }
+
+    fn with_reporting(
+        slot: SlotGuard,
+        nr_dpus: u32,
+        machine: Arc<MachineConfig>,
+        reporting: Reporting,
+    ) -> Result<LocalRank> {
         let mut dpus = Vec::with_capacity(nr_dpus as usize);
         let store = super::memories::store(&machine)?;
         for mem in super::memories::take(slot.0, nr_dpus, &machine)? {
@@ -213,9 +218,9 @@ impl LocalRank {
             meta: Mutex::new(RankMeta {
                 programs: vec![None; nr_dpus as usize],
             }),
-            queue: Arc::default(),
-            sender: Mutex::new(None),
+            queue: RankQueue::new(slot.0),
             faulted: AtomicBool::new(false),
+            reporting,
             _slot: slot,
         })
     }
@@ -223,6 +228,11 @@ impl LocalRank {
     /// The rank's slot in the machine (0-based).
     pub(crate) fn id(&self) -> u32 {
         self.id
+    }
+
+    /// The machine the rank belongs to (hardware, run options).
+    pub(crate) fn machine(&self) -> &MachineConfig {
+        &self.machine
     }
 
     /// DPUs in this rank.
@@ -253,141 +263,35 @@ impl LocalRank {
     }
 
     /// Waits until no queued operation is left (not counting NONBLOCKING callbacks).
-    ///
-    /// From inside a callback (of any rank), a rank whose worker is itself blocked in a
-    /// callback counts as idle: that callback may be waiting for the caller's own rank, so
-    /// waiting for it would deadlock (two per-rank callbacks that each make a synchronous
-    /// call on the whole set). Nothing else can run on that rank meanwhile, and callbacks
-    /// hold no rank lock, so the caller's operation runs safely in between.
     pub(crate) fn wait_idle(&self) {
-        if inside_callback_of(self.id) {
-            return;
-        }
-        let from_callback = inside_any_callback();
-        let mut q = self.queue.lock();
-        while q.pending > 0 && !(from_callback && q.in_callback > 0) {
-            q = self
-                .queue
-                .changed
-                .wait(q)
-                .unwrap_or_else(|e| e.into_inner());
-        }
+        self.queue.wait_idle();
     }
 
     /// Waits for every queued operation and callback; returns (and clears) the first error
     /// of an asynchronous operation.
-    ///
-    /// From inside a callback, callbacks of other ranks are not waited for (see
-    /// [`LocalRank::wait_idle`]).
     pub(crate) fn sync(&self) -> Result<()> {
-        if inside_callback_of(self.id) {
-            return Ok(());
-        }
-        let from_callback = inside_any_callback();
-        let mut q = self.queue.lock();
-        while if from_callback {
-            q.pending > 0 && q.in_callback == 0
-        } else {
-            q.pending > 0 || q.detached > 0
-        } {
-            q = self
-                .queue
-                .changed
-                .wait(q)
-                .unwrap_or_else(|e| e.into_inner());
-        }
-        match q.error.take() {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        self.queue.sync()
     }
 
     /// True when nothing is queued or running.
     pub(crate) fn is_idle(&self) -> bool {
-        let q = self.queue.lock();
-        q.pending == 0 && q.detached == 0
+        self.queue.is_idle()
     }
 
     /// Queues an operation for the rank's worker thread.
     pub(crate) fn enqueue(self: &Arc<Self>, op: RankOp) -> Result<()> {
-        let mut sender = self.sender.lock().unwrap_or_else(|e| e.into_inner());
-        if sender.is_none() {
-            let (tx, rx) = mpsc::channel::<Job>();
-            let queue = Arc::clone(&self.queue);
-            std::thread::Builder::new()
-                .name(format!("openpim-rank-{}", self.id))
-                .spawn(move || worker(rx, queue))
-                .map_err(|e| {
-                    Error::System(format!("cannot start the rank's worker thread: {e}"))
-                })?;
-            *sender = Some(tx);
-        }
-        self.queue.lock().pending += 1;
-        timeline::background_started();
-        let tx = sender.as_ref().expect("sender was just set");
-        timeline::on_enqueue(self.id);
-        if tx.send((Arc::clone(self), op)).is_err() {
-            timeline::cancel_enqueue(self.id);
-            self.queue.finish(Ok(()), false);
-            return Err(Error::Internal("the rank's worker thread is gone".into()));
-        }
-        Ok(())
+        self.queue.enqueue(Arc::clone(self) as Arc<dyn RunsOps>, op)
     }
 
     /// Starts a NONBLOCKING callback on its own thread; `sync` waits for it.
-    pub(crate) fn spawn_detached(
-        self: &Arc<Self>,
-        job: CallbackJob,
-        ranks: Vec<u32>,
-    ) -> Result<()> {
-        self.queue.lock().detached += 1;
-        timeline::background_started();
-        let queue = Arc::clone(&self.queue);
-        let spawned = std::thread::Builder::new()
-            .name(format!("openpim-callback-{}", self.id))
-            .spawn(move || {
-                // A non-blocking callback holds neither the host nor its ranks: its time is on
-                // no timeline.
-                let (r, _) = timeline::in_queued_callback(|| {
-                    catch_unwind(AssertUnwindSafe(|| as_callback_of(&ranks, job)))
-                });
-                let r = r.unwrap_or_else(|p| {
-                    Err(Error::Internal(format!(
-                        "callback panicked: {}",
-                        panic_message(&*p)
-                    )))
-                });
-                queue.finish(r, true);
-            });
-        if let Err(e) = spawned {
-            self.queue.finish(Ok(()), true);
-            return Err(Error::System(format!(
-                "cannot start a callback thread: {e}"
-            )));
-        }
-        Ok(())
+    pub(crate) fn spawn_detached(&self, job: CallbackJob, ranks: Vec<u32>) -> Result<()> {
+        self.queue.spawn_detached(job, ranks)
     }
 
     /// Executes an operation, locking the rank's state unless it is a callback.
     pub(crate) fn execute(&self, op: RankOp) -> Result<()> {
         match op {
-            RankOp::Callback(job) => {
-                self.queue.lock().in_callback += 1;
-                let (r, ns) = timeline::in_queued_callback(|| {
-                    catch_unwind(AssertUnwindSafe(|| as_callback_of(&[self.id], job)))
-                });
-                timeline::queued_callback(self.id, ns);
-                let mut q = self.queue.lock();
-                q.in_callback -= 1;
-                self.queue.changed.notify_all();
-                drop(q);
-                r.unwrap_or_else(|p| {
-                    Err(Error::Internal(format!(
-                        "callback panicked: {}",
-                        panic_message(&*p)
-                    )))
-                })
-            }
+            RankOp::Callback(job) => self.queue.run_callback(job),
             op => {
                 let mut state = self.lock_state();
                 self.execute_locked(&mut state, op)
@@ -416,40 +320,46 @@ impl LocalRank {
         });
         // Virtual time of the operation (modeled; the host-side interleaving is real).
         let done = self.done(pending);
-        timeline::finish(self.id, &self.machine.hardware, done);
+        match &self.reporting {
+            Reporting::Clock => timeline::finish(self.id, &self.machine.hardware, done),
+            Reporting::Caller(facts) => {
+                if let OpDone::Xfer { host_ns, .. } = done {
+                    lock(facts).host_ns = host_ns;
+                }
+            }
+        }
         r
+    }
+
+    /// What the last operation did (a rank reporting to its caller; nothing otherwise).
+    pub(crate) fn take_facts(&self) -> OpFacts {
+        match &self.reporting {
+            Reporting::Clock => OpFacts::default(),
+            Reporting::Caller(facts) => std::mem::take(&mut *lock(facts)),
+        }
     }
 
     /// What an operation that just ran tells the clock. For a transfer, the host-side byte
     /// interleaving the real SDK performs is performed (and measured) now.
     fn done(&self, pending: Pending) -> OpDone {
-        match pending {
-            Pending::Other => OpDone::Other,
-            Pending::Launch => OpDone::Launch,
-            Pending::Load { bytes, dpus } => OpDone::Load { bytes, dpus },
-            Pending::Xfer { dir, len, items } => {
-                let kind = classify(&items);
+        let host_ns = match &pending {
+            Pending::Xfer { len, items, .. } => {
                 let topology = &self.machine.hardware.topology;
                 // SAFETY: the operation that just ran had the same contract: every item's
                 // buffer is valid for `len` bytes until the transfer has run, which is now.
-                let host_ns = unsafe {
+                unsafe {
                     super::interleave::interleave(
-                        len,
-                        &items,
+                        *len,
+                        items,
                         topology.dpus_per_rank,
                         topology.chips_per_rank,
-                        kind == XferKind::Broadcast,
+                        classify(items) == XferKind::Broadcast,
                     )
-                };
-                OpDone::Xfer {
-                    dir,
-                    kind,
-                    len,
-                    dpus: items.len() as u32,
-                    host_ns,
                 }
             }
-        }
+            _ => 0,
+        };
+        pending.done_after(host_ns)
     }
 
     fn exec_load(&self, state: &mut RankState, program: Arc<Program>, dpus: &[u32]) -> Result<()> {
@@ -784,7 +694,10 @@ impl LocalRank {
         }
         record.faults = faults.len() as u32;
         record.modeled_seconds = self.machine.hardware.cycles_to_seconds(record.max_cycles);
-        stats::record_launch(record);
+        match &self.reporting {
+            Reporting::Clock => stats::record_launch(record),
+            Reporting::Caller(facts) => lock(facts).launch = Some(record),
+        }
         self.faulted.store(!faults.is_empty(), Ordering::Release);
         if let Some(p) = panics.first() {
             return Err(Error::Internal(format!(
@@ -795,29 +708,42 @@ impl LocalRank {
         if faults.is_empty() {
             return Ok(());
         }
-        if !quiet() {
-            // One line per rank: the first fault and how many more DPUs of the rank faulted.
-            let more = if faults.len() > 1 {
-                format!(
-                    " (and {} more DPUs of rank {} faulted)",
-                    faults.len() - 1,
-                    self.id
-                )
-            } else {
-                String::new()
-            };
-            eprintln!("openpim: {}{more}", faults[0]);
-        }
-        Err(Error::DpuFault {
+        let e = Error::DpuFault {
             first: Box::new(faults[0].clone()),
             count: faults.len(),
-        })
+        };
+        // The tenant of a served rank prints it (its stderr is the user's).
+        if let Reporting::Clock = self.reporting {
+            print_fault_line(&e);
+        }
+        Err(e)
     }
 
     /// Clones the log of one DPU's last launch.
     pub(crate) fn log_of(&self, dpu: u32) -> Vec<u8> {
         self.lock_state().dpus[dpu as usize].log.clone()
     }
+}
+
+/// One line on stderr for a launch's faults on one rank (unless quiet): the first fault and
+/// how many more DPUs of the rank faulted.
+pub(crate) fn print_fault_line(e: &Error) {
+    let Error::DpuFault { first, count } = e else {
+        return;
+    };
+    if quiet() {
+        return;
+    }
+    let more = if *count > 1 {
+        format!(
+            " (and {} more DPUs of rank {} faulted)",
+            count - 1,
+            first.rank
+        )
+    } else {
+        String::new()
+    };
+    eprintln!("openpim: {first}{more}");
 }
 
 /// Runs one DPU; returns a panic message if the engine panicked.
@@ -889,16 +815,12 @@ fn describe_dma_quirk(rank: u32, dpu: u32, q: &DmaQuirk, prog: &Program) -> Stri
     )
 }
 
-fn worker(rx: mpsc::Receiver<Job>, queue: Arc<Queue>) {
-    while let Ok((rank, op)) = rx.recv() {
-        let r = catch_unwind(AssertUnwindSafe(|| rank.execute(op))).unwrap_or_else(|p| {
-            Err(Error::Internal(format!(
-                "asynchronous job panicked: {}",
-                panic_message(&*p)
-            )))
-        });
-        // Drop the rank before reporting, so that a sync+free sees it released.
-        drop(rank);
-        queue.finish(r, false);
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl RunsOps for LocalRank {
+    fn run_op(&self, op: RankOp) -> Result<()> {
+        self.execute(op)
     }
 }

@@ -25,6 +25,18 @@ pub(crate) fn in_use() -> usize {
     USED.lock().unwrap_or_else(|e| e.into_inner()).len()
 }
 
+/// Takes slot `slot` (a daemon's rank manager chooses the slot), if it is free.
+pub(crate) fn take_exact(slot: u32) -> Result<SlotGuard> {
+    let mut used = USED.lock().unwrap_or_else(|e| e.into_inner());
+    if !used.insert(slot) {
+        return Err(Error::Allocation {
+            requested: format!("rank {slot}"),
+            reason: "the rank is already allocated in this process".into(),
+        });
+    }
+    Ok(SlotGuard(slot))
+}
+
 /// Takes `count` free slots among `0..nr_ranks` (all free ones when `None`).
 pub(crate) fn take(nr_ranks: u32, count: Option<u32>, what: &str) -> Result<Vec<SlotGuard>> {
     let mut used = USED.lock().unwrap_or_else(|e| e.into_inner());

@@ -1,0 +1,128 @@
+//! The OpenPIM rank-manager daemon: one emulated PIM server shared by tenants.
+//!
+//! `openpim daemon` owns the server's ranks; unmodified SDK programs whose profile or
+//! environment names the daemon's socket (`OPENPIM_SERVER`, `server=`) run their DPU work
+//! here through the runtime's remote backend (`openpim_runtime::exec::remote`). The
+//! [`manager`] hands ranks out and wipes them between tenants; the [`server`] checks and
+//! serves requests; [`metrics`] exports the rank table. `docs/sharing.md` is the user guide.
+
+pub mod config;
+pub mod manager;
+pub mod metrics;
+pub mod server;
+
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixListener;
+use std::sync::Arc;
+
+use openpim_machine::{MachineConfig, SystemConfig};
+
+pub use config::Config;
+
+/// A line of the daemon's log on stderr, with the time.
+#[macro_export]
+macro_rules! log {
+    ($($arg:tt)*) => {
+        $crate::log_line(&format!($($arg)*))
+    };
+}
+
+#[doc(hidden)]
+pub fn log_line(msg: &str) {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = t.as_secs();
+    eprintln!(
+        "openpim daemon [{:02}:{:02}:{:02}.{:03}] {msg}",
+        (secs / 3600) % 24,
+        (secs / 60) % 60,
+        secs % 60,
+        t.subsec_millis()
+    );
+}
+
+/// What can stop the daemon from starting.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Config(#[from] config::ConfigError),
+    #[error("invalid machine for the daemon: {0}")]
+    Machine(#[from] openpim_machine::ConfigError),
+    #[error("another daemon is serving {0}; stop it first, or choose another --socket")]
+    InUse(String),
+    #[error("cannot create the socket {path}: {source}")]
+    Socket {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Runtime(#[from] openpim_runtime::Error),
+}
+
+/// Runs the daemon until SIGTERM/SIGINT.
+pub fn run(mut config: Config) -> Result<(), StartError> {
+    let machine = Arc::new(machine_of(&config)?);
+    // Tenants are told the machine in full (hardware and ranks).
+    config.ranks = Some(machine.nr_ranks);
+    if config.hardware.is_none() {
+        config.hardware = Some(machine.hardware.name.clone());
+    }
+    let listener = bind(&config)?;
+    let manager = manager::Manager::new(config.clone(), &machine);
+    log!(
+        "serving {} ranks of {} DPUs ({}) on {} (mode {:o}{})",
+        machine.nr_ranks,
+        machine.dpus_per_rank,
+        machine.hardware.name,
+        config.socket,
+        config.socket_mode,
+        match &config.allow_uids {
+            Some(u) => format!(", uids {u:?}"),
+            None => String::new(),
+        }
+    );
+    let served = server::serve(listener, Arc::clone(&manager));
+    let _ = std::fs::remove_file(&config.socket);
+    if let Some(m) = &config.metrics_file {
+        metrics::write_file(m, &manager);
+    }
+    log!("stopped");
+    served.map_err(StartError::from)
+}
+
+/// Creates the socket (its directory too, private to the user), with the configured mode.
+fn bind(config: &Config) -> Result<UnixListener, StartError> {
+    let path = &config.socket;
+    let err = |source| StartError::Socket {
+        path: path.clone(),
+        source,
+    };
+    if let Some(dir) = std::path::Path::new(path).parent() {
+        if !dir.as_os_str().is_empty() && !dir.exists() {
+            std::fs::create_dir_all(dir).map_err(err)?;
+            let _ = std::fs::set_permissions(
+                dir,
+                std::fs::Permissions::from_mode(0o700 | (config.socket_mode & 0o055)),
+            );
+        }
+    }
+    if std::path::Path::new(path).exists() {
+        // A live daemon answers; a stale socket file is replaced.
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            return Err(StartError::InUse(path.clone()));
+        }
+        std::fs::remove_file(path).map_err(err)?;
+    }
+    let listener = UnixListener::bind(path).map_err(err)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(config.socket_mode))
+        .map_err(err)?;
+    Ok(listener)
+}
+
+/// The machine the daemon would serve (for `openpim daemon --check`).
+pub fn machine_of(config: &Config) -> Result<MachineConfig, StartError> {
+    let mut sys = SystemConfig::parse_with_base(None, &config.machine_keys())?;
+    sys.server = None;
+    Ok(sys.resolve()?)
+}

@@ -1,0 +1,636 @@
+//! The daemon's socket: tenants connect, are identified by their peer credentials, and send
+//! requests ([`openpim_runtime::exec::remote::protocol`]) that are checked against the ranks
+//! they hold and the memories' bounds before they run.
+//!
+//! One thread per connection reads requests. A request on one rank goes to that rank's
+//! worker thread (requests for different ranks run in parallel; `parallel = false` runs
+//! everything on the connection's thread); a request on several ranks runs them in parallel
+//! on the simulation pool. When a connection ends (the process exits, is killed, or just
+//! closes it) its ranks are released and wiped; at shutdown every connection is closed, so
+//! tenants get an error instead of waiting.
+
+use std::collections::HashMap;
+use std::io::{BufReader, BufWriter, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use openpim_machine::map;
+use openpim_runtime::exec::local::served::{self, ServedRank};
+use openpim_runtime::exec::remote::protocol::{
+    self, thread_cpu_ns, RankOutcome, Reply, Request, WireError, WireItem, WireOp,
+};
+use openpim_runtime::exec::remote::tenant_machine;
+use openpim_runtime::exec::{HostPtr, OpFacts, RankOp, XferItem};
+use openpim_runtime::{Error, Program, Result};
+
+use crate::log;
+use crate::manager::{Granted, Manager, Tenant, Usage};
+
+/// Set by SIGTERM/SIGINT.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+/// Asks a running [`serve`] to stop (as SIGTERM does).
+pub fn request_stop() {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The peer's (uid, pid) from SO_PEERCRED.
+fn peer_credentials(s: &UnixStream) -> Option<(u32, u32)> {
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `cred` and `len` are valid for writes of the sizes given; the fd is open.
+    let r = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    (r == 0).then_some((cred.uid, cred.pid as u32))
+}
+
+/// The program a pid runs (its command name), for the rank table.
+fn program_of(pid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Runs the daemon on `listener` until SIGTERM/SIGINT or [`request_stop`].
+pub fn serve(listener: UnixListener, manager: Arc<Manager>) -> Result<()> {
+    // SAFETY: installing a handler that only stores to an atomic is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| Error::System(format!("cannot poll the daemon's socket: {e}")))?;
+    let conns: Arc<Mutex<HashMap<u64, UnixStream>>> = Arc::default();
+    let mut next_id = 1u64;
+    let metrics_every = Duration::from_secs(1);
+    let mut last_metrics = Instant::now() - metrics_every;
+    while !STOP.load(Ordering::SeqCst) {
+        if let Some(path) = &manager.config().metrics_file {
+            if last_metrics.elapsed() >= metrics_every {
+                crate::metrics::write_file(path, &manager);
+                last_metrics = Instant::now();
+            }
+        }
+        match listener.accept() {
+            Ok((stream, _)) => {
+                let _ = stream.set_nonblocking(false);
+                let Some((uid, pid)) = peer_credentials(&stream) else {
+                    log!("refused a connection: no peer credentials");
+                    continue;
+                };
+                if let Some(allow) = &manager.config().allow_uids {
+                    if !allow.contains(&uid) {
+                        log!("refused pid {pid}: uid {uid} is not in allow_uids");
+                        continue;
+                    }
+                }
+                let tenant = Tenant {
+                    id: next_id,
+                    uid,
+                    pid,
+                    program: program_of(pid),
+                };
+                next_id += 1;
+                if let Ok(c) = stream.try_clone() {
+                    lock(&conns).insert(tenant.id, c);
+                }
+                let (m, cs) = (Arc::clone(&manager), Arc::clone(&conns));
+                let spawned = std::thread::Builder::new()
+                    .name(format!("openpim-tenant-{}", tenant.id))
+                    .spawn(move || {
+                        let id = tenant.id;
+                        Connection::new(tenant, m).run(stream);
+                        lock(&cs).remove(&id);
+                    });
+                if let Err(e) = spawned {
+                    log!("cannot serve a connection: {e}");
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => log!("accept failed: {e}"),
+        }
+    }
+    log!(
+        "stopping: closing {} tenant connections",
+        lock(&conns).len()
+    );
+    manager.close();
+    for c in lock(&conns).values() {
+        let _ = c.shutdown(std::net::Shutdown::Both);
+    }
+    // Let the connections release their ranks.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !lock(&conns).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Ok(())
+}
+
+type Writer = Arc<Mutex<BufWriter<UnixStream>>>;
+
+/// A rank this connection holds.
+struct Held {
+    served: Arc<ServedRank>,
+    usage: Arc<Usage>,
+    /// The rank's worker (parallel handling).
+    worker: Option<mpsc::Sender<Job>>,
+}
+
+/// One tenant's connection.
+struct Connection {
+    tenant: Tenant,
+    manager: Arc<Manager>,
+    held: HashMap<u32, Held>,
+}
+
+/// Sends a reply; `spent_ns` is the CPU time the request cost the daemon before it (reading
+/// and decoding it), for [`Reply::Exec`]'s `ipc_ns`.
+fn send(w: &Writer, id: u64, reply: &Reply, spent_ns: u64) {
+    let mut w = lock(w);
+    let _ = protocol::write_reply(&mut *w, id, reply, spent_ns).and_then(|()| w.flush());
+}
+
+fn error_reply(e: &Error) -> Reply {
+    Reply::Error(WireError::from_error(e))
+}
+
+impl Connection {
+    fn new(tenant: Tenant, manager: Arc<Manager>) -> Connection {
+        Connection {
+            tenant,
+            manager,
+            held: HashMap::new(),
+        }
+    }
+
+    fn run(mut self, stream: UnixStream) {
+        let t = &self.tenant;
+        log!(
+            "tenant {} connected: uid {}, pid {}, {}",
+            t.id,
+            t.uid,
+            t.pid,
+            t.program
+        );
+        let writer: Writer = match stream.try_clone() {
+            Ok(s) => Arc::new(Mutex::new(BufWriter::new(s))),
+            Err(_) => return,
+        };
+        let mut reader = BufReader::new(stream);
+        let mut hello = false;
+        let why = loop {
+            let cpu0 = thread_cpu_ns();
+            let (id, body) = match protocol::read_frame(&mut reader, protocol::MAX_FRAME) {
+                Ok(Some(f)) => f,
+                Ok(None) => break "disconnected".to_string(),
+                Err(e) => break format!("connection error: {e}"),
+            };
+            let req = match Request::decode(&body) {
+                Ok(r) => r,
+                Err(e) => break format!("malformed request: {e}"),
+            };
+            if !hello {
+                match req {
+                    Request::Hello { version, .. } if version == protocol::VERSION => {
+                        hello = true;
+                        send(
+                            &writer,
+                            id,
+                            &Reply::Hello {
+                                machine: self.manager.config().machine_keys(),
+                            },
+                            0,
+                        );
+                        continue;
+                    }
+                    Request::Hello { version, .. } => {
+                        let e = Error::System(format!(
+                            "the daemon speaks protocol {} and this program's libdpu {version}: use the same OpenPIM build for both",
+                            protocol::VERSION
+                        ));
+                        send(&writer, id, &error_reply(&e), 0);
+                        break "protocol version mismatch".into();
+                    }
+                    _ => break "first request was not a hello".into(),
+                }
+            }
+            let spent = thread_cpu_ns().saturating_sub(cpu0);
+            self.handle(id, req, &writer, spent);
+        };
+        let held: Vec<u32> = self.held.keys().copied().collect();
+        // Workers end when their channel closes; the ranks go back to the manager.
+        self.held.clear();
+        self.manager.release_all(self.tenant.id);
+        log!(
+            "tenant {} (pid {}) gone ({why}); released ranks {:?}",
+            self.tenant.id,
+            self.tenant.pid,
+            held
+        );
+    }
+
+    fn handle(&mut self, id: u64, req: Request, writer: &Writer, spent: u64) {
+        let reply = match req {
+            Request::Hello { .. } => Reply::Hello {
+                machine: self.manager.config().machine_keys(),
+            },
+            Request::Alloc {
+                profile,
+                ranks,
+                dpus,
+                what,
+            } => match self.alloc(&profile, ranks, dpus, &what, writer) {
+                Ok(r) => Reply::Ranks(r),
+                Err(e) => error_reply(&e),
+            },
+            Request::Free { rank } => {
+                if self.held.remove(&rank).is_some() {
+                    self.manager.release(self.tenant.id, rank, false);
+                    log!("tenant {} freed rank {rank}", self.tenant.id);
+                }
+                Reply::Unit
+            }
+            Request::Exec { ops } => {
+                if let Err(e) = self.check_exec(&ops) {
+                    error_reply(&e)
+                } else if ops.len() == 1 && self.held[&ops[0].0].worker.is_some() {
+                    let (rank, op) = ops.into_iter().next().expect("one op");
+                    let w = self.held[&rank].worker.as_ref().expect("checked");
+                    if w.send((id, op, spent)).is_err() {
+                        error_reply(&Error::Internal("the rank's worker is gone".into()))
+                    } else {
+                        return;
+                    }
+                } else {
+                    self.exec_here(ops)
+                }
+            }
+            Request::Status { rank } => match self.held.get(&rank) {
+                Some(h) => Reply::Status {
+                    faulted: h.served.faulted(),
+                },
+                None => error_reply(&not_held(rank)),
+            },
+            Request::Log { rank, dpu } => match self.held.get(&rank) {
+                Some(h) => Reply::Bytes(h.served.log(dpu)),
+                None => error_reply(&not_held(rank)),
+            },
+            Request::RunStats { rank, first, count } => match self.held.get(&rank) {
+                Some(h) => Reply::Stats(h.served.run_stats(first, count)),
+                None => error_reply(&not_held(rank)),
+            },
+            Request::Pool => Reply::Pool(self.manager.table()),
+        };
+        send(writer, id, &reply, spent);
+    }
+
+    fn alloc(
+        &mut self,
+        profile: &str,
+        ranks: Option<u32>,
+        dpus: Option<u32>,
+        what: &str,
+        writer: &Writer,
+    ) -> Result<Vec<(u32, u32)>> {
+        let machine = Arc::new(tenant_machine(
+            profile,
+            &self.manager.config().machine_keys(),
+        )?);
+        let ranks = match ranks {
+            Some(n) if n == 0 || n > machine.nr_ranks => {
+                return Err(Error::Allocation {
+                    requested: what.into(),
+                    reason: format!("the machine has {} ranks", machine.nr_ranks),
+                })
+            }
+            Some(n) => Some(n),
+            None => None,
+        };
+        if let Some(d) = dpus {
+            let max = u64::from(ranks.unwrap_or(0)) * u64::from(machine.dpus_per_rank);
+            if d == 0 || u64::from(d) > max {
+                return Err(Error::Allocation {
+                    requested: what.into(),
+                    reason: format!("{d} DPUs do not fit the ranks asked for"),
+                });
+            }
+        }
+        let granted = self
+            .manager
+            .alloc(&self.tenant, ranks, dpus, what, &machine)?;
+        let mut out = Vec::new();
+        for Granted {
+            rank,
+            served,
+            usage,
+        } in granted
+        {
+            out.push((rank, served.nr_dpus()));
+            let worker = if self.manager.config().parallel {
+                Some(spawn_worker(
+                    rank,
+                    Arc::clone(&served),
+                    Arc::clone(&usage),
+                    Arc::clone(writer),
+                ))
+            } else {
+                None
+            };
+            self.held.insert(
+                rank,
+                Held {
+                    served,
+                    usage,
+                    worker,
+                },
+            );
+        }
+        log!(
+            "tenant {} (pid {}) allocated ranks {:?}",
+            self.tenant.id,
+            self.tenant.pid,
+            out.iter().map(|(r, _)| *r).collect::<Vec<_>>()
+        );
+        Ok(out)
+    }
+
+    /// Every operation on a rank this tenant holds, once per rank, inside the rank's DPUs
+    /// and memories.
+    fn check_exec(&self, ops: &[(u32, WireOp)]) -> Result<()> {
+        let mut seen = Vec::new();
+        for (rank, op) in ops {
+            let h = self.held.get(rank).ok_or_else(|| not_held(*rank))?;
+            if seen.contains(rank) {
+                return Err(Error::InvalidDpuSet(format!(
+                    "rank {rank} appears twice in one request"
+                )));
+            }
+            seen.push(*rank);
+            check_op(op, h.served.nr_dpus())?;
+        }
+        Ok(())
+    }
+
+    fn exec_here(&self, ops: Vec<(u32, WireOp)>) -> Reply {
+        let start = Instant::now();
+        let work: Vec<(&Held, WireOp)> = ops
+            .into_iter()
+            .map(|(r, op)| (&self.held[&r], op))
+            .collect();
+        let outcomes: Vec<RankOutcome> = if work.len() > 1 {
+            let n = work.len();
+            served::par_map(work, |(h, op)| run_wire(&h.served, &h.usage, op))
+                .unwrap_or_else(|e| (0..n).map(|_| failed(&e)).collect())
+        } else {
+            work.into_iter()
+                .map(|(h, op)| run_wire(&h.served, &h.usage, op))
+                .collect()
+        };
+        Reply::Exec {
+            ipc_ns: 0,
+            emu_ns: start.elapsed().as_nanos() as u64,
+            outcomes,
+        }
+    }
+}
+
+fn failed(e: &Error) -> RankOutcome {
+    RankOutcome {
+        result: Err(WireError::from_error(e)),
+        facts: OpFacts::default(),
+        data: Vec::new(),
+    }
+}
+
+fn not_held(rank: u32) -> Error {
+    Error::InvalidDpuSet(format!(
+        "rank {rank} is not allocated to this program (the daemon refuses requests on ranks a program does not hold)"
+    ))
+}
+
+/// Checks one operation against the rank's DPUs and the memories' sizes.
+fn check_op(op: &WireOp, nr_dpus: u32) -> Result<()> {
+    let dpu_ok = |d: u32| {
+        if d < nr_dpus {
+            Ok(())
+        } else {
+            Err(Error::InvalidDpuSet(format!(
+                "DPU {d} is outside the rank's {nr_dpus} DPUs"
+            )))
+        }
+    };
+    let items_ok = |len: u32, items: &[WireItem], nbufs: Option<usize>| -> Result<()> {
+        for i in items {
+            dpu_ok(i.dpu)?;
+            check_place(i.place, len)?;
+            if let Some(n) = nbufs {
+                if i.buf as usize >= n {
+                    return Err(Error::Internal(format!(
+                        "transfer item names buffer {} of {n}",
+                        i.buf
+                    )));
+                }
+            }
+        }
+        Ok(())
+    };
+    match op {
+        WireOp::Load { dpus, .. } | WireOp::Launch { dpus } => {
+            dpus.iter().try_for_each(|d| dpu_ok(*d))
+        }
+        WireOp::Write { len, items, bufs } => {
+            items_ok(*len, items, Some(bufs.len()))?;
+            if let Some(b) = bufs.iter().find(|b| b.len() != *len as usize) {
+                return Err(Error::Internal(format!(
+                    "transfer buffer of {} bytes for a transfer of {len}",
+                    b.len()
+                )));
+            }
+            Ok(())
+        }
+        WireOp::Read { len, items } => {
+            items_ok(*len, items, None)?;
+            let total = u64::from(*len) * items.len() as u64;
+            if total > protocol::MAX_FRAME as u64 {
+                return Err(Error::InvalidDpuSet(format!(
+                    "a read of {total} bytes in one request is more than the daemon's limit of {} bytes",
+                    protocol::MAX_FRAME
+                )));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// A place and a length inside the memory (what `xfer::check_access` made sure of in the
+/// tenant; a crafted request is checked again here).
+fn check_place(place: openpim_runtime::Place, len: u32) -> Result<()> {
+    use openpim_runtime::Place;
+    let (addr, size, what) = match place {
+        Place::Wram(a) => (a.0, map::WRAM_SIZE, "WRAM"),
+        Place::Mram(a) => (a.0, map::MRAM_SIZE, "MRAM"),
+        Place::Iram(a) => (a.0, map::IRAM_SIZE, "IRAM"),
+    };
+    if u64::from(addr) + u64::from(len) > u64::from(size) {
+        let reason = format!("outside the {size} bytes of {what}");
+        let (address, len) = (u64::from(addr), u64::from(len));
+        return Err(match place {
+            Place::Wram(_) => Error::InvalidWramAccess {
+                address,
+                len,
+                reason,
+            },
+            Place::Mram(_) => Error::InvalidMramAccess {
+                address,
+                len,
+                reason,
+            },
+            Place::Iram(_) => Error::InvalidIramAccess {
+                address,
+                len,
+                reason,
+            },
+        });
+    }
+    Ok(())
+}
+
+/// Runs one checked operation on a served rank.
+fn run_wire(served: &ServedRank, usage: &Usage, op: WireOp) -> RankOutcome {
+    let t = Instant::now();
+    let mut data = Vec::new();
+    let (result, facts) = match op {
+        WireOp::Load { elf, origin, dpus } => match Program::parse(origin, &elf) {
+            Ok(p) => served.run(RankOp::Load {
+                program: Arc::new(p),
+                dpus,
+            }),
+            Err(e) => (Err(e), OpFacts::default()),
+        },
+        WireOp::Write {
+            len,
+            items,
+            mut bufs,
+        } => {
+            let ptrs: Vec<*mut u8> = bufs.iter_mut().map(|b| b.as_mut_ptr()).collect();
+            let items = items
+                .iter()
+                .map(|i| XferItem {
+                    dpu: i.dpu,
+                    place: i.place,
+                    buf: HostPtr(ptrs[i.buf as usize]),
+                })
+                .collect::<Vec<_>>();
+            usage
+                .bytes
+                .fetch_add(u64::from(len) * items.len() as u64, Ordering::Relaxed);
+            // The buffers live (in `bufs`) until the operation has run.
+            let r = served.run(RankOp::Write {
+                len: len as usize,
+                items,
+            });
+            drop(bufs);
+            r
+        }
+        WireOp::Read { len, items } => {
+            let len = len as usize;
+            data = vec![0u8; len * items.len()];
+            let base = data.as_mut_ptr();
+            let items = items
+                .iter()
+                .enumerate()
+                .map(|(k, i)| XferItem {
+                    dpu: i.dpu,
+                    place: i.place,
+                    // SAFETY: k * len is inside `data`, which has items.len() * len bytes.
+                    buf: HostPtr(unsafe { base.add(k * len) }),
+                })
+                .collect::<Vec<_>>();
+            usage
+                .bytes
+                .fetch_add((len * items.len()) as u64, Ordering::Relaxed);
+            served.run(RankOp::Read { len, items })
+        }
+        WireOp::Launch { dpus } => {
+            usage.launches.fetch_add(1, Ordering::Relaxed);
+            let programs = served.programs(0, served.nr_dpus());
+            let mut with = Vec::with_capacity(dpus.len());
+            let mut missing = None;
+            for d in dpus {
+                match programs.get(d as usize).cloned().flatten() {
+                    Some(p) => with.push((d, p)),
+                    None => missing = missing.or(Some(d)),
+                }
+            }
+            match missing {
+                Some(d) => (
+                    Err(Error::NoProgramLoaded(format!("DPU {d} of the rank"))),
+                    OpFacts::default(),
+                ),
+                None => served.run(RankOp::Launch { dpus: with }),
+            }
+        }
+    };
+    usage
+        .busy_ns
+        .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    RankOutcome {
+        result: result.map_err(|e| WireError::from_error(&e)),
+        facts,
+        data,
+    }
+}
+
+/// A request for a rank's worker: its id, its operation, the CPU time it cost so far.
+type Job = (u64, WireOp, u64);
+
+/// A rank's worker: runs the connection's single-rank requests in order, replies itself.
+fn spawn_worker(
+    rank: u32,
+    served: Arc<ServedRank>,
+    usage: Arc<Usage>,
+    writer: Writer,
+) -> mpsc::Sender<Job> {
+    let (tx, rx) = mpsc::channel::<Job>();
+    let _ = std::thread::Builder::new()
+        .name(format!("openpim-served-rank-{rank}"))
+        .spawn(move || {
+            while let Ok((id, op, spent)) = rx.recv() {
+                let start = Instant::now();
+                let outcome = run_wire(&served, &usage, op);
+                let reply = Reply::Exec {
+                    ipc_ns: 0,
+                    emu_ns: start.elapsed().as_nanos() as u64,
+                    outcomes: vec![outcome],
+                };
+                send(&writer, id, &reply, spent);
+            }
+        });
+    tx
+}

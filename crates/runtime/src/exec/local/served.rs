@@ -1,0 +1,113 @@
+//! Ranks this process runs for another process (the rank-manager daemon, for its tenants).
+//!
+//! A served rank is a local rank with two differences: its slot is the one the caller's
+//! rank manager chose, and it reports what each operation did ([`OpFacts`]: the interleaving
+//! time of a transfer, a launch's statistics) to the caller instead of this process's clock,
+//! because the virtual timeline that counts them is the tenant's. Operations run
+//! synchronously on the calling thread (the tenant's own queue orders asynchronous ones);
+//! callbacks never reach it (they run in the tenant).
+
+use std::sync::Arc;
+
+use openpim_machine::MachineConfig;
+
+use crate::clock::stats::DpuRunStats;
+use crate::error::{Error, Result};
+use crate::exec::local::rank::LocalRank;
+use crate::exec::local::slots;
+use crate::exec::{OpFacts, RankOp};
+use crate::program::Program;
+
+/// A rank run for another process (see the module's documentation). Dropping it wipes the
+/// rank: its DPUs' WRAM and MRAM are cleared, its programs (IRAM, symbols) and logs dropped.
+pub struct ServedRank {
+    rank: LocalRank,
+}
+
+impl std::fmt::Debug for ServedRank {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Served{:?}", self.rank)
+    }
+}
+
+impl ServedRank {
+    /// Rank `slot` (of the caller's server) with its first `nr_dpus` DPUs, cleared; `machine`
+    /// gives its hardware and run options.
+    pub fn new(slot: u32, nr_dpus: u32, machine: Arc<MachineConfig>) -> Result<ServedRank> {
+        if nr_dpus == 0 || nr_dpus > machine.dpus_per_rank {
+            return Err(Error::Internal(format!(
+                "a rank of {nr_dpus} DPUs does not fit the machine's ranks of {} DPUs",
+                machine.dpus_per_rank
+            )));
+        }
+        let guard = slots::take_exact(slot)?;
+        Ok(ServedRank {
+            rank: LocalRank::reporting_to_caller(guard, nr_dpus, machine)?,
+        })
+    }
+
+    /// The machine (hardware, run options) the rank was made for.
+    pub fn machine(&self) -> &MachineConfig {
+        self.rank.machine()
+    }
+
+    /// DPUs of the rank in use.
+    pub fn nr_dpus(&self) -> u32 {
+        self.rank.nr_dpus()
+    }
+
+    /// Runs one operation now (not a callback); returns its result and what it did.
+    pub fn run(&self, op: RankOp) -> (Result<()>, OpFacts) {
+        if let RankOp::Callback(_) = op {
+            let e = Error::Internal("callbacks run in the tenant, not in the daemon".into());
+            return (Err(e), OpFacts::default());
+        }
+        let r = self.rank.execute(op);
+        (r, self.rank.take_facts())
+    }
+
+    /// True when the rank's last launch faulted.
+    pub fn faulted(&self) -> bool {
+        self.rank.faulted()
+    }
+
+    /// The programs of DPUs `first..first + count` (clamped to the rank).
+    pub fn programs(&self, first: u32, count: u32) -> Vec<Option<Arc<Program>>> {
+        let meta = self.rank.lock_meta();
+        let (a, b) = clamp(first, count, meta.programs.len());
+        meta.programs[a..b].to_vec()
+    }
+
+    /// The log of one DPU's last launch (empty for a DPU outside the rank).
+    pub fn log(&self, dpu: u32) -> Vec<u8> {
+        if dpu >= self.nr_dpus() {
+            return Vec::new();
+        }
+        self.rank.log_of(dpu)
+    }
+
+    /// Statistics of the last launch of DPUs `first..first + count` (clamped to the rank).
+    pub fn run_stats(&self, first: u32, count: u32) -> Vec<Option<DpuRunStats>> {
+        let st = self.rank.lock_state();
+        let (a, b) = clamp(first, count, st.dpus.len());
+        st.dpus[a..b].iter().map(|d| d.stats).collect()
+    }
+}
+
+/// `first..first + count` within `0..len`.
+fn clamp(first: u32, count: u32, len: usize) -> (usize, usize) {
+    let a = (first as usize).min(len);
+    let b = (first as usize).saturating_add(count as usize).min(len);
+    (a, b)
+}
+
+/// Maps `f` over `items` in parallel on the DPU simulation pool (a request on several ranks:
+/// each rank's operation in parallel, as the in-process backend runs a call).
+pub fn par_map<T: Send, R: Send>(
+    items: Vec<T>,
+    f: impl Fn(T) -> R + Sync + Send,
+) -> Result<Vec<R>> {
+    use rayon::prelude::*;
+    let pool = crate::exec::local::threads::pool()?;
+    Ok(pool.install(|| items.into_par_iter().map(f).collect()))
+}

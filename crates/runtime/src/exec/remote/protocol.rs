@@ -1,0 +1,1138 @@
+//! The wire protocol between a tenant (`exec::remote`) and the rank-manager daemon.
+//!
+//! A message is a frame: its length (`u32`, little endian, not counting itself), then the
+//! request id (`u64`: the reply carries the request's), a tag (`u8`) and the body. Integers
+//! are little endian; byte strings and texts are a `u32` length and the bytes; lists a `u32`
+//! count and the items; options a `0`/`1` byte and the value. Requests and replies are enums
+//! ([`Request`], [`Reply`]) with one variant per operation.
+//!
+//! The daemon decodes what any local process sends it: decoding checks every length against
+//! the bytes that are really there (a count never makes it allocate more than the frame's
+//! size), rejects unknown tags and trailing bytes, and never panics (`tests` and the
+//! property test in `crates/daemon/tests` feed it garbage). Whether a request is *allowed*
+//! (the rank is the tenant's, the place is inside the memory) is the daemon's check, not
+//! the decoder's.
+
+use std::io::{Read, Write};
+
+use openpim_machine::{IramAddr, MramAddr, WramAddr};
+
+pub use crate::clock::cpu::thread_cpu_ns;
+use crate::clock::stats::{DpuRunStats, LaunchRecord};
+use crate::error::{Error, FaultInfo};
+use crate::exec::OpFacts;
+use crate::xfer::Place;
+
+/// Protocol version: a daemon refuses a tenant of another version.
+pub const VERSION: u32 = 1;
+
+/// Largest frame either side accepts by default (bytes): a transfer bigger than this goes
+/// through shared memory (`docs/sharing.md`).
+pub const MAX_FRAME: usize = 1 << 30;
+
+/// A malformed message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    /// The message ends before a field.
+    #[error("message truncated: {needed} more bytes needed at byte {at}")]
+    Truncated { at: usize, needed: usize },
+    /// A tag no variant has.
+    #[error("unknown {what} tag {tag}")]
+    BadTag { what: &'static str, tag: u8 },
+    /// Bytes left after the message.
+    #[error("{0} bytes after the end of the message")]
+    Trailing(usize),
+    /// A text that is not UTF-8.
+    #[error("text field is not UTF-8")]
+    BadText,
+    /// A frame longer than the limit.
+    #[error("frame of {len} bytes exceeds the limit of {max} bytes")]
+    TooLong { len: usize, max: usize },
+}
+
+/// One DPU's part of a transfer on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WireItem {
+    /// DPU index in the rank.
+    pub dpu: u32,
+    pub place: Place,
+    /// Host -> DPU: which of the operation's buffers the DPU gets (DPUs given the same host
+    /// buffer share one: a broadcast is sent once). DPU -> host: the item's index.
+    pub buf: u32,
+}
+
+/// One rank's operation on the wire (callbacks never leave the tenant).
+#[derive(Debug, Clone, PartialEq)]
+pub enum WireOp {
+    /// Load a program (its ELF image) on DPUs of the rank.
+    Load {
+        elf: Vec<u8>,
+        origin: Option<String>,
+        dpus: Vec<u32>,
+    },
+    /// Host -> DPU: `len` bytes per item, from `bufs[item.buf]`.
+    Write {
+        len: u32,
+        items: Vec<WireItem>,
+        bufs: Vec<Vec<u8>>,
+    },
+    /// DPU -> host: `len` bytes per item, returned in the reply in the items' order.
+    Read { len: u32, items: Vec<WireItem> },
+    /// Run the DPUs with the programs they have.
+    Launch { dpus: Vec<u32> },
+}
+
+/// A tenant's request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Request {
+    /// The first request of a connection: the protocol version and the tenant's program.
+    Hello { version: u32, program: String },
+    /// `dpu_alloc` / `dpu_alloc_ranks`: `profile` gives the run options (the daemon's
+    /// machine keys win); `ranks`/`dpus` as in [`crate::exec::AllocRequest`].
+    Alloc {
+        profile: String,
+        ranks: Option<u32>,
+        dpus: Option<u32>,
+        what: String,
+    },
+    /// Release a rank.
+    Free { rank: u32 },
+    /// One operation per rank (distinct ranks), run in parallel.
+    Exec { ops: Vec<(u32, WireOp)> },
+    /// Whether the rank's last launch faulted.
+    Status { rank: u32 },
+    /// One DPU's log.
+    Log { rank: u32, dpu: u32 },
+    /// Statistics of the last launch of DPUs `first..first + count`.
+    RunStats { rank: u32, first: u32, count: u32 },
+    /// The rank table (for `openpim pool`).
+    Pool,
+}
+
+/// One rank's outcome in an [`Reply::Exec`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct RankOutcome {
+    pub result: Result<(), WireError>,
+    pub facts: OpFacts,
+    /// A read's bytes, item after item.
+    pub data: Vec<u8>,
+}
+
+/// An error crossing the wire: the runtime's error, rebuilt on the other side with the same
+/// variant (so the same SDK error code) and the same message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WireError {
+    pub tag: u8,
+    pub fields: Vec<String>,
+}
+
+/// A rank of the pool, as `openpim pool` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PoolRank {
+    pub rank: u32,
+    /// `NAAV`, `ALLO` or `NANA`.
+    pub state: String,
+    pub uid: Option<u32>,
+    pub pid: Option<u32>,
+    pub program: String,
+    /// Seconds since the state began.
+    pub since_ms: u64,
+    pub bytes_moved: u64,
+    pub launches: u64,
+    /// Time held with nothing running on it nor moving to it, ms.
+    pub idle_ms: u64,
+    pub wipes: u64,
+}
+
+/// The daemon's reply.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// The daemon's machine: the profile keys that fix it (`hardware=..,nrRanks=..`).
+    Hello {
+        machine: String,
+    },
+    /// Allocated ranks: (slot, DPUs in use).
+    Ranks(Vec<(u32, u32)>),
+    /// Done, nothing to say.
+    Unit,
+    /// Per rank of the request, in order. `ipc_ns`: the daemon's CPU time on the remote
+    /// path of this request (reading and decoding it, encoding the reply), which the tenant's
+    /// clock counts; `emu_ns`: its real time running the operations (the DPU simulation and
+    /// memory work), which it does not.
+    Exec {
+        ipc_ns: u64,
+        emu_ns: u64,
+        outcomes: Vec<RankOutcome>,
+    },
+    Status {
+        faulted: bool,
+    },
+    Bytes(Vec<u8>),
+    Stats(Vec<Option<DpuRunStats>>),
+    Pool(Vec<PoolRank>),
+    Error(WireError),
+}
+
+// ------------------------------------------------------------------------------------------
+// Encoding.
+
+/// A message being encoded.
+#[derive(Default)]
+pub struct Enc(pub Vec<u8>);
+
+impl Enc {
+    fn u8(&mut self, v: u8) {
+        self.0.push(v);
+    }
+    fn u32(&mut self, v: u32) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn u64(&mut self, v: u64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn len(&mut self, n: usize) {
+        self.u32(u32::try_from(n).unwrap_or(u32::MAX));
+    }
+    fn bytes(&mut self, b: &[u8]) {
+        self.len(b.len());
+        self.0.extend_from_slice(b);
+    }
+    fn str(&mut self, s: &str) {
+        self.bytes(s.as_bytes());
+    }
+    fn opt_u32(&mut self, v: Option<u32>) {
+        match v {
+            Some(v) => {
+                self.u8(1);
+                self.u32(v);
+            }
+            None => self.u8(0),
+        }
+    }
+    fn opt_str(&mut self, v: Option<&str>) {
+        match v {
+            Some(v) => {
+                self.u8(1);
+                self.str(v);
+            }
+            None => self.u8(0),
+        }
+    }
+    fn u32s(&mut self, v: &[u32]) {
+        self.len(v.len());
+        for x in v {
+            self.u32(*x);
+        }
+    }
+    fn place(&mut self, p: Place) {
+        let (tag, a) = match p {
+            Place::Wram(a) => (0, a.0),
+            Place::Mram(a) => (1, a.0),
+            Place::Iram(a) => (2, a.0),
+        };
+        self.u8(tag);
+        self.u32(a);
+    }
+    fn items(&mut self, items: &[WireItem]) {
+        self.len(items.len());
+        for i in items {
+            self.u32(i.dpu);
+            self.place(i.place);
+            self.u32(i.buf);
+        }
+    }
+    fn error(&mut self, e: &WireError) {
+        self.u8(e.tag);
+        self.len(e.fields.len());
+        for f in &e.fields {
+            self.str(f);
+        }
+    }
+    fn stats(&mut self, s: &DpuRunStats) {
+        for v in [
+            s.cycles,
+            s.instructions,
+            u64::from(s.tasklets),
+            s.dma_bytes,
+            s.dma_requests,
+            s.dma_busy_cycles,
+            s.sleep_cycles,
+            s.dma_wait_cycles,
+            s.runnable_cycles,
+            s.dma_quirks,
+        ] {
+            self.u64(v);
+        }
+    }
+    fn launch(&mut self, r: &LaunchRecord) {
+        self.u32(r.rank);
+        self.u32(r.dpus);
+        self.u32(r.faults);
+        self.u32(r.tasklets);
+        for v in [
+            r.max_cycles,
+            r.total_cycles,
+            r.total_instructions,
+            r.modeled_seconds.to_bits(),
+            r.total_tasklets,
+            r.dma_bytes,
+            r.dma_requests,
+            r.dma_busy_cycles,
+            r.sleep_cycles,
+            r.dma_wait_cycles,
+            r.runnable_cycles,
+            r.tasklet_cycles,
+            r.dma_quirks,
+        ] {
+            self.u64(v);
+        }
+        self.opt_str(r.dma_quirk_example.as_deref());
+    }
+}
+
+/// A message being decoded.
+pub struct Dec<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+type DResult<T> = Result<T, DecodeError>;
+
+impl<'a> Dec<'a> {
+    pub fn new(buf: &'a [u8]) -> Dec<'a> {
+        Dec { buf, pos: 0 }
+    }
+    fn take(&mut self, n: usize) -> DResult<&'a [u8]> {
+        let left = self.buf.len() - self.pos;
+        if n > left {
+            return Err(DecodeError::Truncated {
+                at: self.pos,
+                needed: n - left,
+            });
+        }
+        let s = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+    fn u8(&mut self) -> DResult<u8> {
+        Ok(self.take(1)?[0])
+    }
+    fn u32(&mut self) -> DResult<u32> {
+        let b = self.take(4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+    fn u64(&mut self) -> DResult<u64> {
+        let b = self.take(8)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(u64::from_le_bytes(a))
+    }
+    fn bool(&mut self) -> DResult<bool> {
+        match self.u8()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            tag => Err(DecodeError::BadTag { what: "bool", tag }),
+        }
+    }
+    /// A count of items each at least `min` bytes long: never more than the bytes left allow.
+    fn count(&mut self, min: usize) -> DResult<usize> {
+        let n = self.u32()? as usize;
+        let left = self.buf.len() - self.pos;
+        if n.saturating_mul(min.max(1)) > left {
+            return Err(DecodeError::Truncated {
+                at: self.pos,
+                needed: n.saturating_mul(min.max(1)) - left,
+            });
+        }
+        Ok(n)
+    }
+    fn bytes(&mut self) -> DResult<Vec<u8>> {
+        let n = self.count(1)?;
+        Ok(self.take(n)?.to_vec())
+    }
+    fn str(&mut self) -> DResult<String> {
+        String::from_utf8(self.bytes()?).map_err(|_| DecodeError::BadText)
+    }
+    fn opt_u32(&mut self) -> DResult<Option<u32>> {
+        Ok(if self.bool()? {
+            Some(self.u32()?)
+        } else {
+            None
+        })
+    }
+    fn opt_str(&mut self) -> DResult<Option<String>> {
+        Ok(if self.bool()? {
+            Some(self.str()?)
+        } else {
+            None
+        })
+    }
+    fn u32s(&mut self) -> DResult<Vec<u32>> {
+        let n = self.count(4)?;
+        (0..n).map(|_| self.u32()).collect()
+    }
+    fn place(&mut self) -> DResult<Place> {
+        let tag = self.u8()?;
+        let a = self.u32()?;
+        match tag {
+            0 => Ok(Place::Wram(WramAddr(a))),
+            1 => Ok(Place::Mram(MramAddr(a))),
+            2 => Ok(Place::Iram(IramAddr(a))),
+            tag => Err(DecodeError::BadTag { what: "place", tag }),
+        }
+    }
+    fn items(&mut self) -> DResult<Vec<WireItem>> {
+        let n = self.count(13)?;
+        (0..n)
+            .map(|_| {
+                Ok(WireItem {
+                    dpu: self.u32()?,
+                    place: self.place()?,
+                    buf: self.u32()?,
+                })
+            })
+            .collect()
+    }
+    fn error(&mut self) -> DResult<WireError> {
+        let tag = self.u8()?;
+        let n = self.count(4)?;
+        let fields = (0..n).map(|_| self.str()).collect::<DResult<_>>()?;
+        Ok(WireError { tag, fields })
+    }
+    fn stats(&mut self) -> DResult<DpuRunStats> {
+        Ok(DpuRunStats {
+            cycles: self.u64()?,
+            instructions: self.u64()?,
+            tasklets: self.u64()? as u32,
+            dma_bytes: self.u64()?,
+            dma_requests: self.u64()?,
+            dma_busy_cycles: self.u64()?,
+            sleep_cycles: self.u64()?,
+            dma_wait_cycles: self.u64()?,
+            runnable_cycles: self.u64()?,
+            dma_quirks: self.u64()?,
+        })
+    }
+    fn launch(&mut self) -> DResult<LaunchRecord> {
+        Ok(LaunchRecord {
+            rank: self.u32()?,
+            dpus: self.u32()?,
+            faults: self.u32()?,
+            tasklets: self.u32()?,
+            max_cycles: self.u64()?,
+            total_cycles: self.u64()?,
+            total_instructions: self.u64()?,
+            modeled_seconds: f64::from_bits(self.u64()?),
+            total_tasklets: self.u64()?,
+            dma_bytes: self.u64()?,
+            dma_requests: self.u64()?,
+            dma_busy_cycles: self.u64()?,
+            sleep_cycles: self.u64()?,
+            dma_wait_cycles: self.u64()?,
+            runnable_cycles: self.u64()?,
+            tasklet_cycles: self.u64()?,
+            dma_quirks: self.u64()?,
+            dma_quirk_example: self.opt_str()?,
+        })
+    }
+    fn end(&self) -> DResult<()> {
+        match self.buf.len() - self.pos {
+            0 => Ok(()),
+            n => Err(DecodeError::Trailing(n)),
+        }
+    }
+}
+
+impl WireOp {
+    fn encode(&self, e: &mut Enc) {
+        match self {
+            WireOp::Load { elf, origin, dpus } => {
+                e.u8(0);
+                e.bytes(elf);
+                e.opt_str(origin.as_deref());
+                e.u32s(dpus);
+            }
+            WireOp::Write { len, items, bufs } => {
+                e.u8(1);
+                e.u32(*len);
+                e.items(items);
+                e.len(bufs.len());
+                for b in bufs {
+                    e.bytes(b);
+                }
+            }
+            WireOp::Read { len, items } => {
+                e.u8(2);
+                e.u32(*len);
+                e.items(items);
+            }
+            WireOp::Launch { dpus } => {
+                e.u8(3);
+                e.u32s(dpus);
+            }
+        }
+    }
+
+    fn decode(d: &mut Dec<'_>) -> DResult<WireOp> {
+        Ok(match d.u8()? {
+            0 => WireOp::Load {
+                elf: d.bytes()?,
+                origin: d.opt_str()?,
+                dpus: d.u32s()?,
+            },
+            1 => {
+                let len = d.u32()?;
+                let items = d.items()?;
+                let n = d.count(4)?;
+                let bufs = (0..n).map(|_| d.bytes()).collect::<DResult<_>>()?;
+                WireOp::Write { len, items, bufs }
+            }
+            2 => WireOp::Read {
+                len: d.u32()?,
+                items: d.items()?,
+            },
+            3 => WireOp::Launch { dpus: d.u32s()? },
+            tag => {
+                return Err(DecodeError::BadTag {
+                    what: "operation",
+                    tag,
+                })
+            }
+        })
+    }
+}
+
+impl Request {
+    /// The request's body (tag and fields).
+    pub fn encode(&self, e: &mut Enc) {
+        match self {
+            Request::Hello { version, program } => {
+                e.u8(0);
+                e.u32(*version);
+                e.str(program);
+            }
+            Request::Alloc {
+                profile,
+                ranks,
+                dpus,
+                what,
+            } => {
+                e.u8(1);
+                e.str(profile);
+                e.opt_u32(*ranks);
+                e.opt_u32(*dpus);
+                e.str(what);
+            }
+            Request::Free { rank } => {
+                e.u8(2);
+                e.u32(*rank);
+            }
+            Request::Exec { ops } => {
+                e.u8(3);
+                e.len(ops.len());
+                for (rank, op) in ops {
+                    e.u32(*rank);
+                    op.encode(e);
+                }
+            }
+            Request::Status { rank } => {
+                e.u8(4);
+                e.u32(*rank);
+            }
+            Request::Log { rank, dpu } => {
+                e.u8(5);
+                e.u32(*rank);
+                e.u32(*dpu);
+            }
+            Request::RunStats { rank, first, count } => {
+                e.u8(6);
+                e.u32(*rank);
+                e.u32(*first);
+                e.u32(*count);
+            }
+            Request::Pool => e.u8(7),
+        }
+    }
+
+    /// Decodes a request body (all of `buf`).
+    pub fn decode(buf: &[u8]) -> DResult<Request> {
+        let mut d = Dec::new(buf);
+        let r = match d.u8()? {
+            0 => Request::Hello {
+                version: d.u32()?,
+                program: d.str()?,
+            },
+            1 => Request::Alloc {
+                profile: d.str()?,
+                ranks: d.opt_u32()?,
+                dpus: d.opt_u32()?,
+                what: d.str()?,
+            },
+            2 => Request::Free { rank: d.u32()? },
+            3 => {
+                let n = d.count(5)?;
+                let ops = (0..n)
+                    .map(|_| Ok((d.u32()?, WireOp::decode(&mut d)?)))
+                    .collect::<DResult<_>>()?;
+                Request::Exec { ops }
+            }
+            4 => Request::Status { rank: d.u32()? },
+            5 => Request::Log {
+                rank: d.u32()?,
+                dpu: d.u32()?,
+            },
+            6 => Request::RunStats {
+                rank: d.u32()?,
+                first: d.u32()?,
+                count: d.u32()?,
+            },
+            7 => Request::Pool,
+            tag => {
+                return Err(DecodeError::BadTag {
+                    what: "request",
+                    tag,
+                })
+            }
+        };
+        d.end()?;
+        Ok(r)
+    }
+}
+
+impl Reply {
+    /// The reply's body (tag and fields).
+    pub fn encode(&self, e: &mut Enc) {
+        match self {
+            Reply::Hello { machine } => {
+                e.u8(0);
+                e.str(machine);
+            }
+            Reply::Ranks(r) => {
+                e.u8(1);
+                e.len(r.len());
+                for (id, n) in r {
+                    e.u32(*id);
+                    e.u32(*n);
+                }
+            }
+            Reply::Unit => e.u8(2),
+            Reply::Exec {
+                ipc_ns,
+                emu_ns,
+                outcomes,
+            } => {
+                // `ipc_ns` first: `write_reply` patches it once the reply is encoded.
+                e.u8(3);
+                e.u64(*ipc_ns);
+                e.u64(*emu_ns);
+                e.len(outcomes.len());
+                for o in outcomes {
+                    match &o.result {
+                        Ok(()) => e.u8(0),
+                        Err(w) => {
+                            e.u8(1);
+                            e.error(w);
+                        }
+                    }
+                    e.u64(o.facts.host_ns);
+                    match &o.facts.launch {
+                        Some(l) => {
+                            e.u8(1);
+                            e.launch(l);
+                        }
+                        None => e.u8(0),
+                    }
+                    e.bytes(&o.data);
+                }
+            }
+            Reply::Status { faulted } => {
+                e.u8(4);
+                e.u8(u8::from(*faulted));
+            }
+            Reply::Bytes(b) => {
+                e.u8(5);
+                e.bytes(b);
+            }
+            Reply::Stats(s) => {
+                e.u8(6);
+                e.len(s.len());
+                for x in s {
+                    match x {
+                        Some(x) => {
+                            e.u8(1);
+                            e.stats(x);
+                        }
+                        None => e.u8(0),
+                    }
+                }
+            }
+            Reply::Pool(ranks) => {
+                e.u8(7);
+                e.len(ranks.len());
+                for r in ranks {
+                    e.u32(r.rank);
+                    e.str(&r.state);
+                    e.opt_u32(r.uid);
+                    e.opt_u32(r.pid);
+                    e.str(&r.program);
+                    e.u64(r.since_ms);
+                    e.u64(r.bytes_moved);
+                    e.u64(r.launches);
+                    e.u64(r.idle_ms);
+                    e.u64(r.wipes);
+                }
+            }
+            Reply::Error(w) => {
+                e.u8(8);
+                e.error(w);
+            }
+        }
+    }
+
+    /// Decodes a reply body (all of `buf`).
+    pub fn decode(buf: &[u8]) -> DResult<Reply> {
+        let mut d = Dec::new(buf);
+        let r = match d.u8()? {
+            0 => Reply::Hello { machine: d.str()? },
+            1 => {
+                let n = d.count(8)?;
+                Reply::Ranks(
+                    (0..n)
+                        .map(|_| Ok((d.u32()?, d.u32()?)))
+                        .collect::<DResult<_>>()?,
+                )
+            }
+            2 => Reply::Unit,
+            3 => {
+                let ipc_ns = d.u64()?;
+                let emu_ns = d.u64()?;
+                let n = d.count(14)?;
+                let outcomes = (0..n)
+                    .map(|_| {
+                        let result = if d.bool()? { Err(d.error()?) } else { Ok(()) };
+                        let host_ns = d.u64()?;
+                        let launch = if d.bool()? { Some(d.launch()?) } else { None };
+                        Ok(RankOutcome {
+                            result,
+                            facts: OpFacts { host_ns, launch },
+                            data: d.bytes()?,
+                        })
+                    })
+                    .collect::<DResult<_>>()?;
+                Reply::Exec {
+                    ipc_ns,
+                    emu_ns,
+                    outcomes,
+                }
+            }
+            4 => Reply::Status { faulted: d.bool()? },
+            5 => Reply::Bytes(d.bytes()?),
+            6 => {
+                let n = d.count(1)?;
+                Reply::Stats(
+                    (0..n)
+                        .map(|_| Ok(if d.bool()? { Some(d.stats()?) } else { None }))
+                        .collect::<DResult<_>>()?,
+                )
+            }
+            7 => {
+                let n = d.count(50)?;
+                Reply::Pool(
+                    (0..n)
+                        .map(|_| {
+                            Ok(PoolRank {
+                                rank: d.u32()?,
+                                state: d.str()?,
+                                uid: d.opt_u32()?,
+                                pid: d.opt_u32()?,
+                                program: d.str()?,
+                                since_ms: d.u64()?,
+                                bytes_moved: d.u64()?,
+                                launches: d.u64()?,
+                                idle_ms: d.u64()?,
+                                wipes: d.u64()?,
+                            })
+                        })
+                        .collect::<DResult<_>>()?,
+                )
+            }
+            8 => Reply::Error(d.error()?),
+            tag => return Err(DecodeError::BadTag { what: "reply", tag }),
+        };
+        d.end()?;
+        Ok(r)
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Frames.
+
+/// Writes one frame: `id` and the body `encode` writes.
+pub fn write_frame(
+    w: &mut impl Write,
+    id: u64,
+    encode: impl FnOnce(&mut Enc),
+) -> std::io::Result<()> {
+    let mut e = Enc(Vec::with_capacity(64));
+    e.0.extend_from_slice(&[0u8; 4]);
+    e.u64(id);
+    encode(&mut e);
+    let len = u32::try_from(e.0.len() - 4)
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "message too large"))?;
+    e.0[..4].copy_from_slice(&len.to_le_bytes());
+    w.write_all(&e.0)
+}
+
+/// Writes a reply; an [`Reply::Exec`]'s `ipc_ns` becomes `spent_ns` (the CPU time the
+/// request cost before) plus the CPU time of encoding the reply.
+pub fn write_reply(
+    w: &mut impl Write,
+    id: u64,
+    reply: &Reply,
+    spent_ns: u64,
+) -> std::io::Result<()> {
+    let start = thread_cpu_ns();
+    let mut e = Enc(Vec::with_capacity(64));
+    e.0.extend_from_slice(&[0u8; 4]);
+    e.u64(id);
+    reply.encode(&mut e);
+    let len = u32::try_from(e.0.len() - 4)
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "message too large"))?;
+    e.0[..4].copy_from_slice(&len.to_le_bytes());
+    if let Reply::Exec { .. } = reply {
+        let ipc = spent_ns + thread_cpu_ns().saturating_sub(start);
+        e.0[13..21].copy_from_slice(&ipc.to_le_bytes());
+    }
+    w.write_all(&e.0)
+}
+
+/// Reads one frame: its id and body. `Ok(None)` at a clean end of the stream (between
+/// frames).
+pub fn read_frame(r: &mut impl Read, max: usize) -> std::io::Result<Option<(u64, Vec<u8>)>> {
+    let mut len = [0u8; 4];
+    let mut got = 0;
+    while got < 4 {
+        match r.read(&mut len[got..]) {
+            Ok(0) if got == 0 => return Ok(None),
+            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let len = u32::from_le_bytes(len) as usize;
+    if len < 8 || len > max {
+        let e = DecodeError::TooLong { len, max };
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, e));
+    }
+    let mut body = vec![0u8; len];
+    r.read_exact(&mut body)?;
+    let id = u64::from_le_bytes(body[..8].try_into().expect("8 bytes"));
+    body.drain(..8);
+    Ok(Some((id, body)))
+}
+
+// ------------------------------------------------------------------------------------------
+// Errors across the wire.
+
+impl WireError {
+    /// The wire form of a runtime error.
+    pub fn from_error(e: &Error) -> WireError {
+        let s = |v: &str| v.to_string();
+        let opt = |v: &Option<String>| v.clone().unwrap_or_else(|| "\u{0}".into());
+        let (tag, fields): (u8, Vec<String>) = match e {
+            Error::Profile(c) => (0, vec![c.to_string()]),
+            Error::Allocation { requested, reason } => (1, vec![s(requested), s(reason)]),
+            Error::System(m) => (2, vec![s(m)]),
+            Error::InvalidDpuSet(m) => (3, vec![s(m)]),
+            Error::ElfNoSuchFile { path, source } => (4, vec![s(path), source.to_string()]),
+            Error::ElfInvalidFile { origin, reason } => (5, vec![opt(origin), s(reason)]),
+            Error::IramOverflow {
+                origin,
+                needed,
+                capacity,
+            } => (
+                6,
+                vec![opt(origin), needed.to_string(), capacity.to_string()],
+            ),
+            Error::WramOverflow {
+                origin,
+                needed,
+                capacity,
+                stacks,
+            } => {
+                let mut f = vec![opt(origin), needed.to_string(), capacity.to_string()];
+                if let Some((n, b)) = stacks {
+                    f.push(n.to_string());
+                    f.push(b.to_string());
+                }
+                (7, f)
+            }
+            Error::TooManyTasklets { origin, nr, max } => {
+                (8, vec![opt(origin), nr.to_string(), max.to_string()])
+            }
+            Error::NoProgramLoaded(m) => (9, vec![s(m)]),
+            Error::UnknownSymbol { name } => (10, vec![s(name)]),
+            Error::InvalidSymbolAccess {
+                symbol,
+                offset,
+                len,
+                size,
+            } => (
+                11,
+                vec![
+                    s(symbol),
+                    offset.to_string(),
+                    len.to_string(),
+                    size.to_string(),
+                ],
+            ),
+            Error::InvalidWramAccess {
+                address,
+                len,
+                reason,
+            } => (12, vec![address.to_string(), len.to_string(), s(reason)]),
+            Error::InvalidIramAccess {
+                address,
+                len,
+                reason,
+            } => (13, vec![address.to_string(), len.to_string(), s(reason)]),
+            Error::InvalidMramAccess {
+                address,
+                len,
+                reason,
+            } => (14, vec![address.to_string(), len.to_string(), s(reason)]),
+            Error::DpuFault { first, count } => (
+                15,
+                vec![
+                    first.rank.to_string(),
+                    first.dpu.to_string(),
+                    first.tasklet.to_string(),
+                    first.pc.to_string(),
+                    opt(&first.function),
+                    first.message.clone(),
+                    count.to_string(),
+                ],
+            ),
+            Error::CallbackFailed { code } => (16, vec![code.to_string()]),
+            Error::NonblockingSyncCallback => (17, vec![]),
+            Error::Internal(m) => (18, vec![s(m)]),
+        };
+        WireError { tag, fields }
+    }
+
+    /// The runtime error this stands for; a malformed one is an internal error that says so.
+    pub fn to_error(&self) -> Error {
+        self.rebuild().unwrap_or_else(|| {
+            Error::Internal(format!(
+                "the daemon sent a malformed error (tag {}, {} fields)",
+                self.tag,
+                self.fields.len()
+            ))
+        })
+    }
+
+    fn rebuild(&self) -> Option<Error> {
+        let f = &self.fields;
+        let s = |i: usize| f.get(i).cloned();
+        let n64 = |i: usize| f.get(i)?.parse::<u64>().ok();
+        let n32 = |i: usize| f.get(i)?.parse::<u32>().ok();
+        let opt = |i: usize| f.get(i).map(|v| (v != "\u{0}").then(|| v.clone()));
+        Some(match self.tag {
+            // The daemon's parse of the tenant's profile; the tenant parsed it first, so this
+            // is rare: the message is kept, as a hardware-profile error.
+            0 => Error::Profile(openpim_machine::ConfigError::Hardware(s(0)?)),
+            1 => Error::Allocation {
+                requested: s(0)?,
+                reason: s(1)?,
+            },
+            2 => Error::System(s(0)?),
+            3 => Error::InvalidDpuSet(s(0)?),
+            4 => Error::ElfNoSuchFile {
+                path: s(0)?,
+                source: std::io::Error::other(s(1)?),
+            },
+            5 => Error::ElfInvalidFile {
+                origin: opt(0)?,
+                reason: s(1)?,
+            },
+            6 => Error::IramOverflow {
+                origin: opt(0)?,
+                needed: n64(1)?,
+                capacity: n64(2)?,
+            },
+            7 => Error::WramOverflow {
+                origin: opt(0)?,
+                needed: n64(1)?,
+                capacity: n64(2)?,
+                stacks: match (n32(3), n64(4)) {
+                    (Some(n), Some(b)) => Some((n, b)),
+                    _ => None,
+                },
+            },
+            8 => Error::TooManyTasklets {
+                origin: opt(0)?,
+                nr: n32(1)?,
+                max: n32(2)?,
+            },
+            9 => Error::NoProgramLoaded(s(0)?),
+            10 => Error::UnknownSymbol { name: s(0)? },
+            11 => Error::InvalidSymbolAccess {
+                symbol: s(0)?,
+                offset: n32(1)?,
+                len: n64(2)?,
+                size: n32(3)?,
+            },
+            12 => Error::InvalidWramAccess {
+                address: n64(0)?,
+                len: n64(1)?,
+                reason: s(2)?,
+            },
+            13 => Error::InvalidIramAccess {
+                address: n64(0)?,
+                len: n64(1)?,
+                reason: s(2)?,
+            },
+            14 => Error::InvalidMramAccess {
+                address: n64(0)?,
+                len: n64(1)?,
+                reason: s(2)?,
+            },
+            15 => Error::DpuFault {
+                first: Box::new(FaultInfo {
+                    rank: n32(0)?,
+                    dpu: n32(1)?,
+                    tasklet: n32(2)?,
+                    pc: n32(3)?,
+                    function: opt(4)?,
+                    message: s(5)?,
+                }),
+                count: n64(6)? as usize,
+            },
+            16 => Error::CallbackFailed { code: n32(0)? },
+            17 => Error::NonblockingSyncCallback,
+            18 => Error::Internal(s(0)?),
+            _ => return None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn roundtrip_request(r: Request) {
+        let mut e = Enc::default();
+        r.encode(&mut e);
+        assert_eq!(Request::decode(&e.0).unwrap(), r);
+        // Every strict prefix is an error, never a panic.
+        for cut in 0..e.0.len() {
+            assert!(
+                Request::decode(&e.0[..cut]).is_err(),
+                "prefix of {cut} bytes"
+            );
+        }
+    }
+
+    #[test]
+    fn requests_roundtrip_and_prefixes_fail() {
+        roundtrip_request(Request::Hello {
+            version: VERSION,
+            program: "host".into(),
+        });
+        roundtrip_request(Request::Alloc {
+            profile: "maxCycles=9".into(),
+            ranks: Some(2),
+            dpus: None,
+            what: "2 ranks".into(),
+        });
+        roundtrip_request(Request::Exec {
+            ops: vec![
+                (
+                    3,
+                    WireOp::Write {
+                        len: 4,
+                        items: vec![WireItem {
+                            dpu: 1,
+                            place: Place::Mram(MramAddr(8)),
+                            buf: 0,
+                        }],
+                        bufs: vec![vec![1, 2, 3, 4]],
+                    },
+                ),
+                (4, WireOp::Launch { dpus: vec![0, 1] }),
+            ],
+        });
+        roundtrip_request(Request::RunStats {
+            rank: 1,
+            first: 0,
+            count: 64,
+        });
+    }
+
+    #[test]
+    fn errors_keep_variant_and_message() {
+        let errors = [
+            Error::Allocation {
+                requested: "4 DPUs".into(),
+                reason: "none free".into(),
+            },
+            Error::UnknownSymbol { name: "x".into() },
+            Error::WramOverflow {
+                origin: Some("a.dpu".into()),
+                needed: 70000,
+                capacity: 65536,
+                stacks: Some((16, 4096)),
+            },
+            Error::DpuFault {
+                first: Box::new(FaultInfo {
+                    rank: 1,
+                    dpu: 2,
+                    tasklet: 3,
+                    pc: 4,
+                    function: None,
+                    message: "boom".into(),
+                }),
+                count: 5,
+            },
+            Error::NonblockingSyncCallback,
+        ];
+        for e in errors {
+            let w = WireError::from_error(&e);
+            let mut enc = Enc::default();
+            Reply::Error(w.clone()).encode(&mut enc);
+            let Reply::Error(back) = Reply::decode(&enc.0).unwrap() else {
+                panic!("not an error");
+            };
+            let e2 = back.to_error();
+            assert_eq!(e2.to_string(), e.to_string());
+            assert_eq!(
+                std::mem::discriminant(&e2),
+                std::mem::discriminant(&e),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn huge_counts_do_not_allocate() {
+        // Exec with a count of 2^32-1 operations in a 9-byte message.
+        let mut m = vec![3u8];
+        m.extend_from_slice(&u32::MAX.to_le_bytes());
+        m.extend_from_slice(&[0; 4]);
+        assert!(matches!(
+            Request::decode(&m),
+            Err(DecodeError::Truncated { .. })
+        ));
+    }
+
+    #[test]
+    fn frames_roundtrip_and_limit() {
+        let mut buf = Vec::new();
+        write_frame(&mut buf, 42, |e| Request::Pool.encode(e)).unwrap();
+        let (id, body) = read_frame(&mut buf.as_slice(), MAX_FRAME).unwrap().unwrap();
+        assert_eq!((id, Request::decode(&body).unwrap()), (42, Request::Pool));
+        assert!(read_frame(&mut buf.as_slice(), 8).is_err());
+        assert!(read_frame(&mut [].as_slice(), 8).unwrap().is_none());
+    }
+}
