@@ -54,8 +54,13 @@ struct MachineOpts {
     /// When file-backed MRAM is made durable: never, end (default), launch, transfer.
     #[arg(long, value_name = "WHEN")]
     persist: Option<String>,
+}
+
+/// Where the DPU work runs (`run`, `demo`).
+#[derive(clap::Args, Clone, Default)]
+struct ServerOpts {
     /// Run the DPU work on the rank-manager daemon listening on PATH (`openpim daemon`;
-    /// sets OPENPIM_SERVER): the daemon's machine replaces --ranks/--hardware.
+    /// sets OPENPIM_SERVER); --ranks must fit the daemon's machine.
     #[arg(long, value_name = "PATH")]
     server: Option<String>,
 }
@@ -283,6 +288,8 @@ enum Cmd {
         #[command(flatten)]
         machine: MachineOpts,
         #[command(flatten)]
+        server: ServerOpts,
+        #[command(flatten)]
         report: ReportOpts,
         /// The command and its arguments: what follows `--`, or everything from the first word
         /// that is not an option of `openpim run`.
@@ -293,6 +300,8 @@ enum Cmd {
     Demo {
         #[command(flatten)]
         machine: MachineOpts,
+        #[command(flatten)]
+        server: ServerOpts,
         #[command(flatten)]
         report: ReportOpts,
     },
@@ -440,9 +449,10 @@ fn dispatch(cmd: Cmd) -> Result<ExitCode> {
         }
         Cmd::Run {
             machine,
+            server,
             report,
             command,
-        } => run_command(&install, &machine, &report, &command, None),
+        } => run_command(&install, &machine, &server, &report, &command, None),
         Cmd::Checkpoint { command } => {
             print!("{}", checkpoint::run(command)?);
             Ok(ExitCode::SUCCESS)
@@ -459,7 +469,11 @@ fn dispatch(cmd: Cmd) -> Result<ExitCode> {
             study::run_python(&mut cmd)
         }
         Cmd::Study { study } => study::run(&install, study),
-        Cmd::Demo { machine, report } => {
+        Cmd::Demo {
+            machine,
+            server,
+            report,
+        } => {
             let dir = install.root.join("examples/demo");
             let status = install
                 .command("make")
@@ -474,6 +488,7 @@ fn dispatch(cmd: Cmd) -> Result<ExitCode> {
             run_command(
                 &install,
                 &machine,
+                &server,
                 &report,
                 &["./bin/host".to_string()],
                 Some(&dir),
@@ -486,6 +501,7 @@ fn dispatch(cmd: Cmd) -> Result<ExitCode> {
 fn run_command(
     install: &Install,
     machine: &MachineOpts,
+    server: &ServerOpts,
     report: &ReportOpts,
     command: &[String],
     dir: Option<&std::path::Path>,
@@ -511,7 +527,7 @@ fn run_command(
     for (k, v) in report.env() {
         cmd.env(k, v);
     }
-    if let Some(server) = &machine.server {
+    if let Some(server) = &server.server {
         cmd.env(openpim_runtime::exec::remote::SERVER_ENV, absolute(server));
     }
     if let Some(d) = dir {

@@ -172,7 +172,7 @@ fn run_rejects_an_unknown_option_listing_the_valid_ones() {
     let o = openpim(&["frobnicate"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        stderr(&o).contains("valid commands: env, info, run, demo, plot"),
+        stderr(&o).contains("valid commands: env, info, run, demo, daemon, pool, plot"),
         "{}",
         stderr(&o)
     );

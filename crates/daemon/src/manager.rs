@@ -26,6 +26,15 @@ use openpim_runtime::{Error, Result};
 
 use crate::config::Config;
 
+/// Wipes a served rank: once the last operation still running on it (its worker's) is done,
+/// dropping it clears its memories and programs and gives its slot back.
+fn wipe(served: Arc<ServedRank>) {
+    while Arc::strong_count(&served) > 1 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    drop(served);
+}
+
 /// Who a tenant is (from the socket's peer credentials).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Tenant {
@@ -265,7 +274,9 @@ impl Manager {
                 // Its own released rank, with the same DPUs and options: no wipe.
                 (State::Released, Some(s)) if s.nr_dpus() == nr && s.machine() == &**machine => s,
                 (_, old) => {
-                    drop(old);
+                    if let Some(old) = old {
+                        wipe(old);
+                    }
                     match ServedRank::new(i as u32, nr, Arc::clone(machine)) {
                         Ok(s) => Arc::new(s),
                         Err(err) => {
@@ -348,10 +359,7 @@ impl Manager {
             // The wipe: the last handle of the served rank drops (an operation still running
             // on it holds one until it ends), clearing its memories and programs.
             if let Some(s) = served {
-                while Arc::strong_count(&s) > 1 {
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-                drop(s);
+                wipe(s);
             }
             let ns = t.elapsed().as_nanos() as u64;
             {
