@@ -11,7 +11,7 @@ SHELL := /bin/bash
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 CARGO ?= cargo
 
-.PHONY: all setup build demo test test-rust test-conformance test-programs test-collectives bench fidelity lint clean fuzz-smoke test-memory-huge bench-memory
+.PHONY: all setup build demo test test-rust test-conformance test-programs test-collectives bench fidelity lint clean fuzz-smoke test-memory-huge bench-memory fuzz-remote
 
 all: build
 
@@ -60,6 +60,10 @@ test: build
 # disk has room (says SKIP otherwise); see docs/memory.md.
 test-memory-huge: build
 	tests/memory/run.sh huge
+
+# The daemon protocol's decoder on random and mutated messages (FUZZ_SECONDS, default 600).
+fuzz-remote:
+	FUZZ_SECONDS=$${FUZZ_SECONDS:-600} $(CARGO) test --release -p openpim-daemon --test daemon decoders_never_panic -- --nocapture
 
 test-programs: build
 	tests/programs/run.py --all

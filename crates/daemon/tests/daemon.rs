@@ -1,0 +1,537 @@
+//! The daemon's rank manager (policy, quotas, queue, timeout), its checks of crafted
+//! requests on the raw socket, and the protocol decoder on garbage.
+
+use std::io::{BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use openpim_daemon::manager::{Manager, Tenant};
+use openpim_daemon::Config;
+use openpim_machine::MachineConfig;
+use openpim_runtime::exec::remote::protocol::{
+    self, read_frame, write_frame, Reply, Request, WireItem, WireOp,
+};
+use openpim_runtime::machine::MramAddr;
+use openpim_runtime::{Error, Place};
+
+/// Rank slots are process-wide: tests that create ranks take turns.
+fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn machine(ranks: u32) -> Arc<MachineConfig> {
+    Arc::new(
+        MachineConfig::from_profile_string(&format!("nrRanks={ranks},nrDpusPerRank=2")).unwrap(),
+    )
+}
+
+fn tenant(id: u64, uid: u32) -> Tenant {
+    Tenant {
+        id,
+        uid,
+        pid: id as u32,
+        program: format!("t{id}"),
+    }
+}
+
+fn config(timeout_ms: u64) -> Config {
+    Config {
+        alloc_timeout: Duration::from_millis(timeout_ms),
+        reuse: Duration::from_millis(300),
+        ..Config::default()
+    }
+}
+
+fn states(m: &Manager) -> String {
+    m.table()
+        .iter()
+        .map(|r| r.state.as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn wait_all_free(m: &Manager) {
+    let end = Instant::now() + Duration::from_secs(10);
+    while !m.all_free() {
+        assert!(
+            Instant::now() < end,
+            "ranks never came back: {:?}",
+            m.table()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn round_robin_reuse_by_the_same_process_and_wipe_for_others() {
+    let _g = serial();
+    let mc = machine(3);
+    let m = Manager::new(config(200), &mc);
+    let a = tenant(1, 100);
+    let got = m.alloc(&a, Some(1), None, "1 rank", &mc).unwrap();
+    assert_eq!(got[0].rank, 0);
+    assert_eq!(states(&m), "ALLO NAAV NAAV");
+    // Round-robin: the next allocation starts after the last rank given.
+    let b = tenant(2, 100);
+    assert_eq!(
+        m.alloc(&b, Some(1), None, "1 rank", &mc).unwrap()[0].rank,
+        1
+    );
+    // A leaves: its rank waits for it (NANA), and A gets it back without a wipe.
+    let served = Arc::clone(&got[0].served);
+    drop(got);
+    m.release(1, 0, false);
+    assert_eq!(m.table()[0].state, "NANA");
+    let again = m.alloc(&a, Some(1), None, "1 rank", &mc).unwrap();
+    assert_eq!(again[0].rank, 0);
+    assert!(
+        Arc::ptr_eq(&again[0].served, &served),
+        "same process: the same rank, unwiped"
+    );
+    assert_eq!(m.table()[0].wipes, 0);
+    drop((again, served));
+    // Another process gets a wiped rank: B's next allocation skips A's released rank.
+    m.release(1, 0, false);
+    let c = tenant(3, 100);
+    assert_eq!(
+        m.alloc(&c, Some(1), None, "1 rank", &mc).unwrap()[0].rank,
+        2
+    );
+    m.release_all(2);
+    m.release_all(3);
+    m.release_all(1);
+    wait_all_free(&m);
+    assert!(m.table().iter().all(|r| r.wipes >= 1 || r.rank == 2));
+}
+
+#[test]
+fn fifo_queue_timeout_and_quota() {
+    let _g = serial();
+    let mc = machine(2);
+    let m = Manager::new(
+        Config {
+            default_quota: Some(2),
+            quotas: [(7, 1)].into_iter().collect(),
+            ..config(3000)
+        },
+        &mc,
+    );
+    let holder = tenant(1, 100);
+    let held = m.alloc(&holder, None, None, "all ranks", &mc).unwrap();
+    assert_eq!(held.len(), 2);
+    // Quota: user 7 may hold one rank; asking for two fails at once.
+    let t0 = Instant::now();
+    let e = m
+        .alloc(&tenant(9, 7), Some(2), None, "2 ranks", &mc)
+        .err()
+        .unwrap();
+    assert!(matches!(e, Error::Allocation { .. }), "{e}");
+    assert!(e.to_string().contains("quota"), "{e}");
+    assert!(t0.elapsed() < Duration::from_millis(500));
+    // Two waiters, queued in order; the first one is served first when a rank frees.
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let mut waiters = Vec::new();
+    for (k, id) in [(0, 10u64), (1, 11u64)] {
+        let (m2, mc2, order2) = (Arc::clone(&m), Arc::clone(&mc), Arc::clone(&order));
+        waiters.push(std::thread::spawn(move || {
+            let got = m2.alloc(&tenant(id, 200), Some(1), None, "1 rank", &mc2);
+            order2.lock().unwrap().push(id);
+            if got.is_ok() {
+                std::thread::sleep(Duration::from_millis(100));
+                m2.release(id, got.unwrap()[0].rank, true);
+            }
+        }));
+        // Make the arrival order certain.
+        std::thread::sleep(Duration::from_millis(50 + k * 50));
+    }
+    drop(held);
+    m.release(1, 0, true);
+    for w in waiters {
+        w.join().unwrap();
+    }
+    assert_eq!(
+        *order.lock().unwrap(),
+        vec![10, 11],
+        "first come, first served"
+    );
+    // The timeout, on a fresh manager (the ranks' slots are this process's: give them back).
+    m.release_all(1);
+    wait_all_free(&m);
+    drop(m);
+    let m2 = Manager::new(config(300), &mc);
+    let all = m2.alloc(&tenant(1, 100), None, None, "all", &mc).unwrap();
+    let t0 = Instant::now();
+    let e = m2
+        .alloc(&tenant(2, 100), Some(1), None, "1 rank", &mc)
+        .err()
+        .unwrap();
+    let waited = t0.elapsed();
+    assert!(e.to_string().contains("0.3 s"), "{e}");
+    assert!(
+        waited >= Duration::from_millis(300) && waited < Duration::from_secs(3),
+        "{waited:?}"
+    );
+    drop(all);
+    m2.release_all(1);
+    wait_all_free(&m2);
+}
+
+/// A daemon on a temporary socket, served by this test process.
+struct Daemon {
+    path: String,
+    thread: Option<std::thread::JoinHandle<()>>,
+    _dir: tempdir::Dir,
+}
+
+mod tempdir {
+    pub struct Dir(pub String);
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+fn start_daemon(ranks: u32) -> Daemon {
+    let dir = format!("/tmp/openpim-daemon-test-{}", std::process::id());
+    let _ = std::fs::create_dir_all(&dir);
+    let path = format!("{dir}/d.sock");
+    let config = Config {
+        socket: path.clone(),
+        ranks: Some(ranks),
+        alloc_timeout: Duration::from_millis(200),
+        ..Config::default()
+    };
+    let thread = std::thread::spawn(move || openpim_daemon::run(config).unwrap());
+    for _ in 0..200 {
+        if UnixStream::connect(&path).is_ok() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Daemon {
+        path,
+        thread: Some(thread),
+        _dir: tempdir::Dir(dir),
+    }
+}
+
+/// A raw client: frames by hand, no runtime backend.
+struct Raw {
+    w: UnixStream,
+    r: BufReader<UnixStream>,
+    id: u64,
+}
+
+impl Raw {
+    fn connect(d: &Daemon) -> Raw {
+        let s = UnixStream::connect(&d.path).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut raw = Raw {
+            r: BufReader::new(s.try_clone().unwrap()),
+            w: s,
+            id: 0,
+        };
+        let hello = raw.call(&Request::Hello {
+            version: protocol::VERSION,
+            program: "raw".into(),
+        });
+        assert!(matches!(hello, Reply::Hello { .. }), "{hello:?}");
+        raw
+    }
+
+    fn call(&mut self, req: &Request) -> Reply {
+        self.id += 1;
+        write_frame(&mut self.w, self.id, |e| req.encode(e)).unwrap();
+        self.w.flush().unwrap();
+        let (id, body) = read_frame(&mut self.r, usize::MAX).unwrap().unwrap();
+        assert_eq!(id, self.id);
+        Reply::decode(&body).unwrap()
+    }
+
+    fn error(&mut self, req: &Request) -> Error {
+        match self.call(req) {
+            Reply::Error(w) => w.to_error(),
+            Reply::Exec { outcomes, .. } => outcomes[0].result.clone().unwrap_err().to_error(),
+            r => panic!("expected an error, got {r:?}"),
+        }
+    }
+}
+
+fn write_op(rank: u32, dpu: u32, addr: u32, len: u32) -> Request {
+    Request::Exec {
+        ops: vec![(
+            rank,
+            WireOp::Write {
+                len,
+                items: vec![WireItem {
+                    dpu,
+                    place: Place::Mram(MramAddr(addr)),
+                    buf: 0,
+                }],
+                bufs: vec![vec![0xAB; len as usize]],
+            },
+        )],
+    }
+}
+
+fn read_op(rank: u32, addr: u32, len: u32) -> Request {
+    Request::Exec {
+        ops: vec![(
+            rank,
+            WireOp::Read {
+                len,
+                items: vec![WireItem {
+                    dpu: 0,
+                    place: Place::Mram(MramAddr(addr)),
+                    buf: 0,
+                }],
+            },
+        )],
+    }
+}
+
+#[test]
+fn crafted_requests_on_the_raw_socket_are_refused() {
+    let _g = serial();
+    let d = start_daemon(2);
+    let mut a = Raw::connect(&d);
+    let mut b = Raw::connect(&d);
+    // Nothing held yet: every rank is refused.
+    for rank in [0, 1, 7, u32::MAX] {
+        let e = a.error(&write_op(rank, 0, 0, 8));
+        assert!(matches!(e, Error::InvalidDpuSet(_)), "{e}");
+        assert!(
+            e.to_string().contains("not allocated to this program"),
+            "{e}"
+        );
+    }
+    let Reply::Ranks(ra) = a.call(&Request::Alloc {
+        profile: String::new(),
+        ranks: Some(1),
+        dpus: None,
+        what: "1 rank".into(),
+    }) else {
+        panic!("no rank")
+    };
+    let rank_a = ra[0].0;
+    assert!(matches!(
+        a.call(&write_op(rank_a, 0, 1 << 20, 8)),
+        Reply::Exec { .. }
+    ));
+    // B cannot read, write, log or free A's rank.
+    assert!(matches!(
+        b.error(&read_op(rank_a, 1 << 20, 8)),
+        Error::InvalidDpuSet(_)
+    ));
+    assert!(matches!(
+        b.error(&write_op(rank_a, 0, 0, 8)),
+        Error::InvalidDpuSet(_)
+    ));
+    assert!(matches!(
+        b.error(&Request::Log {
+            rank: rank_a,
+            dpu: 0
+        }),
+        Error::InvalidDpuSet(_)
+    ));
+    assert!(matches!(
+        b.call(&Request::Free { rank: rank_a }),
+        Reply::Unit
+    ));
+    let Reply::Exec { outcomes, .. } = a.call(&read_op(rank_a, 1 << 20, 8)) else {
+        panic!()
+    };
+    assert_eq!(
+        outcomes[0].data,
+        vec![0xAB; 8],
+        "B's free did nothing to A's rank"
+    );
+    // Out of bounds: past MRAM's end, a DPU outside the rank, a buffer index past the list.
+    let e = a.error(&write_op(rank_a, 0, (64 << 20) - 4, 8));
+    assert!(matches!(e, Error::InvalidMramAccess { .. }), "{e}");
+    let e = a.error(&write_op(rank_a, 64, 0, 8));
+    assert!(matches!(e, Error::InvalidDpuSet(_)), "{e}");
+    let bad_buf = Request::Exec {
+        ops: vec![(
+            rank_a,
+            WireOp::Write {
+                len: 8,
+                items: vec![WireItem {
+                    dpu: 0,
+                    place: Place::Mram(MramAddr(0)),
+                    buf: 3,
+                }],
+                bufs: vec![vec![0; 8]],
+            },
+        )],
+    };
+    assert!(matches!(a.error(&bad_buf), Error::Internal(_)));
+    // Garbage ends B's connection only; A and new tenants are still served.
+    b.w.write_all(&[9, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 99])
+        .unwrap();
+    b.w.flush().unwrap();
+    assert!(read_frame(&mut b.r, usize::MAX)
+        .map(|f| f.is_none())
+        .unwrap_or(true));
+    assert!(matches!(
+        a.call(&read_op(rank_a, 1 << 20, 8)),
+        Reply::Exec { .. }
+    ));
+    let mut c = Raw::connect(&d);
+    let Reply::Ranks(rc) = c.call(&Request::Alloc {
+        profile: String::new(),
+        ranks: Some(1),
+        dpus: None,
+        what: "1 rank".into(),
+    }) else {
+        panic!("no rank for c")
+    };
+    assert_ne!(rc[0].0, rank_a);
+    // A disconnects: its rank is wiped; C, freeing its own and allocating both, reads zeros.
+    drop(a);
+    assert!(matches!(
+        c.call(&Request::Free { rank: rc[0].0 }),
+        Reply::Unit
+    ));
+    std::thread::sleep(Duration::from_millis(400));
+    let Reply::Ranks(both) = c.call(&Request::Alloc {
+        profile: String::new(),
+        ranks: Some(2),
+        dpus: None,
+        what: "2 ranks".into(),
+    }) else {
+        panic!("no ranks")
+    };
+    assert_eq!(both.len(), 2);
+    let Reply::Exec { outcomes, .. } = c.call(&read_op(rank_a, 1 << 20, 8)) else {
+        panic!()
+    };
+    assert_eq!(outcomes[0].data, vec![0; 8], "A's data is gone");
+    // Give every rank back before the next test makes ranks in this process.
+    drop(c);
+    let mut d = d;
+    let mut probe = Raw::connect(&d);
+    let end = Instant::now() + Duration::from_secs(10);
+    loop {
+        let Reply::Pool(table) = probe.call(&Request::Pool) else {
+            panic!("no pool")
+        };
+        if table.iter().all(|r| r.state == "NAAV") {
+            break;
+        }
+        assert!(Instant::now() < end, "ranks not returned: {table:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(probe);
+    openpim_daemon::server::request_stop();
+    d.thread.take().unwrap().join().unwrap();
+}
+
+/// A small deterministic generator (xorshift), so that failures reproduce.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+/// Valid messages of every kind, to mutate.
+fn seeds() -> Vec<Vec<u8>> {
+    let reqs = [
+        Request::Hello {
+            version: 1,
+            program: "x".into(),
+        },
+        Request::Alloc {
+            profile: "maxCycles=5".into(),
+            ranks: Some(1),
+            dpus: Some(3),
+            what: "3 DPUs".into(),
+        },
+        write_op(1, 2, 3, 4),
+        read_op(0, 8, 16),
+        Request::Exec {
+            ops: vec![
+                (
+                    0,
+                    WireOp::Load {
+                        elf: vec![0x7f, b'E', b'L', b'F'],
+                        origin: Some("a".into()),
+                        dpus: vec![0, 1],
+                    },
+                ),
+                (1, WireOp::Launch { dpus: vec![3] }),
+            ],
+        },
+        Request::RunStats {
+            rank: 0,
+            first: 0,
+            count: 9,
+        },
+        Request::Pool,
+    ];
+    reqs.iter()
+        .map(|r| {
+            let mut e = protocol::Enc::default();
+            r.encode(&mut e);
+            e.0
+        })
+        .collect()
+}
+
+/// The decoders never panic, whatever the bytes: random messages, and valid ones with bytes
+/// flipped, inserted, removed or cut. `FUZZ_SECONDS` runs it longer (`make fuzz-remote`).
+#[test]
+fn decoders_never_panic_on_garbage() {
+    let seconds: u64 = std::env::var("FUZZ_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let seeds = seeds();
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let start = Instant::now();
+    let mut n = 0u64;
+    loop {
+        let mut msg = if rng.next() % 4 == 0 {
+            let len = (rng.next() % 64) as usize;
+            (0..len).map(|_| rng.next() as u8).collect::<Vec<u8>>()
+        } else {
+            seeds[(rng.next() % seeds.len() as u64) as usize].clone()
+        };
+        for _ in 0..(rng.next() % 4) {
+            if msg.is_empty() {
+                break;
+            }
+            let at = (rng.next() % msg.len() as u64) as usize;
+            match rng.next() % 4 {
+                0 => msg[at] = rng.next() as u8,
+                1 => msg.insert(at, rng.next() as u8),
+                2 => {
+                    msg.remove(at);
+                }
+                _ => msg.truncate(at),
+            }
+        }
+        let _ = Request::decode(&msg);
+        let _ = Reply::decode(&msg);
+        let mut framed = (msg.len() as u32).to_le_bytes().to_vec();
+        framed.extend_from_slice(&msg);
+        let _ = read_frame(&mut framed.as_slice(), 1 << 20);
+        n += 1;
+        if n >= 200_000 && start.elapsed().as_secs() >= seconds {
+            break;
+        }
+    }
+    if seconds > 0 {
+        eprintln!(
+            "fuzzed {n} messages in {:.0} s",
+            start.elapsed().as_secs_f64()
+        );
+    }
+}
