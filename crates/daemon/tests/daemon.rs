@@ -138,9 +138,11 @@ fn fifo_queue_timeout_and_quota() {
         waiters.push(std::thread::spawn(move || {
             let got = m2.alloc(&tenant(id, 200), Some(1), None, "1 rank", &mc2);
             order2.lock().unwrap().push(id);
-            if got.is_ok() {
+            if let Ok(got) = got {
                 std::thread::sleep(Duration::from_millis(100));
-                m2.release(id, got.unwrap()[0].rank, true);
+                let rank = got[0].rank;
+                drop(got);
+                m2.release(id, rank, true);
             }
         }));
         // Make the arrival order certain.
@@ -498,7 +500,7 @@ fn decoders_never_panic_on_garbage() {
     let start = Instant::now();
     let mut n = 0u64;
     loop {
-        let mut msg = if rng.next() % 4 == 0 {
+        let mut msg = if rng.next().is_multiple_of(4) {
             let len = (rng.next() % 64) as usize;
             (0..len).map(|_| rng.next() as u8).collect::<Vec<u8>>()
         } else {
