@@ -70,6 +70,19 @@ else
     fail "conformance suite through the daemon" "$tmp/conf.log"
 fi
 all_free "$sock" 10 && pass "after the suite every rank is NAAV" || fail "after the suite every rank is NAAV" "$tmp/pool.txt"
+# The same programs with the remote path's optimizations off (write batching, read-ahead).
+if OPENPIM_SERVER="$sock" OPENPIM_REMOTE_BATCH=0 OPENPIM_REMOTE_PREFETCH=0 CONFORMANCE_VERBOSE=1 \
+    "$root/tests/conformance/run.sh" vector_add transfers async checksum reduction >"$tmp/conf0.log" 2>&1; then
+    pass "the same with batching and read-ahead off ($(tail -n 1 "$tmp/conf0.log"))"
+else
+    fail "the same with batching and read-ahead off" "$tmp/conf0.log"
+fi
+# The Python API goes through libdpu, hence through the daemon too.
+if OPENPIM_SERVER="$sock" python3 -m pytest -q "$root/python/tests" >"$tmp/py.log" 2>&1; then
+    pass "the Python API's tests through the daemon ($(tail -n 1 "$tmp/py.log"))"
+else
+    fail "the Python API's tests through the daemon" "$tmp/py.log"
+fi
 
 # --- Many short tenants at once ---------------------------------------------------------
 fds() { ls "/proc/$1/fd" | wc -l; }

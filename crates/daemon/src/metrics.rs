@@ -74,6 +74,25 @@ pub fn render(m: &Manager) -> String {
         "Longest wipe.",
         &[(String::new(), max_ns as f64 / 1e9)],
     );
+    let (allocs, a_ns, a_max) = m.alloc_stats();
+    metric(
+        "openpim_alloc_seconds_sum",
+        "counter",
+        "Time from request to grant of the allocations served without waiting.",
+        &[(String::new(), a_ns as f64 / 1e9)],
+    );
+    metric(
+        "openpim_alloc_seconds_count",
+        "counter",
+        "Allocations served without waiting.",
+        &[(String::new(), allocs as f64)],
+    );
+    metric(
+        "openpim_alloc_seconds_max",
+        "gauge",
+        "Longest of them.",
+        &[(String::new(), a_max as f64 / 1e9)],
+    );
     metric(
         "openpim_alloc_waiting",
         "gauge",

@@ -461,6 +461,7 @@ fn check_op(op: &WireOp, nr_dpus: u32) -> Result<()> {
         Ok(())
     };
     match op {
+        WireOp::Batch(ops) => ops.iter().try_for_each(|op| check_op(op, nr_dpus)),
         WireOp::Load { dpus, .. } | WireOp::Launch { dpus } => {
             dpus.iter().try_for_each(|d| dpu_ok(*d))
         }
@@ -524,8 +525,24 @@ fn check_place(place: openpim_runtime::Place, len: u32) -> Result<()> {
 /// Runs one checked operation on a served rank.
 fn run_wire(served: &ServedRank, usage: &Usage, op: WireOp) -> RankOutcome {
     let t = Instant::now();
+    // A batch's operations count their own time.
+    let batch = matches!(op, WireOp::Batch(_));
     let mut data = Vec::new();
     let (result, facts) = match op {
+        WireOp::Batch(ops) => {
+            // In order; the first error stops the batch (the tenant reports it).
+            let mut facts = OpFacts::default();
+            let mut result = Ok(());
+            for op in ops {
+                let o = run_wire(served, usage, op);
+                facts.host_ns += o.facts.host_ns;
+                if let Err(e) = o.result {
+                    result = Err(e.to_error());
+                    break;
+                }
+            }
+            (result, facts)
+        }
         WireOp::Load { elf, origin, dpus } => match Program::parse(origin, &elf) {
             Ok(p) => served.run(RankOp::Load {
                 program: Arc::new(p),
@@ -597,9 +614,11 @@ fn run_wire(served: &ServedRank, usage: &Usage, op: WireOp) -> RankOutcome {
             }
         }
     };
-    usage
-        .busy_ns
-        .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    if !batch {
+        usage
+            .busy_ns
+            .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    }
     RankOutcome {
         result: result.map_err(|e| WireError::from_error(&e)),
         facts,

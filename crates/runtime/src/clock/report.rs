@@ -244,7 +244,19 @@ pub struct Report {
     /// The MRAM backing store.
     #[serde(default)]
     pub memory: MemoryReport,
+    /// The remote path's cost (runs through the rank-manager daemon only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<RemoteReport>,
     pub advice: Vec<Advice>,
+}
+
+/// The remote path's cost: what a run through the rank-manager daemon adds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RemoteReport {
+    /// Rank operations the daemon ran for the program.
+    pub operations: u64,
+    /// CPU time of the remote path (both processes), by the phase of the operation it served.
+    pub ipc: Phases,
 }
 
 /// Gaps of a rank's busy spans inside `[from, to)`: (total idle, longest idle).
@@ -405,6 +417,12 @@ fn build(s: &State) -> Report {
             link_ns: e.link_ns,
         })
         .collect();
+    if s.remote.calls > 0 {
+        report.remote = Some(RemoteReport {
+            operations: s.remote.calls,
+            ipc: Phases::from_fn(|p| s.remote.ipc_ns[p as usize]),
+        });
+    }
     report.advice = advise(&report, s);
     report
 }
@@ -684,6 +702,19 @@ impl Report {
             t.bytes_from_dpus,
             ms(t.host_interleave_ns)
         );
+        if let Some(r) = &self.remote {
+            let p = &r.ipc;
+            let _ = writeln!(
+                o,
+                "remote path (rank-manager daemon): {} operations, {} of CPU time on the ranks' timelines (CPU-DPU {}, kernel {}, DPU-CPU {}, load {})",
+                r.operations,
+                ms(p.cpu_dpu_ns + p.dpu_kernel_ns + p.dpu_cpu_ns + p.alloc_load_ns + p.host_ns + p.inter_dpu_ns),
+                ms(p.cpu_dpu_ns),
+                ms(p.dpu_kernel_ns),
+                ms(p.dpu_cpu_ns),
+                ms(p.alloc_load_ns)
+            );
+        }
         if !self.inter_dpu.is_empty() {
             o.push_str(&self.inter_dpu_table());
         }

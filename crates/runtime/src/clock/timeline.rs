@@ -954,6 +954,20 @@ pub(crate) fn finish_remote(rank: u32, hw: &HardwareProfile, done: OpDone, ipc_n
     }
 }
 
+/// The remote path's cost of work that is not one operation (sending a batch of writes
+/// placed on the timeline already): `ns` on rank `rank`'s timeline from now, in `phase`.
+pub(crate) fn remote_overhead(rank: u32, phase: Phase, ns: Nanos) {
+    if ns == 0 {
+        return;
+    }
+    with_state(|s| {
+        let now = s.clock.now();
+        s.clock.rank_op(rank, now, ns, phase, "remote path");
+        s.remote.calls += 1;
+        s.remote.ipc_ns[phase as usize] += ns;
+    });
+}
+
 /// The remote path's cost, for the report (runs through a daemon only).
 #[derive(Debug, Clone, Default)]
 pub struct RemoteTotals {

@@ -127,6 +127,22 @@ pub struct AllocRequest {
     pub profile: String,
 }
 
+/// The allocation error of a process whose machine (`nr_ranks` ranks) has only `free` of
+/// them left: every backend says it the same way.
+pub(crate) fn ranks_exhausted(what: &str, nr_ranks: u32, free: u32) -> crate::error::Error {
+    let reason = if free == 0 {
+        format!("all {nr_ranks} ranks of the machine are already allocated by this process; dpu_free a set first")
+    } else {
+        format!(
+            "only {free} of the machine's {nr_ranks} ranks are free (the others are allocated by this process); dpu_free a set first or ask for fewer"
+        )
+    };
+    crate::error::Error::Allocation {
+        requested: what.to_string(),
+        reason,
+    }
+}
+
 /// An allocated rank.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RankInfo {

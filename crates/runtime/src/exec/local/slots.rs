@@ -43,18 +43,11 @@ pub(crate) fn take(nr_ranks: u32, count: Option<u32>, what: &str) -> Result<Vec<
     let free: Vec<u32> = (0..nr_ranks).filter(|i| !used.contains(i)).collect();
     let want = count.unwrap_or(free.len() as u32) as usize;
     if want == 0 || free.len() < want {
-        let reason = if free.is_empty() {
-            format!("all {nr_ranks} ranks of the machine are already allocated by this process; dpu_free a set first")
-        } else {
-            format!(
-                "only {} of the machine's {nr_ranks} ranks are free (the others are allocated by this process); dpu_free a set first or ask for fewer",
-                free.len()
-            )
-        };
-        return Err(Error::Allocation {
-            requested: what.to_string(),
-            reason,
-        });
+        return Err(crate::exec::ranks_exhausted(
+            what,
+            nr_ranks,
+            free.len() as u32,
+        ));
     }
     Ok(free[..want]
         .iter()

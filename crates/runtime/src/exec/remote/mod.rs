@@ -11,6 +11,7 @@
 //! timeline before the operation.
 
 mod conn;
+pub mod fastpath;
 pub mod protocol;
 
 use std::collections::HashMap;
@@ -30,6 +31,7 @@ use crate::exec::{
 use crate::program::Program;
 use crate::xfer::Place;
 use conn::{unexpected, Conn};
+use fastpath::{batchable, Batch, ReadCache, ReadPlan};
 use protocol::{RankOutcome, Reply, Request, WireItem, WireOp};
 
 /// The environment variable naming the daemon's socket (the profile key `server=` does the
@@ -182,9 +184,20 @@ impl Backend for RemoteBackend {
 
     fn alloc(&self, req: &AllocRequest) -> Result<Vec<RankInfo>> {
         let conn = self.conn()?;
+        // The program's machine holds its ranks' number at most, as in process.
+        let held = lock(&self.ranks).len() as u32;
+        let free = req.machine.nr_ranks.saturating_sub(held);
+        let want = req.ranks.unwrap_or(free);
+        if want == 0 || want > free {
+            return Err(crate::exec::ranks_exhausted(
+                &req.what,
+                req.machine.nr_ranks,
+                free,
+            ));
+        }
         let reply = conn.call(&Request::Alloc {
             profile: effective_profile(&req.profile),
-            ranks: req.ranks,
+            ranks: Some(want),
             dpus: req.dpus,
             what: req.what.clone(),
         })?;
@@ -208,6 +221,9 @@ impl Backend for RemoteBackend {
                     queue: RankQueue::new(id),
                     programs: Mutex::new(vec![None; nr_dpus as usize]),
                     faulted: AtomicBool::new(false),
+                    nr_dpus,
+                    batch: Mutex::default(),
+                    cache: Mutex::default(),
                 });
                 table.insert(id, rank);
                 RankInfo { id, nr_dpus }
@@ -236,6 +252,19 @@ impl Backend for RemoteBackend {
         let issue = timeline::issue_now(call_shape_of(&ops));
         let ids: Vec<u32> = ops.iter().map(|(r, _)| r.id).collect();
         let _join = timeline::JoinOnDrop(ids);
+        if ops.iter().all(|(_, op)| batchable(op)) {
+            let results = ops
+                .into_iter()
+                .map(|(r, op)| timeline::with_sync_issue(issue, || r.add_to_batch(op)))
+                .collect();
+            return merge(results);
+        }
+        for (r, op) in &ops {
+            r.flush()?;
+            if !matches!(op, RankOp::Read { .. }) {
+                lock(&r.cache).invalidate();
+            }
+        }
         let conn = Arc::clone(&ops[0].0.conn);
         let prepared: Vec<(Arc<RemoteRank>, Prepared)> = ops
             .into_iter()
@@ -311,6 +340,7 @@ impl Backend for RemoteBackend {
 
     fn log(&self, rank: u32, dpu: u32) -> Vec<u8> {
         let r = self.rank(rank);
+        let _ = r.flush();
         match r.conn.call(&Request::Log { rank: r.slot, dpu }) {
             Ok(Reply::Bytes(b)) => b,
             _ => Vec::new(),
@@ -319,6 +349,7 @@ impl Backend for RemoteBackend {
 
     fn run_stats(&self, rank: u32, first: u32, count: u32) -> Vec<Option<DpuRunStats>> {
         let r = self.rank(rank);
+        let _ = r.flush();
         match r.conn.call(&Request::RunStats {
             rank: r.slot,
             first,
@@ -350,12 +381,18 @@ struct RemoteRank {
     /// The DPUs' programs as the daemon has them (the loads and IRAM writes sent).
     programs: Mutex<Vec<Option<Arc<Program>>>>,
     faulted: AtomicBool,
+    nr_dpus: u32,
+    /// Writes not sent yet ([`fastpath`]).
+    batch: Mutex<Batch>,
+    /// Read-ahead segments ([`fastpath`]).
+    cache: Mutex<ReadCache>,
 }
 
 impl Drop for RemoteRank {
     fn drop(&mut self) {
         // The daemon wipes the rank and gives it to the next tenant; a daemon that is gone has
         // released it already.
+        let _ = self.flush();
         let _ = self.conn.call(&Request::Free { rank: self.slot });
         timeline::rank_released(self.id);
     }
@@ -467,20 +504,42 @@ impl Prepared {
 
 impl RemoteRank {
     /// Runs one operation through the daemon (from the rank's queue, or a synchronous call
-    /// of one rank).
+    /// of one rank): a small write into the batch, a small read through the read-ahead
+    /// cache, anything else after the batch.
     fn run_one(&self, op: RankOp) -> Result<()> {
+        if batchable(&op) {
+            return self.add_to_batch(op);
+        }
+        let hw = &self.machine.hardware;
+        if let Err(e) = self.flush() {
+            // Keep the clock's bookkeeping of the queued operation straight.
+            timeline::finish_remote(self.id, hw, timeline::OpDone::Other, 0);
+            return Err(e);
+        }
+        if let RankOp::Read { len, items } = &op {
+            let plan = lock(&self.cache).plan(*len, items);
+            if let Some(plan) = plan {
+                return self.read_through_cache(*len, items.clone(), plan);
+            }
+        } else {
+            lock(&self.cache).invalidate();
+        }
         let p = Prepared::of(op);
-        let reply = self.conn.call_timed(&Request::Exec {
-            ops: vec![(self.slot, p.wire.clone())],
-        });
-        let (reply, tenant_ns) = match reply {
+        let (o, ipc) = match self.send(p.wire.clone()) {
             Ok(r) => r,
             Err(e) => {
-                // Keep the clock's bookkeeping of the queued operation straight.
-                timeline::finish(self.id, &self.machine.hardware, timeline::OpDone::Other);
+                timeline::finish_remote(self.id, hw, timeline::OpDone::Other, 0);
                 return Err(e);
             }
         };
+        self.complete(p, o, ipc)
+    }
+
+    /// Sends one operation; its outcome and the remote path's CPU time.
+    fn send(&self, wire: WireOp) -> Result<(RankOutcome, u64)> {
+        let (reply, tenant_ns) = self.conn.call_timed(&Request::Exec {
+            ops: vec![(self.slot, wire)],
+        })?;
         let Reply::Exec {
             mut outcomes,
             ipc_ns,
@@ -489,10 +548,108 @@ impl RemoteRank {
         else {
             return Err(unexpected(&reply));
         };
-        let Some(o) = outcomes.pop().filter(|_| outcomes.is_empty()) else {
-            return Err(Error::Internal("the daemon answered no operation".into()));
+        match outcomes.pop().filter(|_| outcomes.is_empty()) {
+            Some(o) => Ok((o, tenant_ns + ipc_ns)),
+            None => Err(Error::Internal("the daemon answered no operation".into())),
+        }
+    }
+
+    /// Puts a small write in the batch: on the clock now, sent with the rank's next other
+    /// operation (or now, if the batch is full).
+    fn add_to_batch(&self, op: RankOp) -> Result<()> {
+        lock(&self.cache).invalidate();
+        let bytes = op.xfer_bytes() as usize;
+        let p = Prepared::of(op);
+        timeline::finish_remote(self.id, &self.machine.hardware, p.pending.done_after(0), 0);
+        let full = {
+            let mut b = lock(&self.batch);
+            b.ops.push(p.wire);
+            b.bytes += bytes;
+            b.full(self.nr_dpus)
         };
-        self.complete(p, o, tenant_ns + ipc_ns)
+        if full {
+            self.flush()
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Sends the batched writes; their remote-path cost goes on the rank's timeline now.
+    fn flush(&self) -> Result<()> {
+        let ops = std::mem::take(&mut *lock(&self.batch)).ops;
+        if ops.is_empty() {
+            return Ok(());
+        }
+        let (o, ipc) = self.send(WireOp::Batch(ops))?;
+        timeline::remote_overhead(self.id, openpim_machine::Phase::CpuDpu, ipc);
+        o.result.map_err(|w| w.to_error())
+    }
+
+    /// A small MRAM read through the read-ahead cache.
+    fn read_through_cache(&self, len: usize, items: Vec<XferItem>, plan: ReadPlan) -> Result<()> {
+        let hw = &self.machine.hardware;
+        let fetch = match plan {
+            ReadPlan::Hit => {
+                let cpu = protocol::thread_cpu_ns();
+                // SAFETY: the unsafe API that accepted the items' buffers requires them to be
+                // valid for writes of `len` bytes until this transfer has run, which is now.
+                unsafe { lock(&self.cache).serve(len, &items) };
+                // Nothing moves on the bus (the fetch that brought the bytes was charged):
+                // the copy from the cache is the read's whole cost.
+                let ns = protocol::thread_cpu_ns().saturating_sub(cpu);
+                timeline::finish_remote(self.id, hw, timeline::OpDone::Other, 0);
+                timeline::remote_overhead(self.id, openpim_machine::Phase::DpuCpu, ns);
+                return Ok(());
+            }
+            ReadPlan::Fetch { len } => len,
+        };
+        let wire = WireOp::Read {
+            len: fetch as u32,
+            items: items
+                .iter()
+                .enumerate()
+                .map(|(k, i)| WireItem {
+                    dpu: i.dpu,
+                    place: i.place,
+                    buf: k as u32,
+                })
+                .collect(),
+        };
+        let (mut o, ipc) = match self.send(wire.clone()) {
+            Ok(r) => r,
+            Err(e) => {
+                timeline::finish_remote(self.id, hw, timeline::OpDone::Other, 0);
+                return Err(e);
+            }
+        };
+        let data = std::mem::take(&mut o.data);
+        // The bytes the rank really sends are the fetched ones: the bus model charges them.
+        let p = Prepared {
+            wire,
+            pending: Pending::Xfer {
+                dir: openpim_machine::Direction::FromDpu,
+                len: fetch,
+                items: items.clone(),
+            },
+            read_into: Vec::new(),
+            read_len: 0,
+            mirror: Mirror::None,
+        };
+        self.complete(p, o, ipc)?;
+        if data.len() != fetch * items.len() {
+            return Err(Error::Internal(format!(
+                "the daemon returned {} bytes for a read of {}",
+                data.len(),
+                fetch * items.len()
+            )));
+        }
+        for (i, chunk) in items.iter().zip(data.chunks(fetch.max(1))) {
+            // SAFETY: as above.
+            let dst = unsafe { std::slice::from_raw_parts_mut(i.buf.0, len) };
+            dst.copy_from_slice(&chunk[..len]);
+        }
+        lock(&self.cache).keep(len, fetch, &items, &data);
+        Ok(())
     }
 
     /// Applies the daemon's outcome of an operation: read data into the host buffers, the

@@ -80,6 +80,9 @@ pub enum WireOp {
     Read { len: u32, items: Vec<WireItem> },
     /// Run the DPUs with the programs they have.
     Launch { dpus: Vec<u32> },
+    /// Small host -> DPU writes batched by the tenant, run in order (vPIM's request
+    /// batching); only `Write`s.
+    Batch(Vec<WireOp>),
 }
 
 /// A tenant's request.
@@ -470,6 +473,13 @@ impl WireOp {
                 e.u8(3);
                 e.u32s(dpus);
             }
+            WireOp::Batch(ops) => {
+                e.u8(4);
+                e.len(ops.len());
+                for op in ops {
+                    op.encode(e);
+                }
+            }
         }
     }
 
@@ -492,6 +502,19 @@ impl WireOp {
                 items: d.items()?,
             },
             3 => WireOp::Launch { dpus: d.u32s()? },
+            4 => {
+                let n = d.count(5)?;
+                let ops = (0..n)
+                    .map(|_| match WireOp::decode(d)? {
+                        op @ WireOp::Write { .. } => Ok(op),
+                        _ => Err(DecodeError::BadTag {
+                            what: "batched operation",
+                            tag: 1,
+                        }),
+                    })
+                    .collect::<DResult<_>>()?;
+                WireOp::Batch(ops)
+            }
             tag => {
                 return Err(DecodeError::BadTag {
                     what: "operation",
@@ -1061,6 +1084,14 @@ mod tests {
                     },
                 ),
                 (4, WireOp::Launch { dpus: vec![0, 1] }),
+                (
+                    5,
+                    WireOp::Batch(vec![WireOp::Write {
+                        len: 1,
+                        items: vec![],
+                        bufs: vec![vec![9]],
+                    }]),
+                ),
             ],
         });
         roundtrip_request(Request::RunStats {

@@ -1,0 +1,235 @@
+//! The tenant's side of the remote path's optimizations (vPIM's, `docs/sharing.md`):
+//!
+//! - **write batching**: small host -> DPU writes are copied into a per-rank batch and sent
+//!   as one request before the rank's next other operation (a read, launch, load, log, free)
+//!   or when the batch is full (64 pages per DPU, as vPIM). Correct because a write is only
+//!   observable through the rank's later operations, which flush the batch first. An error
+//!   of a batched write (the daemon's; the tenant checked the symbol and bounds already) is
+//!   returned by the call that flushes it.
+//! - **read-ahead**: small MRAM reads are served from a per-DPU segment fetched earlier.
+//!   Unlike vPIM, which fetches 16 pages after every missed read (losing up to 145x on RED's
+//!   isolated 256-byte reads), a read fetches more than asked only when it continues the
+//!   DPU's previous read (a sequential scan), doubling the read-ahead each time up to 16
+//!   pages: an isolated tiny read moves only its own bytes. The segment is dropped at the
+//!   rank's next write, launch, load or free.
+//!
+//! Each is on by default; `OPENPIM_REMOTE_BATCH=0` and `OPENPIM_REMOTE_PREFETCH=0` switch
+//! them off (the ablation of `bench/remote`).
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use crate::exec::remote::protocol::WireOp;
+use crate::exec::{RankOp, XferItem};
+use crate::xfer::Place;
+
+/// A page, as vPIM counts its buffers.
+const PAGE: usize = 4096;
+/// Batch capacity per DPU of the rank (vPIM: 64 pages).
+pub(crate) const BATCH_PAGES_PER_DPU: usize = 64;
+/// Largest read-ahead segment per DPU (vPIM: 16 pages).
+pub(crate) const PREFETCH_PAGES: usize = 16;
+
+/// Which optimizations are on.
+#[derive(Debug, Clone, Copy)]
+pub struct Switches {
+    pub batch: bool,
+    pub prefetch: bool,
+}
+
+/// The switches of this process (from the environment, read once).
+pub fn switches() -> Switches {
+    static S: OnceLock<Switches> = OnceLock::new();
+    *S.get_or_init(|| {
+        let on = |var: &str| std::env::var(var).map_or(true, |v| v.trim() != "0");
+        Switches {
+            batch: on("OPENPIM_REMOTE_BATCH"),
+            prefetch: on("OPENPIM_REMOTE_PREFETCH"),
+        }
+    })
+}
+
+/// True for a write small enough to batch (not IRAM: IRAM writes change the program mirror).
+pub(crate) fn batchable(op: &RankOp) -> bool {
+    match op {
+        RankOp::Write { len, items } => {
+            switches().batch
+                && *len <= BATCH_PAGES_PER_DPU * PAGE
+                && !items.iter().any(|i| matches!(i.place, Place::Iram(_)))
+        }
+        _ => false,
+    }
+}
+
+/// A rank's batch of writes.
+#[derive(Default)]
+pub(crate) struct Batch {
+    pub ops: Vec<WireOp>,
+    pub bytes: usize,
+}
+
+impl Batch {
+    /// True once the batch holds what `nr_dpus` DPUs' buffers hold.
+    pub(crate) fn full(&self, nr_dpus: u32) -> bool {
+        self.bytes >= BATCH_PAGES_PER_DPU * PAGE * nr_dpus.max(1) as usize
+    }
+}
+
+/// What a read needs from the daemon, after the cache.
+pub(crate) enum ReadPlan {
+    /// Every item is in the cache.
+    Hit,
+    /// Fetch `len` bytes per item (at least the read's own).
+    Fetch { len: usize },
+}
+
+/// A DPU's read-ahead state.
+#[derive(Default, Clone)]
+struct DpuSegment {
+    /// MRAM address and bytes of the cached segment.
+    start: u32,
+    data: Vec<u8>,
+    /// Where the DPU's last read ended, and the read-ahead it used.
+    last_end: Option<u32>,
+    ahead: usize,
+}
+
+/// A rank's read-ahead cache, per DPU.
+#[derive(Default)]
+pub(crate) struct ReadCache {
+    dpus: HashMap<u32, DpuSegment>,
+}
+
+impl ReadCache {
+    /// Drops every segment (the rank's memory may have changed).
+    pub(crate) fn invalidate(&mut self) {
+        self.dpus.clear();
+    }
+
+    /// How to serve a read of `len` bytes per item.
+    pub(crate) fn plan(&self, len: usize, items: &[XferItem]) -> Option<ReadPlan> {
+        if !switches().prefetch || len == 0 || len > PREFETCH_PAGES * PAGE {
+            return None;
+        }
+        let mut hit = true;
+        let mut sequential = true;
+        let mut ahead = 0usize;
+        for i in items {
+            let Place::Mram(a) = i.place else {
+                return None;
+            };
+            let seg = self.dpus.get(&i.dpu);
+            let inside = seg.is_some_and(|s| {
+                a.0 >= s.start && a.0 as usize + len <= s.start as usize + s.data.len()
+            });
+            hit &= inside;
+            match seg.and_then(|s| s.last_end.map(|e| (e, s.ahead))) {
+                Some((end, prev)) if end == a.0 => ahead = ahead.max(prev.max(len) * 2),
+                _ => sequential = false,
+            }
+        }
+        if hit {
+            return Some(ReadPlan::Hit);
+        }
+        let limit = PREFETCH_PAGES * PAGE;
+        let len_fetch = if sequential {
+            ahead.clamp(len, limit)
+        } else {
+            len
+        };
+        // Never past the end of MRAM.
+        let room = items
+            .iter()
+            .map(|i| match i.place {
+                Place::Mram(a) => openpim_machine::map::MRAM_SIZE as usize - a.0 as usize,
+                _ => len,
+            })
+            .min()
+            .unwrap_or(len);
+        Some(ReadPlan::Fetch {
+            len: len_fetch.min(room).max(len),
+        })
+    }
+
+    /// Copies a hit into the items' buffers and notes the reads.
+    ///
+    /// # Safety
+    /// Every item's buffer is valid for writes of `len` bytes.
+    pub(crate) unsafe fn serve(&mut self, len: usize, items: &[XferItem]) {
+        for i in items {
+            let (Place::Mram(a), Some(seg)) = (i.place, self.dpus.get_mut(&i.dpu)) else {
+                continue;
+            };
+            let off = (a.0 - seg.start) as usize;
+            // SAFETY: the caller's contract.
+            let dst = unsafe { std::slice::from_raw_parts_mut(i.buf.0, len) };
+            dst.copy_from_slice(&seg.data[off..off + len]);
+            seg.last_end = Some(a.0 + len as u32);
+        }
+    }
+
+    /// Keeps what a fetch of `fetched` bytes per item brought (`data`, item after item).
+    pub(crate) fn keep(&mut self, len: usize, fetched: usize, items: &[XferItem], data: &[u8]) {
+        for (i, chunk) in items.iter().zip(data.chunks(fetched.max(1))) {
+            let Place::Mram(a) = i.place else { continue };
+            let seg = self.dpus.entry(i.dpu).or_default();
+            let sequential = seg.last_end == Some(a.0);
+            seg.ahead = if sequential { fetched } else { len };
+            seg.start = a.0;
+            seg.data = chunk.to_vec();
+            seg.last_end = Some(a.0 + len as u32);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::HostPtr;
+    use openpim_machine::MramAddr;
+
+    fn item(dpu: u32, addr: u32, buf: &mut [u8]) -> XferItem {
+        XferItem {
+            dpu,
+            place: Place::Mram(MramAddr(addr)),
+            buf: HostPtr(buf.as_mut_ptr()),
+        }
+    }
+
+    #[test]
+    fn isolated_reads_fetch_only_their_bytes_sequential_ones_read_ahead() {
+        let mut c = ReadCache::default();
+        let mut b = [0u8; 256];
+        let it = [item(0, 1 << 20, &mut b)];
+        // An isolated 256-byte read: 256 bytes, no more.
+        let Some(ReadPlan::Fetch { len }) = c.plan(256, &it) else {
+            panic!()
+        };
+        assert_eq!(len, 256);
+        c.keep(256, len, &it, &[7u8; 256]);
+        // The next one continues it: read-ahead of twice as much, doubling up to 16 pages.
+        let it2 = [item(0, (1 << 20) + 256, &mut b)];
+        let Some(ReadPlan::Fetch { len }) = c.plan(256, &it2) else {
+            panic!()
+        };
+        assert_eq!(len, 512);
+        c.keep(256, len, &it2, &[8u8; 512]);
+        // ... which the read after it finds in the cache.
+        let it3 = [item(0, (1 << 20) + 512, &mut b)];
+        assert!(matches!(c.plan(256, &it3), Some(ReadPlan::Hit)));
+        // SAFETY: `b` is 256 bytes.
+        unsafe { c.serve(256, &it3) };
+        assert_eq!(b, [8u8; 256]);
+        // An unrelated read elsewhere: its own bytes only; invalidation drops the segment.
+        let it4 = [item(0, 64, &mut b)];
+        assert!(matches!(
+            c.plan(256, &it4),
+            Some(ReadPlan::Fetch { len: 256 })
+        ));
+        c.invalidate();
+        assert!(matches!(
+            c.plan(256, &it3),
+            Some(ReadPlan::Fetch { len: 256 })
+        ));
+    }
+}
