@@ -940,6 +940,8 @@ impl WireError {
             Error::CallbackFailed { code } => (16, vec![code.to_string()]),
             Error::NonblockingSyncCallback => (17, vec![]),
             Error::Internal(m) => (18, vec![s(m)]),
+            Error::Memory(m) => (19, vec![s(m)]),
+            Error::Checkpoint(m) => (20, vec![s(m)]),
         };
         WireError { tag, fields }
     }
@@ -1035,6 +1037,8 @@ impl WireError {
             16 => Error::CallbackFailed { code: n32(0)? },
             17 => Error::NonblockingSyncCallback,
             18 => Error::Internal(s(0)?),
+            19 => Error::Memory(s(0)?),
+            20 => Error::Checkpoint(s(0)?),
             _ => return None,
         })
     }
