@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# OpenPIM benchmarks: simulation speed (bench/speed/run.py), host memory, conformance-suite wall
+# OpenPIM benchmarks: simulation speed (bench/speed/run.py), the wall time of the 16 PrIM runs at
+# 64 DPUs (bench/speed/prim_compare.py; BENCH_SKIP_PRIM=1 skips it), host memory, conformance-suite wall
 # time, and the interleaving benchmark (bench/interleave; BENCH_SKIP_INTERLEAVE=1 skips it) and the
 # fidelity suite (bench/fidelity, about 1 minute; skipped with BENCH_SKIP_FIDELITY=1).
 # Prints one table; run from anywhere after `make build` (or via `make bench`).
@@ -16,6 +17,15 @@ field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p"; }
 #    table; bench/speed/run.py, docs/performance.md). BENCH_BASELINE=<git revision> also runs
 #    that revision's engine in the same run and prints the speed-up.
 "$root/bench/speed/run.py" ${BENCH_BASELINE:+--baseline "$BENCH_BASELINE"}
+
+# 1b. PrIM-16: wall time of the 16 PrIM runs at 64 DPUs of shared/calibration/prim-64dpu-runs.md
+#     (PrIM's own sizes; each verified by its own check), one by one and in all (its own table;
+#     the target: under 2 minutes). BENCH_SKIP_PRIM=1 skips it.
+if [ "${BENCH_SKIP_PRIM:-0}" != 1 ]; then
+  printf '\nPrIM-16 at 64 DPUs, wall time (bench/speed/prim_compare.py)\n'
+  PRIM_COMPARE_DIR="${PRIM_COMPARE_DIR:-$root/bench/speed/bin/prim64}" "$root/bench/speed/prim_compare.py" \
+    || echo "PrIM-16: a program failed or did not verify (NO above)"
+fi
 printf '\n%-58s %s\n' "benchmark" "result"
 printf '%-58s %s\n' "----------------------------------------------------------" "------------------"
 

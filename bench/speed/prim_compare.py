@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
 """Runs PrIM programs at 64 DPUs with two engines and compares them (docs/performance.md).
 
+Without --baseline, runs this checkout alone and prints each program's wall time, whether it
+verified (exit status 0 and none of tests/programs/run.py's failure patterns in its output) and
+the total: the issue's "PrIM-16 at 64 DPUs" figure (`make bench` prints it).
+
 Each program is copied from the third-party folder and built once (its own Makefile,
 NR_DPUS=64 NR_TASKLETS=16 and the make variables and host command of tests/programs/run.py),
 then run with this checkout's libdpu.so and with a baseline's (--baseline REV: a git revision,
@@ -9,7 +13,7 @@ whether every launch of the run report has the same cycles, instructions, DMA by
 requests, utilisation figures and per-rank cycles and instructions, whether the program's
 output is the same (numbers masked: it prints its own timings), and both wall times.
 
-Usage: bench/speed/prim_compare.py --baseline REV|DIR [NAME...]   (default: all 16)
+Usage: bench/speed/prim_compare.py [--baseline REV|DIR] [NAME...]   (default: all 16)
 Environment: OPENPIM_THREADS (default: one per core), PRIM_COMPARE_DIR (build folder,
 default /tmp/openpim-prim-compare).
 """
@@ -20,6 +24,7 @@ import importlib.util
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -51,8 +56,11 @@ def run_one(cmd: list[str], cwd: str, lib: Path | None, report: str) -> dict:
     if os.path.exists(report):
         os.remove(report)
     t0 = time.time()
+    cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     p = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
     wall = time.time() - t0
+    cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime
     try:
         launches = json.load(open(report))["launches"]
     except (OSError, ValueError):
@@ -61,41 +69,62 @@ def run_one(cmd: list[str], cwd: str, lib: Path | None, report: str) -> dict:
         launches = [{k: l.get(k) for k in KEYS}
                     | {"per_rank": [(r["cycles"], r["instructions"]) for r in l.get("per_rank", [])]}
                     for l in launches]
-    return {"launches": launches, "output": re.sub(r"[0-9.]+", "#", p.stdout),
-            "rc": p.returncode, "wall": wall}
+    return {"launches": launches, "output": re.sub(r"[0-9.]+", "#", p.stdout), "raw": p.stdout + p.stderr,
+            "rc": p.returncode, "wall": wall, "cpu": cpu}
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--baseline", required=True)
+    ap.add_argument("--baseline", help="git revision or directory with a libdpu.so to compare with")
     ap.add_argument("names", nargs="*")
     a = ap.parse_args()
     sys.path.insert(0, str(ROOT / "tests" / "programs"))
     progs = load("programs_run", ROOT / "tests" / "programs" / "run.py")
     names = a.names or list(progs.PRIM_64)
-    base = speed.build_baseline(a.baseline)
+    base = speed.build_baseline(a.baseline) if a.baseline else None
     work = Path(os.environ.get("PRIM_COMPARE_DIR", "/tmp/openpim-prim-compare"))
     work.mkdir(parents=True, exist_ok=True)
+    fidelity = load("prim_calibration", ROOT / "bench" / "fidelity" / "prim_calibration.py")
+    want = fidelity.toolchain_fingerprint(os.environ.get("OPENPIM_DPU_COMPILER")) + "\n"
     all_same = True
-    print(f"{'program':<9} {'launches':>8} {'instructions':>15} {'wall new':>9} {'baseline':>9} {'speed-up':>8}  same")
+    total = total_cpu = 0.0
+    if base is None:
+        print(f"{'program':<9} {'launches':>8} {'instructions':>15} {'wall':>9} {'CPU':>9}  verified")
+    else:
+        print(f"{'program':<9} {'launches':>8} {'instructions':>15} {'wall new':>9} {'baseline':>9} {'speed-up':>8}  same")
     for name in names:
         make_vars, args = progs.PRIM_64[name]
         d = work / name
-        if not (d / "bin").is_dir():
+        stamp = d / ".openpim-build"
+        if not (stamp.is_file() and stamp.read_text() == want):
+            # built again whenever the DPU toolchain or runtime changed (the fidelity suite's rule)
             shutil.rmtree(d, ignore_errors=True)
             shutil.copytree(progs.THIRD_PARTY / "prim-benchmarks" / name, d)
             subprocess.run(["make", "-j2", "NR_DPUS=64", "NR_TASKLETS=16", *make_vars.split()],
                            cwd=d, env=speed.env_of(None, 1, ""), check=True, capture_output=True)
+            stamp.write_text(want)
         cmd = args.format(inputs=progs.INPUTS).split()
         new = run_one(cmd, str(d), None, str(work / f"{name}-new.json"))
+        total += new["wall"]
+        total_cpu += new["cpu"]
+        n = len(new["launches"] or [])
+        instr = sum(l["instructions"] for l in new["launches"] or [])
+        if base is None:
+            ok = new["rc"] == 0 and not any(pat.search(new["raw"]) for pat in progs.FAIL_PATTERNS)
+            all_same &= ok
+            print(f"{name:<9} {n:>8} {instr:>15,} {new['wall']:>8.2f}s {new['cpu']:>8.2f}s  {'yes' if ok else 'NO'}"
+                  + ("" if new["rc"] == 0 else f" (exit status {new['rc']})"), flush=True)
+            continue
         old = run_one(cmd, str(d), base, str(work / f"{name}-base.json"))
         same = new["launches"] is not None and all(new[k] == old[k] for k in ("launches", "output", "rc"))
         all_same &= same
-        n = len(new["launches"] or [])
-        instr = sum(l["instructions"] for l in new["launches"] or [])
         print(f"{name:<9} {n:>8} {instr:>15,} {new['wall']:>8.2f}s {old['wall']:>8.2f}s"
               f" {old['wall'] / new['wall']:>7.2f}x  {'yes' if same else 'NO'}"
               + ("" if new["rc"] == 0 else f" (exit status {new['rc']}, baseline {old['rc']})"), flush=True)
+    threads = int(os.environ.get("OPENPIM_THREADS", os.cpu_count() or 1))
+    print(f"{'total':<9} {'':>8} {'':>15} {total:>8.2f}s {total_cpu if base is None else 0:>8.2f}s"
+          f"  ({len(names)} programs, OPENPIM_THREADS={threads}; CPU: user + system time of the"
+          f" programs, which a loaded machine inflates less than the wall time)")
     return 0 if all_same else 1
 
 
