@@ -75,6 +75,12 @@ class CalRow:
     model_d2c: Optional[float] = None
     model_inter: Optional[float] = None
     launches: int = 0
+    # per iteration, from the report's `transfers`: SDK calls and bytes by direction (the
+    # decomposition of a transfer row into fixed costs and bytes; docs/fidelity.md)
+    c2d_calls: float = 0.0
+    d2c_calls: float = 0.0
+    c2d_bytes: float = 0.0
+    d2c_bytes: float = 0.0
     cycles: int = 0  # slowest DPU, summed over the launches
     verified: str = ""  # the program's own check: OK / ERROR / -
     failure: str = ""
@@ -225,6 +231,12 @@ def run_row(row: CalRow, folder: Path, env: dict[str, str], timeout: int) -> Non
     row.model_d2c = ph["dpu_cpu_ns"] / iters / 1e6
     row.model_inter = ph["inter_dpu_ns"] / iters / 1e6
     row.launches = len(rep.get("launches", []))
+    xf = rep.get("transfers", {})
+    row.c2d_calls = sum(xf.get(k, 0) for k in ("serial_to_dpu", "parallel_to_dpu",
+                                                "broadcast_to_dpu")) / iters
+    row.d2c_calls = sum(xf.get(k, 0) for k in ("serial_from_dpu", "parallel_from_dpu")) / iters
+    row.c2d_bytes = xf.get("bytes_to_dpus", 0) / iters
+    row.d2c_bytes = xf.get("bytes_from_dpus", 0) / iters
     row.cycles = sum(int(la.get("cycles", 0)) for la in rep.get("launches", []))
 
 
@@ -335,13 +347,15 @@ def write_files(rows: list[CalRow], out: Path) -> Path:
         w.writerow(["benchmark", "dpus", "size", "hw_kernel_ms", "model_kernel_ms", "err_kernel",
                     "hw_cpu_dpu_ms", "model_cpu_dpu_ms", "err_cpu_dpu", "hw_dpu_cpu_ms",
                     "model_dpu_cpu_ms", "err_dpu_cpu", "hw_inter_dpu_ms", "launches",
-                    "cycles", "check", "failure", "wall_s"])
+                    "cycles", "cpu_dpu_calls", "cpu_dpu_bytes", "dpu_cpu_calls", "dpu_cpu_bytes",
+                    "check", "failure", "wall_s"])
         for r in rows:
             def g(v):
                 return "" if v is None else f"{v:.6g}"
             w.writerow([r.bench, r.dpus, r.size, r.hw_kernel, g(r.model_kernel), g(r.err_kernel),
                         r.hw_c2d, g(r.model_c2d), g(r.err_c2d), r.hw_d2c, g(r.model_d2c),
-                        g(r.err_d2c), r.hw_inter, r.launches, r.cycles, r.verified, r.failure,
+                        g(r.err_d2c), r.hw_inter, r.launches, r.cycles, g(r.c2d_calls),
+                        g(r.c2d_bytes), g(r.d2c_calls), g(r.d2c_bytes), r.verified, r.failure,
                         f"{r.wall_s:.1f}"])
     with open(out / "prim_calibration.json", "w") as f:
         json.dump([dict(asdict(r), err_kernel=r.err_kernel, err_cpu_dpu=r.err_c2d,
