@@ -213,8 +213,8 @@ pub struct StoreStats {
 pub enum Access {
     /// The host writes `len` bytes at `offset`.
     Write { offset: usize, len: usize },
-    /// The host reads `len` bytes.
-    Read { len: usize },
+    /// The host reads `len` bytes at `offset`.
+    Read { offset: usize, len: usize },
     /// A launch: the DPU may touch all of its MRAM.
     Launch,
 }
@@ -224,10 +224,28 @@ impl Access {
     pub fn bytes(self, region_len: usize) -> u64 {
         let page = super::region::page_size();
         match self {
-            Access::Write { len, .. } | Access::Read { len } => {
+            Access::Write { len, .. } | Access::Read { len, .. } => {
                 (len + 2 * page).min(region_len) as u64
             }
             Access::Launch => region_len as u64,
+        }
+    }
+
+    /// The page-aligned byte range `start..end` of the region a host transfer touches;
+    /// None for a launch (which may touch all of it).
+    pub fn pages(self, region_len: usize) -> Option<(usize, usize)> {
+        let page = super::region::page_size();
+        match self {
+            Access::Write { offset, len } | Access::Read { offset, len } => {
+                let start = (offset / page * page).min(region_len);
+                let end = offset
+                    .saturating_add(len)
+                    .div_ceil(page)
+                    .saturating_mul(page)
+                    .min(region_len);
+                Some((start, end))
+            }
+            Access::Launch => None,
         }
     }
 }

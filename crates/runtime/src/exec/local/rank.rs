@@ -597,9 +597,11 @@ impl LocalRank {
                     .read(a, dst)
                     .map_err(|e| Error::Internal(e.to_string())),
                 Place::Mram(a) => {
-                    let _admitted = self
-                        .store
-                        .admit(dpu.mem.mram_region(), Access::Read { len })?;
+                    let access = Access::Read {
+                        offset: a.0 as usize,
+                        len,
+                    };
+                    let _admitted = self.store.admit(dpu.mem.mram_region(), access)?;
                     dpu.mem
                         .read(a, dst)
                         .map_err(|e| Error::Internal(e.to_string()))
