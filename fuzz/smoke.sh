@@ -4,6 +4,11 @@
 # then fuzzes each target for SECONDS (default 60) from its committed corpus
 # (corpus/TARGET.tar.xz) and seeds, writing new inputs to a temporary folder only. Any crash fails it (the input is kept in
 # fuzz/artifacts/TARGET/). Prints "N passed, M failed" over the targets.
+#
+# The smoke run is seeded (FUZZ_SMOKE_SEED, default 1), so CI follows the same sequence of
+# mutations every time and a failure replays with the same seed: CI keeps the harnesses
+# building and the known bugs fixed, and new findings come from fuzz/run.sh's long runs
+# (each a fresh random seed), which go to fuzz/regressions/ once fixed.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here"
@@ -41,7 +46,7 @@ for t in $targets; do
         dirs+=("$work/$t.corpus")
     fi
     [ -d "seeds/$t" ] && dirs+=("seeds/$t")
-    if [ $ok = 1 ] && ! "$bin" "${dirs[@]}" -max_total_time="$secs" \
+    if [ $ok = 1 ] && ! "$bin" "${dirs[@]}" -max_total_time="$secs" -seed="${FUZZ_SMOKE_SEED:-1}" \
         -artifact_prefix="artifacts/$t/" -print_final_stats=1 >"$work/$t.log" 2>&1; then
         echo "FAIL $t: crash (input in fuzz/artifacts/$t/)"
         grep -m1 -A8 "panicked\|ERROR" "$work/$t.log" | sed 's/^/    /'

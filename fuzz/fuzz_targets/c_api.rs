@@ -78,6 +78,21 @@ enum Prog {
     Kernel,
     /// A mutated or patched program, or one we lost track of: nothing is predicted.
     Unknown,
+    /// Not known whether any program is loaded: a DPU without one was perhaps loaded by a
+    /// call whose outcome the model cannot tell (a freed handle whose address a live set
+    /// reuses, an earlier asynchronous error). A launch may also say "no program".
+    Lost,
+}
+
+impl Prog {
+    /// What a DPU holds after a call that may or may not have loaded a program on it.
+    fn after_unknown_call(&self) -> Prog {
+        if *self == Prog::None {
+            Prog::Lost
+        } else {
+            Prog::Unknown
+        }
+    }
 }
 
 /// What one DPU must hold: per modelled region, per byte, the value when known.
@@ -163,9 +178,12 @@ struct LiveSet {
     pending_errors: Vec<DpuError>,
     /// Buffers of queued transfers (kept until `dpu_sync`) and, for reads, what they must
     /// then hold.
-    pending_reads: Vec<(Box<[u8]>, Vec<Option<u8>>)>,
+    pending_reads: Vec<PendingRead>,
     pending_writes: Vec<Box<[u8]>>,
 }
+
+/// An asynchronous read's buffer and what it must hold once synced (per byte, when known).
+type PendingRead = (Box<[u8]>, Vec<Option<u8>>);
 
 enum Slot {
     Live(LiveSet),
@@ -262,7 +280,7 @@ fn named_access(
         return Some((DPU_ERR_INVALID_SYMBOL_ACCESS, None));
     }
     let address = u64::from(symbols.get(region)?.address) + u64::from(off);
-    if address < 0x0800_0000 && (address % 4 != 0 || len % 4 != 0) {
+    if address < 0x0800_0000 && (address % 4 != 0 || !len.is_multiple_of(4)) {
         return Some((DPU_ERR_INVALID_WRAM_ACCESS, None));
     }
     Some((DPU_OK, Some(region)))
@@ -270,6 +288,9 @@ fn named_access(
 
 struct Harness {
     slots: Vec<Slot>,
+    /// Boxed: the runtime keeps each state's address (a callback argument) while the vector
+    /// grows.
+    #[allow(clippy::vec_box)]
     callbacks: Vec<Box<CallbackState>>,
     profile: CString,
 }
@@ -363,12 +384,6 @@ impl Harness {
         Some((s, (t < n).then_some(t)))
     }
 
-    /// Whether a freed handle's address now belongs to a live set (then a call on it may
-    /// succeed).
-    fn reused(&self, h: &DpuSetT) -> bool {
-        !self.aliases(h).is_empty()
-    }
-
     /// The live sets a freed handle's address now belongs to (the set itself or one of its
     /// DPUs): a call through the freed handle acts on them.
     fn aliases(&self, h: &DpuSetT) -> Vec<usize> {
@@ -404,7 +419,7 @@ impl Harness {
             if let Slot::Live(l) = &mut self.slots[i] {
                 for m in &mut l.model {
                     m.forget();
-                    m.prog = Prog::Unknown;
+                    m.prog = m.prog.after_unknown_call();
                 }
                 l.pending_errors.extend([DPU_ERR_DPU_FAULT, DPU_ERR_SYSTEM]);
             }
@@ -465,7 +480,7 @@ impl Harness {
             } else if l.pending_errors.contains(&rc) {
                 // An earlier asynchronous error: whether this load happened is not known.
                 m.forget();
-                m.prog = Prog::Unknown;
+                m.prog = m.prog.after_unknown_call();
             }
         }
         if rc == DPU_OK && kind <= 1 {
@@ -492,7 +507,7 @@ impl Harness {
         let Some((s, t)) = self.pick(inp) else { return };
         let (h, live) = self.handle(s, t);
         let how = inp.u8() % 3;
-        let asynchronous = inp.u8() % 4 == 0;
+        let asynchronous = inp.u8().is_multiple_of(4);
         let name_i = inp.u8() as usize % (SYMBOLS.len() + OTHER_NAMES.len());
         let name = SYMBOLS
             .get(name_i)
@@ -584,8 +599,8 @@ impl Harness {
     fn read(&mut self, inp: &mut Input) {
         let Some((s, t)) = self.pick(inp) else { return };
         let (h, live) = self.handle(s, t);
-        let push = inp.u8() % 2 == 0;
-        let asynchronous = push && inp.u8() % 4 == 0;
+        let push = inp.u8().is_multiple_of(2);
+        let asynchronous = push && inp.u8().is_multiple_of(4);
         let name_i = inp.u8() as usize % (SYMBOLS.len() + OTHER_NAMES.len());
         let name = SYMBOLS
             .get(name_i)
@@ -660,14 +675,14 @@ impl Harness {
     fn launch(&mut self, inp: &mut Input) {
         let Some((s, t)) = self.pick(inp) else { return };
         let (h, live) = self.handle(s, t);
-        if live && inp.u8() % 3 == 0 {
+        if live && inp.u8().is_multiple_of(3) {
             // Set the parameter first (mostly a harmless one, sometimes the faulting one).
             let Slot::Live(l) = &mut self.slots[s] else {
                 unreachable!()
             };
             let range = Self::targets(l, t);
             if range.clone().all(|i| l.model[i].prog == Prog::Kernel) {
-                let p: u32 = if inp.u8() % 8 == 0 {
+                let p: u32 = if inp.u8().is_multiple_of(8) {
                     FAULT_PARAM
                 } else {
                     u32::from(inp.u8())
@@ -710,7 +725,7 @@ impl Harness {
             );
         }
         let progs: Vec<Prog> = range.clone().map(|i| l.model[i].prog.clone()).collect();
-        if progs.iter().any(|p| *p == Prog::None) {
+        if progs.contains(&Prog::None) {
             let mut allowed = l.pending_errors.clone();
             allowed.push(DPU_ERR_NO_PROGRAM_LOADED);
             if progs.iter().any(|p| *p != Prog::None) {
@@ -729,8 +744,11 @@ impl Harness {
             faults.push(l.model[i].launch());
         }
         let maybe_fault = faults.iter().any(|f| *f != Some(false));
-        let surely_fault = faults.iter().any(|f| *f == Some(true));
+        let surely_fault = faults.contains(&Some(true));
         let mut allowed = l.pending_errors.clone();
+        if progs.contains(&Prog::Lost) {
+            allowed.push(DPU_ERR_NO_PROGRAM_LOADED);
+        }
         if policy == 1 {
             if surely_fault {
                 allowed.push(DPU_ERR_DPU_FAULT);
@@ -773,8 +791,8 @@ impl Harness {
         let flags = match inp.u8() % 9 {
             8 => 0x30,
             k => u32::from(k),
-        } | if inp.u8() % 2 == 0 { 8 } else { 0 };
-        let ret = if inp.u8() % 4 == 0 {
+        } | if inp.u8().is_multiple_of(2) { 8 } else { 0 };
+        let ret = if inp.u8().is_multiple_of(4) {
             DPU_ERR_SYSTEM
         } else {
             DPU_OK
@@ -823,7 +841,7 @@ impl Harness {
     fn scatter_gather(&mut self, inp: &mut Input) {
         let Some((s, t)) = self.pick(inp) else { return };
         let (h, live) = self.handle(s, t);
-        let to_dpu = inp.u8() % 2 == 0;
+        let to_dpu = inp.u8().is_multiple_of(2);
         let name_i = inp.u8() as usize % (SYMBOLS.len() + OTHER_NAMES.len());
         let name = SYMBOLS
             .get(name_i)

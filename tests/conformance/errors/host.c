@@ -432,6 +432,53 @@ static int threads_child(void)
     return st == DPU_OK ? 0 : 3;
 }
 
+/* The logs of all DPUs' last launches share one budget (OPENPIM_LOG_BUDGET, 4 KiB here): 16 DPUs
+ * printing 960 bytes each get their output in full until the budget is spent, then cut with a
+ * notice naming the variable. Exit 0 when the first DPU's log is whole and the last one's is
+ * cut; the launch itself succeeds. */
+static int log_budget_child(void)
+{
+    struct dpu_set_t set, dpu;
+    uint32_t i, lines = 40;
+    char text[4096];
+    setenv("OPENPIM_LOG_BUDGET", "4K", 1);
+    DPU_ASSERT(dpu_alloc(16, NULL, &set));
+    DPU_ASSERT(dpu_load(set, "./bin/dpu_printf_lines", NULL));
+    DPU_ASSERT(dpu_broadcast_to(set, "lines", 0, &lines, 4, DPU_XFER_DEFAULT));
+    if (dpu_launch(set, DPU_SYNCHRONOUS) != DPU_OK)
+        return 3;
+    int whole_first = 0, cut_last = 0;
+    DPU_FOREACH(set, dpu, i) {
+        if (i != 0 && i != 15)
+            continue;
+        FILE *f = tmpfile();
+        if (!f || dpu_log_read(dpu, f) != DPU_OK)
+            return 4;
+        rewind(f);
+        size_t n = fread(text, 1, sizeof(text) - 1, f);
+        text[n] = 0;
+        fclose(f);
+        if (i == 0)
+            whole_first = strstr(text, "line 0039 of this DPU.\n") != NULL && strstr(text, "cut") == NULL;
+        else
+            cut_last = strstr(text, "printf output cut") != NULL && strstr(text, "OPENPIM_LOG_BUDGET") != NULL &&
+                strstr(text, "line 0039") == NULL;
+    }
+    dpu_free(set);
+    return whole_first && cut_last ? 0 : 5;
+}
+
+static void log_budget_case(void)
+{
+    char out[2048], detail[2400];
+    size_t len;
+    int status = run_child("--log-budget-child", out, sizeof(out), &len);
+    int ok = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    snprintf(detail, sizeof(detail), "exit %d%s%.*s", WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+        len ? ", stderr: " : "", (int)(len > 300 ? 300 : len), out);
+    verdict("printf logs of all DPUs bounded by OPENPIM_LOG_BUDGET", ok, detail);
+}
+
 static void threads_case(const char *value, int expected_exit, const char *const *needles)
 {
     char out[2048], detail[2400], name[128];
@@ -498,6 +545,8 @@ int main(int argc, char **argv)
         return fault_child();
     if (argc > 1 && strcmp(argv[1], "--threads-child") == 0)
         return threads_child();
+    if (argc > 1 && strcmp(argv[1], "--log-budget-child") == 0)
+        return log_budget_child();
     printf("DPU faults (dpu_launch -> DPU_ERR_DPU_FAULT):\n");
     fault_case("no fault (control run)", "./bin/dpu_faults", 0, 1, 0);
     fault_case("WRAM access out of range", "./bin/dpu_faults", 1, 1, 0);
@@ -516,6 +565,7 @@ int main(int argc, char **argv)
     fault_case("one faulting DPU among 4", "./bin/dpu_faults", 1, 4, 2);
     fault_case("printf within a small STDOUT_BUFFER_INIT", "./bin/dpu_printf_small", 0, 1, 0);
     fault_case("printf buffer overflow", "./bin/dpu_printf_small", 1, 1, 0);
+    log_budget_case();
     fault_message_case();
 
     printf("Loading:\n");

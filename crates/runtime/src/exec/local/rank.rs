@@ -21,6 +21,7 @@ use crate::clock::stats::{self, DpuRunStats, LaunchRecord};
 use crate::clock::timeline::{self, OpDone};
 use crate::error::panic_message;
 use crate::error::{quiet, Error, FaultInfo, Result};
+use crate::exec::local::logs::DpuLog;
 use crate::exec::local::slots::SlotGuard;
 use crate::exec::local::threads::pool;
 use crate::exec::queue::{RankQueue, RunsOps};
@@ -32,7 +33,7 @@ use crate::xfer::Place;
 pub(crate) struct DpuState {
     pub mem: DpuMemories,
     /// printf output of the last launch.
-    pub log: Vec<u8>,
+    pub log: DpuLog,
     /// Statistics of the last launch.
     pub stats: Option<DpuRunStats>,
     /// Fault of the last launch.
@@ -200,7 +201,7 @@ impl LocalRank {
         for mem in super::memories::take(slot.0, nr_dpus, &machine)? {
             dpus.push(DpuState {
                 mem,
-                log: Vec::new(),
+                log: DpuLog::default(),
                 stats: None,
                 fault: None,
                 dma_quirk: None,
@@ -723,7 +724,7 @@ impl LocalRank {
 
     /// Clones the log of one DPU's last launch.
     pub(crate) fn log_of(&self, dpu: u32) -> Vec<u8> {
-        self.lock_state().dpus[dpu as usize].log.clone()
+        self.lock_state().dpus[dpu as usize].log.to_vec()
     }
 }
 
@@ -771,7 +772,7 @@ fn run_one(
                 .dma_quirks
                 .first()
                 .map(|q| describe_dma_quirk(rank, index, q, prog));
-            dpu.log = out.log;
+            dpu.log.replace(out.log);
             dpu.fault = out.fault.map(|f| FaultInfo {
                 rank,
                 dpu: index,

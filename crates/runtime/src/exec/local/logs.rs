@@ -1,0 +1,128 @@
+//! The printf output of the DPUs' last launches, bounded for the whole process.
+//!
+//! The engine bounds one DPU's formatted output per launch (64 MiB), and the DPU program's
+//! printf buffer bounds what it may print raw. But every DPU keeps its last launch's output
+//! until the next one, so a launch on N DPUs could make the process hold N × 64 MiB. All the
+//! logs held together are therefore charged to one process-wide budget
+//! ([`LOG_BUDGET_ENV`], default [`DEFAULT_LOG_BUDGET`]): a DPU's output that does not fit is
+//! cut at what fits, and ends with a line saying so and how to raise the budget. Nothing else
+//! changes: the launch's result, its cycles and the DPU's memories are as without the cut.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+/// The environment variable giving the budget (a size: bytes, or with K/M/G, e.g. `8G`).
+pub const LOG_BUDGET_ENV: &str = "OPENPIM_LOG_BUDGET";
+
+/// 4 GiB: every DPU of a 2,560-DPU server printing its whole default 1 MiB buffer fits.
+pub const DEFAULT_LOG_BUDGET: u64 = 4 << 30;
+
+/// Bytes of log all DPUs of the process hold now.
+static HELD: AtomicU64 = AtomicU64::new(0);
+
+/// The budget, read once; a bad value is reported once on stderr and the default is used
+/// (the logs are a diagnostic: a typo must not stop the program).
+fn budget() -> u64 {
+    static BUDGET: OnceLock<u64> = OnceLock::new();
+    *BUDGET.get_or_init(|| {
+        let Ok(v) = std::env::var(LOG_BUDGET_ENV) else {
+            return DEFAULT_LOG_BUDGET;
+        };
+        match openpim_machine::parse_size(&v) {
+            Some(n) => n,
+            None => {
+                eprintln!(
+                    "openpim: {LOG_BUDGET_ENV}='{v}' is not a size (bytes, or a number with K, M or G, e.g. 8G); using the default, {} GiB",
+                    DEFAULT_LOG_BUDGET >> 30
+                );
+                DEFAULT_LOG_BUDGET
+            }
+        }
+    })
+}
+
+/// One DPU's printf output, charged to the process-wide budget while it is held.
+#[derive(Default)]
+pub(crate) struct DpuLog {
+    bytes: Vec<u8>,
+}
+
+impl DpuLog {
+    /// Replaces the output with a launch's `log`, cut at what the budget still allows.
+    pub(crate) fn replace(&mut self, log: Vec<u8>) {
+        self.clear();
+        self.bytes = charge(&HELD, log, budget());
+        self.bytes.shrink_to_fit();
+    }
+
+    /// Drops the output (a new program, a new launch that failed before printing).
+    pub(crate) fn clear(&mut self) {
+        HELD.fetch_sub(self.bytes.len() as u64, Ordering::AcqRel);
+        self.bytes = Vec::new();
+    }
+
+    pub(crate) fn to_vec(&self) -> Vec<u8> {
+        self.bytes.clone()
+    }
+}
+
+impl Drop for DpuLog {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
+/// Takes `log` into the budget `limit` of what `counter` holds: all of it when it fits, else
+/// the part that fits followed by a notice (the notice itself is not refused: it is a few
+/// dozen bytes).
+fn charge(counter: &AtomicU64, mut log: Vec<u8>, limit: u64) -> Vec<u8> {
+    let want = log.len() as u64;
+    let mut held = counter.load(Ordering::Acquire);
+    loop {
+        let room = limit.saturating_sub(held);
+        let keep = want.min(room);
+        let notice = if keep < want {
+            format!(
+                "\n[openpim: printf output cut after {keep} of {want} bytes: the logs of all DPUs' last launches are bounded by {LOG_BUDGET_ENV} ({limit} bytes); read the logs after each launch, or raise it]\n"
+            )
+        } else {
+            String::new()
+        };
+        let total = keep + notice.len() as u64;
+        match counter.compare_exchange_weak(held, held + total, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => {
+                log.truncate(keep as usize);
+                log.extend_from_slice(notice.as_bytes());
+                return log;
+            }
+            Err(now) => held = now,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cut_at_the_budget_with_a_notice() {
+        let counter = AtomicU64::new(0);
+        let a = charge(&counter, vec![b'a'; 600], 1000);
+        assert_eq!(a, vec![b'a'; 600]);
+        let b = charge(&counter, vec![b'b'; 600], 1000);
+        assert!(
+            b.starts_with(&[b'b'; 400]) && b[400] == b'\n',
+            "cut at the 400 bytes left"
+        );
+        let text = String::from_utf8_lossy(&b[400..]).into_owned();
+        assert!(text.contains("cut after 400 of 600 bytes"), "{text}");
+        assert!(text.contains(LOG_BUDGET_ENV), "{text}");
+        assert_eq!(counter.load(Ordering::Acquire), b.len() as u64 + 600);
+        // Full: the next log keeps only the notice.
+        let c = charge(&counter, vec![b'c'; 10], 1000);
+        assert!(
+            String::from_utf8_lossy(&c).starts_with("\n[openpim: printf output cut after 0 of 10")
+        );
+    }
+}
