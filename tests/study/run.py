@@ -41,6 +41,19 @@ def check(out: Path) -> list[str]:
             if any(v == "" for v in r.values()) and fig not in ("fig11",):
                 errors.append(f"{fig}.csv: empty cell in {r}")
                 break
+    # Both workloads through each exchange path; at the smallest size every group fits the
+    # what-if links' scope, so the interconnect runs must have gone over them.
+    with (out / "exchange.csv").open() as f:
+        ex = list(csv.DictReader(f))
+    for w in ("ntt", "embedding"):
+        mine = [r for r in ex if r["workload"] == w]
+        if {r["exchange"] for r in mine} != {"host", "pidcomm", "interconnect"}:
+            errors.append(f"exchange.csv: {w} does not have the three paths: {mine}")
+            continue
+        small = min(int(r["dpus"]) for r in mine)
+        links = [r for r in mine if r["exchange"] == "interconnect" and int(r["dpus"]) == small]
+        if not links or not links[0]["moved_by"].startswith("links"):
+            errors.append(f"exchange.csv: {w} on {small} DPUs over the interconnect did not use the links: {links}")
     text = (out / "REPORT.md").read_text()
     main_tables = text.split("## Exchange paths")[0]
     table_rows = [ln for ln in main_tables.splitlines() if ln.startswith("| ") and not ln.startswith("| #")

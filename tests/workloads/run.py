@@ -157,22 +157,22 @@ def exchange_case(name: str, args: list[str], exchanges: int) -> None:
            f"{rep['phases']['inter_dpu_ns']}, {len(rep['launches'])} launches")
 
 
-def links_case(name: str, args: list[str]) -> None:
-    """--exchange interconnect on a profile with what-if links: the all-to-all goes over them."""
+def links_case(name: str, args: list[str], cwd: Path = NTT, primitive: str = "alltoall") -> None:
+    """--exchange interconnect on a profile with what-if links: the collective goes over them."""
     with tempfile.TemporaryDirectory() as tmp:
         prof = Path(tmp) / "links.toml"
         prof.write_text((ROOT / "profiles" / "upmem-v1a.toml").read_text()
                         + '\n[links]\nscope = "ranks"\nranks_per_group = 4\nlink_gbps = 2.8\n')
         env = dict(ENV, OPENPIM_REPORT=f"{tmp}/run.json", UPMEM_PROFILE_BASE=f"hardware={prof}")
-        r = subprocess.run(["./bin/host", *args, "--exchange", "interconnect"], cwd=NTT, env=env,
+        r = subprocess.run(["./bin/host", *args, "--exchange", "interconnect"], cwd=cwd, env=env,
                            capture_output=True, text=True, timeout=600)
-        if r.returncode != 0 or "OK ntt" not in r.stdout:
+        if r.returncode != 0 or f"OK {cwd.name}" not in r.stdout:
             report(name, False, f"host exit {r.returncode}: {r.stdout[-300:]} {r.stderr[-300:]}")
             return
         rep = json.loads(Path(f"{tmp}/run.json").read_text())
-    paths = [x["path"] for x in rep.get("inter_dpu", []) if x["primitive"] == "alltoall"]
+    paths = [x["path"] for x in rep.get("inter_dpu", []) if x["primitive"] == primitive]
     ok = len(paths) == 1 and paths[0].startswith("links") and rep["inter_dpu"][-1]["link_ns"] > 0
-    report(name, ok, f"all-to-all paths {paths}")
+    report(name, ok, f"{primitive} paths {paths}")
 
 
 def error_case(name: str, cwd: Path, args: list[str], message: str) -> None:
@@ -214,6 +214,11 @@ def main() -> int:
         "embedding cr odd column blocks (dim 6 / 6)",
         {**base, "dim": 6, "part": "cr", "dpus": 12, "col-blocks": 6, "type": "int"},
     )
+    # The row blocks' partial sums reduced by PID-Comm's Reduce instead of by the host.
+    for part, dpus, extra in [("row", 64, {}), ("cr", 64, {"col-blocks": 4}), ("tr", 128, {"table-groups": 2})]:
+        embedding_case(f"embedding {part} int, PID-Comm reduce on {dpus} DPUs",
+                       {**base, "rows": 4096, "dim": 16, "part": part, "dpus": dpus, "type": "int",
+                        "exchange": "pidcomm", **extra})
     embedding_case(
         "embedding end-to-end with MLPs (tr)",
         {**base, "part": "tr", "dpus": 4, "type": "int", "mlp": ""},
@@ -248,8 +253,19 @@ def main() -> int:
     exchange_case("ntt 2D: one host transpose reported as inter-DPU time", ["--n", "16", "--steps", "2", "--dpus", "4"], 1)
     exchange_case("ntt 4D: three host transposes reported as inter-DPU time",
                   ["--n", "4", "--steps", "4", "--radix", "4", "--dpus", "16"], 3)
-    error_case("embedding --exchange pidcomm (not implemented)", EMB, ["--exchange", "pidcomm"],
-               "error: --exchange pidcomm is not implemented for the global reduction of the embedding lookup")
+    links_case("embedding row-wise --exchange interconnect: the reduce-scatter goes over the links",
+               ["--part", "row", "--dpus", "256", "--rows", "4096", "--batch", "16"], EMB, "reduce_scatter")
+    error_case("embedding --exchange pidcomm with fp", EMB, ["--exchange", "pidcomm", "--dpus", "64", "--type", "fp"],
+               "error: --exchange pidcomm reduces integers (--type int): PID-Comm has no float sum")
+    error_case("embedding --exchange pidcomm column-wise", EMB, ["--exchange", "pidcomm", "--dpus", "64", "--part", "col"],
+               "error: --exchange pidcomm reduces the partial sums of row blocks (--part row, cr or tr)")
+    error_case("embedding --exchange pidcomm on part of a rank", EMB, ["--exchange", "pidcomm", "--dpus", "32"],
+               "error: --exchange pidcomm needs whole ranks (--dpus a multiple of 64)")
+    error_case("embedding --exchange pidcomm, 4 row blocks per table group", EMB,
+               ["--exchange", "pidcomm", "--dpus", "64", "--part", "tr", "--tables", "16", "--table-groups", "16"],
+               "error: --exchange pidcomm needs row blocks a multiple of 8, or 2 or 4 with row x column blocks >= 8")
+    error_case("embedding --exchange bogus", EMB, ["--exchange", "bogus"],
+               "error: --exchange must be host, pidcomm or interconnect, got 'bogus'")
     error_case("ntt --exchange pidcomm on a 4D NTT", NTT, ["--exchange", "pidcomm", "--n", "4", "--steps", "4", "--radix", "4", "--dpus", "64"],
                "error: --exchange pidcomm is the transpose of a 2-step NTT (--op ntt|intt --steps 2)")
     error_case("ntt --exchange pidcomm on part of a rank", NTT, ["--exchange", "pidcomm", "--n", "16", "--steps", "2", "--dpus", "16"],

@@ -89,18 +89,6 @@ static inline void study_print_phases(const char *name, const char *host_label, 
         host_label, p->host / 1e6, total / 1e6);
 }
 
-/* The inter-DPU exchange path a program was asked for, when the program has only the host
- * path: any other is refused, naming what the exchange is (exits with status 2). */
-static inline void study_check_exchange(const char *exchange, const char *pattern)
-{
-    if (strcmp(exchange, "host") != 0) {
-        fprintf(stderr, "error: --exchange %s is not implemented for %s, which goes through the host "
-                        "(--exchange host)\n",
-            exchange, pattern);
-        exit(2);
-    }
-}
-
 /* Options: "--name value" pairs. study_opt_* fetch a value; study_opts_check fails on any
  * option no study_opt_* asked for, naming it and the valid ones. */
 struct study_opts {

@@ -1,6 +1,7 @@
 /* Embedding lookup on PIM: the tables partitioned over DPUs (row-, column-, table-wise, or
  * the hybrids C-R and T-R), one batch of pooled lookups, the partial sums reduced on the
- * host, optionally the DLRM's MLPs on the host (--mlp). Checked against the CPU.
+ * host (or, with --exchange pidcomm, by the collectives' Reduce along the row blocks),
+ * optionally the DLRM's MLPs on the host (--mlp). Checked against the CPU.
  *
  *   ./bin/host --part row --dpus 64 --rows 131072 --dim 64 --pooling 32 [--type fp] ...
  *   ./bin/host --help
@@ -10,6 +11,12 @@
  * one-time setup (allocation, loading, table transfer) from a run. */
 #include <dpu.h>
 #include <libgen.h>
+#if defined(__has_include)
+#if __has_include(<pidcomm.h>)
+#include <pidcomm.h> /* OpenPIM's (and PID-Comm's) collectives: --exchange pidcomm */
+#define EMB_HAVE_PIDCOMM 1
+#endif
+#endif
 
 #include "emb.h"
 
@@ -26,8 +33,14 @@ static void usage(void)
     printf("usage: host [--part row|col|table|cr|tr] [--dpus N] [--tables T] [--rows H] [--dim D]\n"
            "            [--batch B] [--pooling P] [--biased X] [--type int|fp] [--tasklets N]\n"
            "            [--col-blocks C] [--table-groups G] [--seed S] [--mlp] [--setup-only]\n"
-           "            [--exchange host] [--dump FILE]\n"
-           "  --biased X: X of the P lookups of every sample hit the first 1/64 of the table (x:y skew)\n");
+           "            [--exchange host|pidcomm|interconnect] [--dump FILE]\n"
+           "  --biased X: X of the P lookups of every sample hit the first 1/64 of the table (x:y skew)\n"
+           "  --exchange pidcomm: the row blocks' partial sums reduced by pidcomm_reduce (to the host)\n"
+           "            instead of read back and summed by the host; interconnect: by\n"
+           "            pidcomm_reduce_scatter among the row blocks (over the links of a profile with\n"
+           "            [links]), then each DPU's 1/R of the sums read back. Both need --type int, whole\n"
+           "            ranks (--dpus a multiple of 64) and a supported shape of row blocks R (a multiple\n"
+           "            of 8, or 2 or 4 with R x column blocks >= 8)\n");
 }
 
 int main(int argc, char **argv)
@@ -44,9 +57,34 @@ int main(int argc, char **argv)
     const char *exchange = study_opt_str(&o, "exchange", "host");
     const char *dump = study_opt_str(&o, "dump", NULL);
     study_opts_check(&o);
-    study_check_exchange(exchange, "the global reduction of the embedding lookup");
+    int scatter = strcmp(exchange, "interconnect") == 0;
+    int collective = scatter || strcmp(exchange, "pidcomm") == 0;
+    if (!collective && strcmp(exchange, "host") != 0) {
+        fprintf(stderr, "error: --exchange must be host, pidcomm or interconnect, got '%s'\n", exchange);
+        return 2;
+    }
+#ifndef EMB_HAVE_PIDCOMM
+    if (collective) {
+        fprintf(stderr, "error: --exchange %s needs <pidcomm.h>, which this SDK does not have\n", exchange);
+        return 2;
+    }
+#endif
 
     uint32_t G = c.groups, C = c.col_blocks, R = c.row_blocks, D = c.dpus, B = c.batch;
+    if (collective) {
+        /* The reduction runs along the row blocks: PID-Comm's x axis (the fastest-varying
+         * coordinate of the layout d = (g * C + cb) * R + rb), in groups of R DPUs. */
+        const char *why = c.is_fp                        ? "reduces integers (--type int): PID-Comm has no float sum"
+            : R < 2                                      ? "reduces the partial sums of row blocks (--part row, cr or tr)"
+            : D % 64                                     ? "needs whole ranks (--dpus a multiple of 64)"
+            : !(R % 8 == 0 || ((R == 2 || R == 4) && R * C >= 8)) ? "needs row blocks a multiple of 8, or 2 or 4 with row x column blocks >= 8"
+                                                                  : NULL;
+        if (why) {
+            fprintf(stderr, "error: --exchange %s %s (here --part %s, --type %s, %u DPUs: %u row blocks x %u column blocks x %u groups)\n",
+                exchange, why, c.part_name, c.is_fp ? "fp" : "int", D, R, C, G);
+            return 2;
+        }
+    }
     /* nr rounds up: the last row block may be shorter (its shard is padded, never read) */
     uint32_t nt = c.tables / G, nr = (c.rows + R - 1) / R, nc = c.dim / C, ncp = nc + (nc & 1);
     if (ncp > MAX_COLS) {
@@ -101,7 +139,16 @@ int main(int argc, char **argv)
     prm.queries_off = (uint32_t)shard_bytes;
     prm.index_off = prm.queries_off + items * 8;
     prm.out_off = prm.index_off + max_idx * 4;
-    uint64_t mram_need = (uint64_t)prm.out_off + (uint64_t)items * ncp * 4;
+    /* The collective's regions follow the output: pidcomm_reduce's scratch (buffer_offset), or
+     * the reduce-scatter's target then its scratch. */
+    uint32_t sum_bytes = items * ncp * 4, chunk = R ? sum_bytes / R : 0;
+    if (scatter && sum_bytes % (8 * R)) {
+        fprintf(stderr, "error: --exchange %s cuts each group's %u bytes of sums into %u chunks of whole 8-byte "
+                        "words: use a batch x tables x columns that is a multiple of %u\n",
+            exchange, sum_bytes, R, 2 * R);
+        return 2;
+    }
+    uint64_t mram_need = (uint64_t)prm.out_off + (uint64_t)sum_bytes * (collective ? (scatter ? 3 : 2) : 1);
     if (shard_bytes > MRAM_BUDGET || mram_need > MRAM_BUDGET) {
         fprintf(stderr, "error: each DPU would need %.1f MiB of MRAM (tables %.1f MiB + queries + output), "
                         "more than %u MiB: use more DPUs or smaller tables\n",
@@ -157,7 +204,19 @@ int main(int argc, char **argv)
     uint32_t each;
     DPU_ASSERT(dpu_alloc(D, NULL, &set));
     DPU_ASSERT(dpu_load(set, prog, NULL));
-    DPU_FOREACH(set, dpu, each) { DPU_ASSERT(dpu_prepare_xfer(dpu, &shards[(size_t)each * (shard_bytes / 4)])); }
+    /* DPU d of the layout: the set's order, or the collectives' logical order (entangled groups). */
+    struct dpu_set_t *dpus = (struct dpu_set_t *)study_xcalloc(D, sizeof(struct dpu_set_t), "DPU handles");
+#ifdef EMB_HAVE_PIDCOMM
+    uint32_t axes[3] = { R, C, G };
+    hypercube_manager *cube = NULL;
+    if (collective) {
+        cube = init_hypercube_manager(set, 3, axes);
+        DPU_FOREACH_ENTANGLED_GROUP(set, dpu, each, D) { dpus[each] = dpu; }
+    } else
+#endif
+        DPU_FOREACH(set, dpu, each) { dpus[each] = dpu; }
+    for (each = 0; each < D; each++)
+        DPU_ASSERT(dpu_prepare_xfer(dpus[each], &shards[(size_t)each * (shard_bytes / 4)]));
     DPU_ASSERT(dpu_push_xfer(set, DPU_XFER_TO_DPU, DPU_MRAM_HEAP_POINTER_NAME, 0, shard_bytes, DPU_XFER_DEFAULT));
     if (setup_only) {
         DPU_ASSERT(dpu_free(set));
@@ -169,19 +228,47 @@ int main(int argc, char **argv)
     struct study_phases ph = { 0 };
     uint64_t t0 = study_now_ns();
     DPU_ASSERT(dpu_broadcast_to(set, "params", 0, &prm, sizeof(prm), DPU_XFER_DEFAULT));
-    DPU_FOREACH(set, dpu, each) { DPU_ASSERT(dpu_prepare_xfer(dpu, &queries[(size_t)each * q_words])); }
+    for (each = 0; each < D; each++)
+        DPU_ASSERT(dpu_prepare_xfer(dpus[each], &queries[(size_t)each * q_words]));
     DPU_ASSERT(dpu_push_xfer(set, DPU_XFER_TO_DPU, DPU_MRAM_HEAP_POINTER_NAME, prm.queries_off,
         (size_t)q_words * 4, DPU_XFER_DEFAULT));
     uint64_t t1 = study_now_ns();
     DPU_ASSERT(dpu_launch(set, DPU_SYNCHRONOUS));
     uint64_t t2 = study_now_ns();
-    DPU_FOREACH(set, dpu, each) { DPU_ASSERT(dpu_prepare_xfer(dpu, &partial[(size_t)each * items * ncp])); }
-    DPU_ASSERT(dpu_push_xfer(set, DPU_XFER_FROM_DPU, DPU_MRAM_HEAP_POINTER_NAME, prm.out_off,
-        (size_t)items * ncp * 4, DPU_XFER_DEFAULT));
+#ifdef EMB_HAVE_PIDCOMM
+    if (collective && !scatter) {
+        /* Row blocks reduced by the collective: group (g, cb)'s sum lands in partial[g * C + cb]. */
+        void **sums = (void **)study_xcalloc((size_t)C * G, sizeof(void *), "reduce buffers");
+        for (uint32_t gi = 0; gi < C * G; gi++)
+            sums[gi] = &partial[(size_t)gi * items * ncp];
+        STUDY_INTERDPU_BEGIN();
+        pidcomm_reduce(cube, "100", sum_bytes, prm.out_off, sum_bytes, 4, sums);
+        STUDY_INTERDPU_END();
+        free(sums);
+    } else if (scatter) {
+        /* Reduce-scatter among the row blocks (row block rb keeps chunk rb of its group's sum),
+         * then each DPU's chunk read back: group (g, cb)'s sum lands in partial[g * C + cb]. */
+        STUDY_INTERDPU_BEGIN();
+        pidcomm_reduce_scatter(cube, "100", sum_bytes, prm.out_off, prm.out_off + sum_bytes, 2 * sum_bytes, 4);
+        STUDY_INTERDPU_END();
+        for (each = 0; each < D; each++)
+            DPU_ASSERT(dpu_prepare_xfer(dpus[each], (uint8_t *)partial + (size_t)(each / R) * sum_bytes +
+                                                        (size_t)(each % R) * chunk));
+        DPU_ASSERT(dpu_push_xfer(set, DPU_XFER_FROM_DPU, DPU_MRAM_HEAP_POINTER_NAME, prm.out_off + sum_bytes, chunk,
+            DPU_XFER_DEFAULT));
+    } else
+#endif
+    {
+        for (each = 0; each < D; each++)
+            DPU_ASSERT(dpu_prepare_xfer(dpus[each], &partial[(size_t)each * items * ncp]));
+        DPU_ASSERT(dpu_push_xfer(set, DPU_XFER_FROM_DPU, DPU_MRAM_HEAP_POINTER_NAME, prm.out_off,
+            (size_t)items * ncp * 4, DPU_XFER_DEFAULT));
+    }
     uint64_t t3 = study_now_ns();
-    /* Host reduction: partial sums of the row blocks added, column blocks placed. */
-    for (uint32_t d = 0; d < D; d++) {
-        uint32_t g = d / (C * R), cb = (d / R) % C;
+    /* Host reduction: partial sums of the row blocks added (already summed by the collective:
+     * one vector per group), column blocks placed. */
+    for (uint32_t d = 0; d < (collective ? C * G : D); d++) {
+        uint32_t g = collective ? d / C : d / (C * R), cb = collective ? d % C : (d / R) % C;
         const uint32_t *p = &partial[(size_t)d * items * ncp];
         for (uint32_t i = 0; i < items; i++) {
             uint32_t t = g * nt + i / B, b = i % B;
@@ -198,7 +285,11 @@ int main(int argc, char **argv)
         }
     }
     uint64_t t4 = study_now_ns();
-    ph.cpu_dpu = t1 - t0, ph.kernel = t2 - t1, ph.dpu_cpu = t3 - t2, ph.host = t4 - t3;
+    ph.cpu_dpu = t1 - t0, ph.kernel = t2 - t1, ph.host = t4 - t3;
+    if (collective)
+        ph.inter_dpu = t3 - t2; /* the report splits off the reduce-scatter's read-back */
+    else
+        ph.dpu_cpu = t3 - t2;
     double score = 0;
     uint64_t mlp_ns = 0;
     if (c.mlp) {
@@ -219,9 +310,9 @@ int main(int argc, char **argv)
             bad++;
         }
     printf("embedding: part %s (%u groups x %u column blocks x %u row blocks) dpus %u tables %u rows %u dim %u "
-           "batch %u pooling %u biased %u type %s tasklets %u\n",
+           "batch %u pooling %u biased %u type %s tasklets %u exchange %s\n",
         c.part_name, G, C, R, D, c.tables, c.rows, c.dim, B, c.pooling, c.biased, c.is_fp ? "fp" : "int",
-        c.tasklets);
+        c.tasklets, exchange);
     study_print_phases("embedding", "host reduction", &ph);
     if (c.mlp)
         printf("host MLPs (ms): %.3f, score sum %.6f\n", mlp_ns / 1e6, score);

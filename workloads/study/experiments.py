@@ -280,18 +280,31 @@ class Study:
         return out
 
     def exchange(self) -> list[Row]:
-        """Beyond the seed: the 2D NTT's transpose through the host (as the seed), as a PID-Comm
-        all-to-all (OpenPIM's collectives: the DPUs pack and unpack, the library moves the
-        chunks), and the same call over what-if DPU-to-DPU links (a copy of the hardware profile
-        with [links]: groups of 4 ranks, 2.8 GB/s per DPU, the seed's Sec. 6 assumption)."""
+        """Beyond the seed, both patterns through each exchange path. NTT (all-to-all): the 2D
+        transpose through the host (as the seed), as a PID-Comm all-to-all (the DPUs pack and
+        unpack, the library moves the chunks), and the same call over what-if DPU-to-DPU links.
+        Embedding (reduction): the row blocks' partial sums read back and summed by the host
+        (as the seed), reduced by PID-Comm's Reduce to the host, and reduce-scattered among the
+        DPUs over the links, each DPU's share then read back. The links: a copy of the hardware
+        profile with [links], groups of 4 ranks, 2.8 GB/s per DPU (the seed's Sec. 6)."""
         s = self.s
         links = self.r.links_profile()
         out: list[Row] = []
+        ntt_size = f"16 NTTs of {s.ntt_n ** 2} points"
+        emb_size = f"batch {s.batch}, {s.rows} x {DIM} int table, pooling {POOLING}"
         for d in s.exchange_dpus:
             for path in ("host", "pidcomm", "interconnect"):
+                profile = links if path == "interconnect" else ""
                 run, cpu = self.ntt(n=s.ntt_n, steps=2, radix=s.ntt_radix, instances=16, dpus=d, exchange=path,
-                                    profile=links if path == "interconnect" else "")
-                out.append({"dpus": d, "exchange": path, "instances": 16, **phase_cols(run), "cpu_ns": cpu.ns})
+                                    profile=profile)
+                out.append({"workload": "ntt", "dpus": d, "exchange": path, "size": ntt_size,
+                            "moved_by": "; ".join(run.collective_paths) or "host", **phase_cols(run), "cpu_ns": cpu.ns})
+                args = self.emb_args(part="row", dpus=d, rows=s.rows, pooling=POOLING, exchange=path)
+                cpu = self.emb_cpu(args)
+                run = self.r.pim_checked("embedding", args, 24, cpu, profile=profile)
+                self.log(f"  embedding {' '.join(args)}: total {run.total / 1e6:.3f} ms")
+                out.append({"workload": "embedding", "dpus": d, "exchange": path, "size": emb_size,
+                            "moved_by": "; ".join(run.collective_paths) or "host", **phase_cols(run), "cpu_ns": cpu.ns})
         return out
 
     # -- interconnect model (Fig. 18) ---------------------------------------------------------

@@ -280,10 +280,15 @@ def fig18(rows: list[Row], path: Path) -> None:
 
 
 def exchange(rows: list[Row], path: Path) -> None:
-    fig, ax = plt.subplots(figsize=(10, 4))
-    rs = sorted(rows, key=lambda r: (r["dpus"], ["host", "pidcomm", "interconnect"].index(r["exchange"])))
-    stacked(ax, rs, [f"{r['dpus']} {r['exchange']}" for r in rs],
-            "2D NTT (16 instances): transpose through the host, as a PID-Comm all-to-all, over what-if links",
-            rs[0]["cpu_ns"] if rs else None)
-    ax.legend(fontsize=6)
+    fig, axes = plt.subplots(1, 2, figsize=(14, 4))
+    titles = {
+        "ntt": "2D NTT (16 instances): transpose through the host, as a PID-Comm all-to-all, over what-if links",
+        "embedding": "Embedding, row-wise: sums reduced by the host, by PID-Comm's Reduce, reduce-scattered over links",
+    }
+    for ax, workload in zip(axes, ("ntt", "embedding")):
+        rs = sorted(sel(rows, workload=workload),
+                    key=lambda r: (r["dpus"], ["host", "pidcomm", "interconnect"].index(r["exchange"])))
+        stacked(ax, rs, [f"{r['dpus']} {r['exchange']}" for r in rs], titles[workload],
+                rs[0]["cpu_ns"] if rs else None)
+        ax.legend(fontsize=6)
     save(fig, path)

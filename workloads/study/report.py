@@ -89,13 +89,21 @@ def build(res: Results, host: str, sizes_name: str, wall_s: float) -> str:
         out.append(f"| {ln.key} | {ln.claim} | {ln.paper} | {ln.openpim} | {ln.holds} | {ln.reason} |")
     if res.get("exchange"):
         out += ["", "## Exchange paths (beyond the seed)", "",
-                "The 2D NTT (16 instances) with its transpose through the host (the seed's situation), as a",
-                "PID-Comm all-to-all (OpenPIM's collectives; the DPUs pack and unpack, which counts as kernel",
-                "time), and as the same call over what-if DPU-to-DPU links (groups of 4 ranks, 2.8 GB/s).", "",
-                "| DPUs | exchange | kernel | inter-DPU | total | inter-DPU share |", "|---|---|---|---|---|---|"]
-        for r in sorted(res["exchange"], key=lambda r: (r["dpus"], r["exchange"])):
-            out.append(f"| {r['dpus']} | {r['exchange']} | {_ms(r['kernel_ns'])} | {_ms(r['inter_dpu_ns'])} | "
-                       f"{_ms(r['total_ns'])} | {_pct(r['inter_dpu_ns'] / r['total_ns'])} |")
+                "Both patterns through each path. NTT: the 2D NTT (16 instances) with its transpose through",
+                "the host (the seed's situation), as a PID-Comm all-to-all (OpenPIM's collectives; the DPUs",
+                "pack and unpack, which counts as kernel time), and as the same call over what-if DPU-to-DPU",
+                "links (groups of 4 ranks, 2.8 GB/s). Embedding (row-wise): the partial sums read back and",
+                "summed by the host (the seed's situation), reduced by PID-Comm's Reduce to the host, and",
+                "reduce-scattered among the DPUs over the links with each DPU's share read back (DPU-CPU).",
+                "\"moved by\" is how the collective moved the data (the run report's inter-DPU records): a",
+                "group larger than the links' scope (4 ranks) goes through the host on the optimized path.", "",
+                "| workload | DPUs | exchange | moved by | kernel | inter-DPU | DPU-CPU | total | inter-DPU share |",
+                "|---|---|---|---|---|---|---|---|---|"]
+        for r in sorted(res["exchange"], key=lambda r: (r.get("workload", "ntt"), r["dpus"], r["exchange"])):
+            out.append(f"| {r.get('workload', 'ntt')} | {r['dpus']} | {r['exchange']} | {r.get('moved_by', '')} | "
+                       f"{_ms(r['kernel_ns'])} | "
+                       f"{_ms(r['inter_dpu_ns'])} | {_ms(r['dpu_cpu_ns'])} | {_ms(r['total_ns'])} | "
+                       f"{_pct(r['inter_dpu_ns'] / r['total_ns'])} |")
     out.append("")
     return "\n".join(out)
 

@@ -45,6 +45,9 @@ class PimRun:
     stdout: str
     checksum: str
     inter_from_trace: bool = False
+    # How the collectives moved the data (the report's inter-DPU records, e.g. "optimized",
+    # "links (ranks, 2.8 GB/s)"), in order, without repeats; empty when no collective ran.
+    collective_paths: tuple[str, ...] = ()
 
     @property
     def total(self) -> int:
@@ -113,7 +116,8 @@ class Runner:
         hw = self.profile.split("=", 1)[1] if self.profile.startswith("hardware=") else "upmem-v1a"
         src = Path(hw) if "/" in hw or hw.endswith(".toml") else self.root / "profiles" / f"{hw}.toml"
         text = src.read_text()
-        if "[links]" not in text:
+        # A [links] table of its own (a comment naming it does not count).
+        if not re.search(r"^\s*\[links\]", text, re.M):
             text += '\n[links]\nscope = "ranks"\nranks_per_group = 4\nlink_gbps = 2.8\n'
         dst = self.out / "links-profile.toml"
         dst.write_text(text)
@@ -154,7 +158,8 @@ class Runner:
                 phases["inter_dpu"] += take
             from_trace = True
         m = re.search(r"^checksum (\S+)", stdout, re.M)
-        return PimRun(phases, report["launches"], stdout, m.group(1) if m else "", from_trace)
+        paths = tuple(dict.fromkeys(x["path"] for x in report.get("inter_dpu", []) if x["primitive"] != "region"))
+        return PimRun(phases, report["launches"], stdout, m.group(1) if m else "", from_trace, paths)
 
     def cpu(self, name: str, args: list[str]) -> CpuRun:
         """Runs workloads/NAME/bin/cpu ARGS (real time, best of the repetitions)."""
