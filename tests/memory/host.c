@@ -20,6 +20,8 @@
  *                                rank first, restore FILE, steps K+1..), sdk (steps 1..K, then
  *                                every DPU through dpu_checkpoint_save/serialize, two steps
  *                                that change everything, deserialize/restore, steps K+1..)
+ *                                With STEP_PAUSE_MS=N in the environment, sleeps N ms after
+ *                                every step (idle between launches)
  * Exit 0 only when every check passed. */
 #include <dpu_checkpoint.h>
 #include <openpim.h>
@@ -30,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define KERNEL "bin/kernel"
 #define CHUNK (512u << 10)
@@ -454,6 +457,8 @@ static int cmd_ckpt(uint32_t seed, uint32_t nr_dpus, int steps, int k, const cha
     uint32_t n = STEP_BYTES;
     DPU_ASSERT(dpu_broadcast_to(set, "n_bytes", 0, &n, 4, DPU_XFER_DEFAULT));
     int first = 1;
+    const char *pause = getenv("STEP_PAUSE_MS");
+    unsigned pause_ms = pause ? (unsigned)atoi(pause) : 0;
     if (resume) {
         dpu_error_t e = openpim_checkpoint_restore_file(set, file);
         if (e != DPU_OK) {
@@ -470,6 +475,9 @@ static int cmd_ckpt(uint32_t seed, uint32_t nr_dpus, int steps, int k, const cha
         step(set, s, 1);
         if (s == k && !resume)
             fault_launch(set);
+        fflush(stdout);
+        if (pause_ms) /* idle between launches (tests/memory/run.sh oversubscribe) */
+            usleep(pause_ms * 1000);
         if (s == k && !strcmp(mode, "save")) {
             DPU_ASSERT(openpim_checkpoint_save_file(set, file));
             break;

@@ -3,7 +3,8 @@
 # persistence, crash safety, bad stores, host memory, and a 4 GiB run under a 512 MiB budget.
 #
 #   tests/memory/run.sh            everything below (part of `make test`)
-#   tests/memory/run.sh NAME...    only some: errors persist crash dedup checkpoint timeline budget conformance
+#   tests/memory/run.sh NAME...    only some: errors persist crash dedup checkpoint oversubscribe timeline
+#                                  budget conformance
 #   tests/memory/run.sh huge       MRAM larger than the host's memory (make test-memory-huge)
 #
 # Prints PASS/FAIL per check and "N passed, M failed"; exits non-zero on a failure.
@@ -235,6 +236,91 @@ t_budget() {
     rm -rf "$tmp/big"
 }
 
+t_oversubscribe() {
+    # The daemon oversubscribing one rank (docs/sharing.md): two tenants run the same
+    # multi-launch program (a faulting launch after step 3, a pause after every step) on a
+    # daemon with a single rank. Each is suspended while idle so that the other can run, and
+    # resumed when it calls again; both must print exactly what they print alone in process
+    # (per-DPU results and cycle counts of every step, the fault), and the second must get
+    # the rank within the policy's bound.
+    local openpim="$root/target/release/openpim" d="$tmp/over" a b
+    mkdir -p "$d"
+    for seed in 21 22; do
+        OPENPIM_REPORT="$d/ref-$seed.json" run "" ckpt "$seed" 8 6 3 - run &&
+            grep -E '^(step|fault)' "$tmp/out" >"$d/ref-$seed" || { bad "oversubscription: reference run"; return; }
+    done
+    printf 'suspend_idle_ms = 200\nsuspend_min_run_ms = 500\nalloc_timeout_s = 60\n' >"$d/daemon.toml"
+    "$openpim" daemon --socket "$d/s" --ranks 1 --config "$d/daemon.toml" --suspend-dir "$d/suspended" \
+        --metrics "$d/metrics.prom" >"$d/daemon.log" 2>&1 &
+    local daemon=$!
+    for _ in $(seq 100); do [ -S "$d/s" ] && break; sleep 0.1; done
+    (cd "$here" && OPENPIM_REPORT="$d/21.json" OPENPIM_SERVER="$d/s" STEP_PAUSE_MS=1200 ./bin/host ckpt 21 8 6 3 - run >"$d/a.out" 2>&1) &
+    a=$!
+    for _ in $(seq 300); do grep -q '^step 1' "$d/a.out" && break; sleep 0.05; done
+    local t0 susp=0 waited=-1
+    t0=$(date +%s%N)
+    (cd "$here" && OPENPIM_REPORT="$d/22.json" OPENPIM_SERVER="$d/s" STEP_PAUSE_MS=1200 ./bin/host ckpt 22 8 6 3 - run >"$d/b.out" 2>&1) &
+    b=$!
+    # The pool view while both run: the suspended tenant's rank shows as SUSP.
+    while kill -0 "$b" 2>/dev/null || kill -0 "$a" 2>/dev/null; do
+        [ "$waited" -lt 0 ] && grep -qs '^step 1' "$d/b.out" && waited=$((($(date +%s%N) - t0) / 1000000))
+        "$openpim" pool --socket "$d/s" 2>/dev/null | grep -q ' SUSP ' && susp=1
+        sleep 0.1
+    done
+    wait "$a"
+    local ra=$?
+    wait "$b"
+    local rb=$?
+    sleep 1.2 # a metrics rewrite
+    kill "$daemon"
+    wait "$daemon" 2>/dev/null
+    local suspends resumes
+    suspends=$(sed -n 's/^openpim_suspend_seconds_count \([0-9]*\).*/\1/p' "$d/metrics.prom")
+    resumes=$(sed -n 's/^openpim_resume_seconds_count \([0-9]*\).*/\1/p' "$d/metrics.prom")
+    cp "$d/daemon.log" "$tmp/out"
+    # Virtual time: every launch of each tenant's report takes the modeled time (and cycles,
+    # instructions, DMA) of the same launch alone in process. (Host time is measured for real,
+    # the pauses included, and the remote path adds its own measured CPU time.)
+    local modeled
+    modeled=$(python3 - "$d" <<'PY'
+import json, sys
+d = sys.argv[1]
+def launches(path):
+    return [(l["end_ns"] - l["start_ns"], l["cycles"], l["instructions"], l["dma_bytes"], l["faults"])
+            for l in json.load(open(path))["launches"]]
+total = 0
+for seed in ("21", "22"):
+    ref, got = launches(f"{d}/ref-{seed}.json"), launches(f"{d}/{seed}.json")
+    if ref != got:
+        print("differ:", seed, ref, got)
+        sys.exit(1)
+    total += sum(l[0] for l in ref)
+print("%d launches, %.1f ms of modeled launch time" % (len(ref) * 2, total / 1e6))
+PY
+    ) || { echo "$modeled" >>"$tmp/out"; modeled=""; }
+    if [ "$ra" = 0 ] && [ "$rb" = 0 ] && [ -n "$modeled" ] &&
+        grep -E '^(step|fault)' "$d/a.out" | cmp -s - "$d/ref-21" &&
+        grep -E '^(step|fault)' "$d/b.out" | cmp -s - "$d/ref-22"; then
+        ok "oversubscription: two tenants on one rank, each suspended and resumed between launches (${suspends:-?} suspensions, ${resumes:-?} resumptions): both print the in-process results and cycle counts of all 6 steps (2 x $(wc -l <"$d/ref-21") lines) and the fault; the same virtual time for every launch ($modeled)"
+    else
+        { diff "$d/ref-21" <(grep -E '^(step|fault)' "$d/a.out"); diff "$d/ref-22" <(grep -E '^(step|fault)' "$d/b.out"); tail -n 5 "$d/a.out" "$d/b.out"; } >>"$tmp/out" 2>&1
+        bad "oversubscription: tenants' results differ from the in-process runs (exit $ra, $rb)"
+    fi
+    # The bound: the second tenant waits for the first to be idle 200 ms after running
+    # 500 ms, plus the suspension; a loaded machine gets generous slack.
+    if [ "$waited" -ge 0 ] && [ "$waited" -lt 10000 ] && [ "${suspends:-0}" -ge 2 ] && [ "${resumes:-0}" -ge 1 ]; then
+        ok "oversubscription: the waiting tenant ran its first step $waited ms after asking for the only rank (policy: idle 200 ms, minimum run 500 ms)"
+    else
+        bad "oversubscription: waiting tenant's first step after $waited ms, ${suspends:-?} suspensions, ${resumes:-?} resumptions"
+    fi
+    if [ "$susp" = 1 ] && grep -q '^openpim_ranks{state="SUSP"}' "$d/metrics.prom" && [ -z "$(ls -A "$d/suspended")" ]; then
+        ok "oversubscription: the pool view showed the suspended rank (SUSP), metrics count it, no suspension file is left"
+    else
+        ls -la "$d/suspended" >>"$tmp/out" 2>&1
+        bad "oversubscription: pool view SUSP seen=$susp, metrics, files left"
+    fi
+}
+
 t_huge() {
     # MRAM data larger than the host's memory: 40 ranks x 64 DPUs x 13 MiB = 32.5 GiB
     # written and checked under a 2 GiB budget, when the disk has room.
@@ -255,7 +341,7 @@ t_huge() {
 }
 
 tests=("$@")
-[ ${#tests[@]} -eq 0 ] && tests=(errors persist crash dedup checkpoint timeline budget conformance)
+[ ${#tests[@]} -eq 0 ] && tests=(errors persist crash dedup checkpoint oversubscribe timeline budget conformance)
 for t in "${tests[@]}"; do
     start=$(date +%s)
     "t_$t"

@@ -34,6 +34,10 @@ pub struct DaemonOpts {
     /// the ablation).
     #[arg(long)]
     serial: bool,
+    /// Oversubscribe: suspend idle tenants' ranks to DIR for waiting tenants, resume them
+    /// when used (docs/sharing.md; the idle and minimum-run times are configuration keys).
+    #[arg(long, value_name = "DIR")]
+    suspend_dir: Option<String>,
 }
 
 /// Options of `openpim pool`.
@@ -71,6 +75,9 @@ pub fn daemon(o: DaemonOpts) -> Result<ExitCode> {
     }
     if o.serial {
         c.parallel = false;
+    }
+    if let Some(d) = o.suspend_dir {
+        c.suspend_dir = Some(d.into());
     }
     openpim_daemon::run(c)?;
     Ok(ExitCode::SUCCESS)

@@ -9,6 +9,9 @@
 //! alloc_timeout_s = 30       # how long an allocation waits for ranks before failing
 //! reuse_ms = 200             # a freed rank waits this long for its process before its wipe
 //! default_quota = 4          # ranks per user at once (absent: no limit)
+//! suspend_dir = "/var/lib/openpim/suspended"  # oversubscription: idle ranks go here
+//! suspend_idle_ms = 500      # a rank idle this long may be suspended for a waiting tenant
+//! suspend_min_run_ms = 2000  # not before it has been resident this long
 //! [quotas]                   # per-user quotas by uid
 //! 1001 = 2
 //! ```
@@ -46,6 +49,9 @@ struct FileConfig {
     quotas: HashMap<String, u32>,
     metrics_file: Option<String>,
     parallel: Option<bool>,
+    suspend_dir: Option<String>,
+    suspend_idle_ms: Option<u64>,
+    suspend_min_run_ms: Option<u64>,
 }
 
 /// The daemon's settings.
@@ -69,6 +75,12 @@ pub struct Config {
     pub metrics_file: Option<String>,
     /// Serve requests for different ranks in parallel (per-rank worker threads).
     pub parallel: bool,
+    /// Oversubscription: where idle tenants' ranks are suspended to (`None`: never).
+    pub suspend_dir: Option<std::path::PathBuf>,
+    /// A rank with no operation for this long may be suspended for a waiting request.
+    pub suspend_idle: Duration,
+    /// A rank granted or resumed is not suspended before it has been resident this long.
+    pub suspend_min_run: Duration,
 }
 
 /// The default socket of the calling user: `$XDG_RUNTIME_DIR/openpim/daemon.sock`, else
@@ -95,6 +107,9 @@ impl Default for Config {
             quotas: HashMap::new(),
             metrics_file: None,
             parallel: true,
+            suspend_dir: None,
+            suspend_idle: Duration::from_millis(500),
+            suspend_min_run: Duration::from_millis(2000),
         }
     }
 }
@@ -155,7 +170,28 @@ impl Config {
         if let Some(p) = f.parallel {
             c.parallel = p;
         }
+        c.suspend_dir = f.suspend_dir.map(Into::into);
+        if let Some(ms) = f.suspend_idle_ms {
+            c.suspend_idle = Duration::from_millis(ms);
+        }
+        if let Some(ms) = f.suspend_min_run_ms {
+            c.suspend_min_run = Duration::from_millis(ms);
+        }
         Ok(c)
+    }
+
+    /// Checks what only the whole configuration (file and options together) can tell.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        let d = Config::default();
+        if self.suspend_dir.is_none()
+            && (self.suspend_idle != d.suspend_idle || self.suspend_min_run != d.suspend_min_run)
+        {
+            return Err(ConfigError::Invalid {
+                path: "(file and options)".into(),
+                message: "suspend_idle_ms and suspend_min_run_ms need suspend_dir (or --suspend-dir): the directory idle ranks are suspended to".into(),
+            });
+        }
+        Ok(())
     }
 
     /// The rank quota of user `uid` (`None`: no limit).
@@ -200,5 +236,17 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("octal"), "{e}");
+        let c = Config::from_toml(
+            "t.toml",
+            "suspend_dir = \"/tmp/s\"\nsuspend_idle_ms = 100\nsuspend_min_run_ms = 300\n",
+        )
+        .unwrap();
+        assert_eq!(c.suspend_dir, Some("/tmp/s".into()));
+        assert_eq!(c.suspend_idle, Duration::from_millis(100));
+        assert_eq!(c.suspend_min_run, Duration::from_millis(300));
+        let c = Config::from_toml("t.toml", "suspend_idle_ms = 100").unwrap();
+        let e = c.check().unwrap_err().to_string();
+        assert!(e.contains("suspend_dir"), "{e}");
+        assert!(Config::default().check().is_ok());
     }
 }

@@ -7,6 +7,7 @@
 //! serves requests; [`metrics`] exports the rank table. `docs/sharing.md` is the user guide.
 
 pub mod config;
+pub mod lease;
 pub mod manager;
 pub mod metrics;
 pub mod server;
@@ -58,15 +59,50 @@ pub enum StartError {
     },
     #[error("{0}")]
     Runtime(#[from] openpim_runtime::Error),
+    #[error("cannot use the suspend directory {path}: {source}; give a writable directory (suspend_dir / --suspend-dir)")]
+    SuspendDir {
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+/// Creates the suspend directory (private to the daemon's user) and removes what an earlier
+/// daemon left there: a suspended rank lives only as long as the daemon that holds its
+/// tenant's connection.
+fn prepare_suspend_dir(dir: &std::path::Path) -> Result<(), StartError> {
+    let err = |source| StartError::SuspendDir {
+        path: dir.display().to_string(),
+        source,
+    };
+    std::fs::create_dir_all(dir).map_err(err)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(err)?;
+    for entry in std::fs::read_dir(dir).map_err(err)?.flatten() {
+        let p = entry.path();
+        let stale = p
+            .extension()
+            .is_some_and(|e| e == "suspended" || e == "partial");
+        if stale {
+            let _ = std::fs::remove_file(&p);
+        }
+    }
+    // Writable: the first suspension would fail much later otherwise.
+    let probe = dir.join(".openpim-write-test");
+    std::fs::write(&probe, b"").map_err(err)?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
 }
 
 /// Runs the daemon until SIGTERM/SIGINT.
 pub fn run(mut config: Config) -> Result<(), StartError> {
+    config.check()?;
     let machine = Arc::new(machine_of(&config)?);
     // Tenants are told the machine in full (hardware and ranks).
     config.ranks = Some(machine.nr_ranks);
     if config.hardware.is_none() {
         config.hardware = Some(machine.hardware.name.clone());
+    }
+    if let Some(dir) = &config.suspend_dir {
+        prepare_suspend_dir(dir)?;
     }
     let listener = bind(&config)?;
     let manager = manager::Manager::new(config.clone(), &machine);
@@ -82,6 +118,14 @@ pub fn run(mut config: Config) -> Result<(), StartError> {
             None => String::new(),
         }
     );
+    if let Some(dir) = &config.suspend_dir {
+        log!(
+            "oversubscribing: ranks idle for {} ms (after {} ms resident) may be suspended to {}",
+            config.suspend_idle.as_millis(),
+            config.suspend_min_run.as_millis(),
+            dir.display()
+        );
+    }
     let served = server::serve(listener, Arc::clone(&manager));
     let _ = std::fs::remove_file(&config.socket);
     if let Some(m) = &config.metrics_file {

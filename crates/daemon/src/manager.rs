@@ -13,8 +13,19 @@
 //! cannot be served waits (ranks being wiped or released count as coming free) up to the
 //! configured timeout, then fails with the SDK's allocation error. Per-user quotas cap the
 //! ranks a user holds at once.
+//!
+//! Oversubscription (only with `suspend_dir`): when the request at the head of the queue
+//! finds too few ranks, the manager suspends another tenant's rank that is idle — no
+//! operation on it for `suspend_idle_ms`, and resident for at least `suspend_min_run_ms` —
+//! to a file (its [`Lease`] keeps it), wipes the slot and hands it out. When that tenant
+//! uses the rank again, its request queues like an allocation of one rank and the rank is
+//! resumed on whichever slot it gets. Requests are served in arrival order and a rank just
+//! granted or resumed runs at least `suspend_min_run_ms` before it can be suspended again,
+//! so no tenant starves another: a waiting request gets a rank once a holder is idle long
+//! enough (docs/sharing.md gives the bound).
 
 use std::collections::VecDeque;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -25,6 +36,8 @@ use openpim_runtime::exec::remote::protocol::PoolRank;
 use openpim_runtime::{Error, Result};
 
 use crate::config::Config;
+use crate::lease::{Active, Lease, Place};
+use crate::log;
 
 /// Wipes a served rank: once the last operation still running on it (its worker's) is done,
 /// dropping it clears its memories and programs and gives its slot back.
@@ -52,6 +65,10 @@ enum State {
     /// Released by `previous`, not wiped yet.
     Released,
     Wiping,
+    /// Its tenant's rank is being written to the suspend directory.
+    Suspending,
+    /// A suspended rank is being brought back on it (for `owner`).
+    Resuming,
 }
 
 /// Counters of one rank while held.
@@ -70,6 +87,8 @@ struct Entry {
     owner: Option<Tenant>,
     /// The tenant that released it (Released), for the same-process reuse.
     previous: Option<u64>,
+    /// The lease that holds it (ALLO).
+    lease: Option<Arc<Lease>>,
     since: Instant,
     usage: Arc<Usage>,
     wipes: u64,
@@ -84,6 +103,24 @@ struct Inner {
     next_ticket: u64,
     /// Set at shutdown: waiting allocations fail.
     closed: bool,
+    /// Leases suspended now (the pool view lists them).
+    suspended: Vec<Arc<Lease>>,
+}
+
+/// Count, total and longest of some timed event (ns).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Timed {
+    pub count: u64,
+    pub total_ns: u64,
+    pub max_ns: u64,
+}
+
+impl Timed {
+    fn add(&mut self, ns: u64) {
+        self.count += 1;
+        self.total_ns += ns;
+        self.max_ns = self.max_ns.max(ns);
+    }
 }
 
 /// The rank table and its policy.
@@ -99,13 +136,17 @@ pub struct Manager {
     /// Allocation times of requests served without waiting (request to grant), ns: count,
     /// sum, max.
     alloc_stats: Mutex<(u64, u64, u64)>,
+    /// Suspensions and resumptions (oversubscription).
+    suspends: Mutex<Timed>,
+    resumes: Mutex<Timed>,
 }
 
 /// What an allocation got.
 pub struct Granted {
     pub rank: u32,
-    pub served: Arc<ServedRank>,
-    pub usage: Arc<Usage>,
+    /// DPUs of the rank in use.
+    pub nr_dpus: u32,
+    pub lease: Arc<Lease>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -121,6 +162,7 @@ impl Manager {
                 served: None,
                 owner: None,
                 previous: None,
+                lease: None,
                 since: now,
                 usage: Arc::default(),
                 wipes: 0,
@@ -133,6 +175,7 @@ impl Manager {
                 queue: VecDeque::new(),
                 next_ticket: 0,
                 closed: false,
+                suspended: Vec::new(),
             }),
             changed: Condvar::new(),
             config,
@@ -141,6 +184,8 @@ impl Manager {
             started: now,
             wipe_stats: Mutex::new((0, 0, 0)),
             alloc_stats: Mutex::new((0, 0, 0)),
+            suspends: Mutex::default(),
+            resumes: Mutex::default(),
         })
     }
 
@@ -170,16 +215,24 @@ impl Manager {
                 )));
             }
         }
-        let mut g = lock(&self.inner);
-        // Quota: ranks the user holds (all its processes) plus these.
+        let g = lock(&self.inner);
+        // Quota: ranks the user holds (all its processes; suspended ones too, which come
+        // back) plus these.
         if let Some(q) = self.config.quota(tenant.uid) {
-            let held = g
+            let resident = g
                 .ranks
                 .iter()
                 .filter(|e| {
-                    e.state == State::Allo && e.owner.as_ref().is_some_and(|o| o.uid == tenant.uid)
+                    matches!(e.state, State::Allo | State::Resuming | State::Suspending)
+                        && e.owner.as_ref().is_some_and(|o| o.uid == tenant.uid)
                 })
-                .count() as u32;
+                .count();
+            let suspended = g
+                .suspended
+                .iter()
+                .filter(|l| l.tenant.uid == tenant.uid)
+                .count();
+            let held = (resident + suspended) as u32;
             let asked = want.unwrap_or(1);
             if held + asked > q {
                 return Err(refuse(format!(
@@ -188,11 +241,41 @@ impl Manager {
                 )));
             }
         }
+        let asked_at = Instant::now();
+        let limit = machine.nr_ranks as usize;
+        let (mut g, picked, waited) = self.wait_turn(g, tenant, want, limit, what)?;
+        let granted = self.grant(&mut g, tenant, picked, dpus, machine);
+        self.changed.notify_all();
+        if !waited && granted.is_ok() {
+            let ns = asked_at.elapsed().as_nanos() as u64;
+            let mut a = lock(&self.alloc_stats);
+            a.0 += 1;
+            a.1 += ns;
+            a.2 = a.2.max(ns);
+        }
+        granted
+    }
+
+    /// Queues a request for `want` ranks (first come, first served) until it is at the head
+    /// of the queue and ranks are there for it, suspending idle tenants' ranks if the daemon
+    /// oversubscribes; returns the table's lock, the ranks picked and whether it waited. Fails
+    /// (with the reason, as an allocation error) after `alloc_timeout` or at shutdown.
+    fn wait_turn<'a>(
+        self: &'a Arc<Self>,
+        mut g: MutexGuard<'a, Inner>,
+        tenant: &Tenant,
+        want: Option<u32>,
+        limit: usize,
+        what: &str,
+    ) -> Result<(MutexGuard<'a, Inner>, Vec<usize>, bool)> {
+        let refuse = |reason: String| Error::Allocation {
+            requested: what.to_string(),
+            reason,
+        };
         let ticket = g.next_ticket;
         g.next_ticket += 1;
         g.queue.push_back(ticket);
-        let asked_at = Instant::now();
-        let deadline = asked_at + self.config.alloc_timeout;
+        let deadline = Instant::now() + self.config.alloc_timeout;
         let mut waited = false;
         loop {
             if g.closed {
@@ -201,19 +284,15 @@ impl Manager {
                 return Err(refuse("the daemon is shutting down".into()));
             }
             if g.queue.front() == Some(&ticket) {
-                if let Some(picked) = self.pick(&mut g, tenant.id, want, machine.nr_ranks as usize)
-                {
+                if let Some(picked) = self.pick(&mut g, tenant.id, want, limit) {
                     g.queue.pop_front();
-                    let granted = self.grant(&mut g, tenant, picked, dpus, machine);
-                    self.changed.notify_all();
-                    if !waited && granted.is_ok() {
-                        let ns = asked_at.elapsed().as_nanos() as u64;
-                        let mut a = lock(&self.alloc_stats);
-                        a.0 += 1;
-                        a.1 += ns;
-                        a.2 = a.2.max(ns);
-                    }
-                    return granted;
+                    return Ok((g, picked, waited));
+                }
+                if let Some(victim) = self.choose_victim(&mut g, tenant.id) {
+                    drop(g);
+                    self.suspend(victim);
+                    g = lock(&self.inner);
+                    continue;
                 }
             }
             let now = Instant::now();
@@ -221,14 +300,23 @@ impl Manager {
                 g.queue.retain(|t| *t != ticket);
                 self.changed.notify_all();
                 let busy = g.ranks.iter().filter(|e| e.state != State::Naav).count();
+                let oversubscribed = match &self.config.suspend_dir {
+                    Some(_) => format!(
+                        " (none of them idle for {} ms after running {} ms, which suspending needs)",
+                        self.config.suspend_idle.as_millis(),
+                        self.config.suspend_min_run.as_millis()
+                    ),
+                    None => String::new(),
+                };
                 return Err(refuse(format!(
-                    "{busy} of the daemon's {} ranks are held by other programs or being wiped, and none came free within {:.1} s (alloc_timeout_s); try again later or ask for fewer",
+                    "{busy} of the daemon's {} ranks are held by other programs or being wiped{oversubscribed}, and none came free within {:.1} s (alloc_timeout_s); try again later or ask for fewer",
                     self.nr_ranks,
                     self.config.alloc_timeout.as_secs_f64()
                 )));
             }
             waited = true;
-            // Released ranks are wiped after the reuse time: wake up for that too.
+            // Released ranks are wiped after the reuse time, idle ranks become suspendable:
+            // wake up for those too.
             let wait = (deadline - now).min(Duration::from_millis(50));
             g = self
                 .changed
@@ -300,6 +388,7 @@ impl Manager {
                                 e.state = State::Naav;
                                 e.served = None;
                                 e.owner = None;
+                                e.lease = None;
                             }
                             return Err(err);
                         }
@@ -312,10 +401,20 @@ impl Manager {
             e.since = Instant::now();
             e.usage = Arc::default();
             e.served = Some(Arc::clone(&served));
+            let nr_dpus = served.nr_dpus();
+            let lease = Arc::new(Lease::new(
+                tenant.clone(),
+                i as u32,
+                Arc::clone(&e.usage),
+                i as u32,
+                served,
+                self.started,
+            ));
+            e.lease = Some(Arc::clone(&lease));
             out.push(Granted {
                 rank: i as u32,
-                served,
-                usage: Arc::clone(&e.usage),
+                nr_dpus,
+                lease,
             });
             g.next = (i + 1) % g.ranks.len();
         }
@@ -341,6 +440,7 @@ impl Manager {
             return;
         }
         e.owner = None;
+        e.lease = None;
         e.since = Instant::now();
         if dead || self.config.reuse.is_zero() {
             self.start_wipe(e, rank);
@@ -437,39 +537,52 @@ impl Manager {
     pub fn table(&self) -> Vec<PoolRank> {
         let g = lock(&self.inner);
         let now = Instant::now();
-        g.ranks
-            .iter()
-            .enumerate()
-            .map(|(i, e)| {
-                let held = now.saturating_duration_since(e.since);
-                let busy = Duration::from_nanos(e.usage.busy_ns.load(Ordering::Relaxed));
-                PoolRank {
-                    rank: i as u32,
-                    state: match e.state {
-                        State::Naav => "NAAV",
-                        State::Allo => "ALLO",
-                        State::Released | State::Wiping => "NANA",
-                    }
-                    .into(),
-                    uid: e.owner.as_ref().map(|o| o.uid),
-                    pid: e.owner.as_ref().map(|o| o.pid),
-                    program: e
-                        .owner
-                        .as_ref()
-                        .map(|o| o.program.clone())
-                        .unwrap_or_default(),
-                    since_ms: held.as_millis() as u64,
-                    bytes_moved: e.usage.bytes.load(Ordering::Relaxed),
-                    launches: e.usage.launches.load(Ordering::Relaxed),
-                    idle_ms: if e.state == State::Allo {
-                        held.saturating_sub(busy).as_millis() as u64
-                    } else {
-                        0
-                    },
-                    wipes: e.wipes,
+        let ranks = g.ranks.iter().enumerate().map(|(i, e)| {
+            let held = now.saturating_duration_since(e.since);
+            let busy = Duration::from_nanos(e.usage.busy_ns.load(Ordering::Relaxed));
+            PoolRank {
+                rank: i as u32,
+                state: match e.state {
+                    State::Naav => "NAAV",
+                    State::Allo | State::Resuming => "ALLO",
+                    State::Released | State::Wiping | State::Suspending => "NANA",
                 }
-            })
-            .collect()
+                .into(),
+                uid: e.owner.as_ref().map(|o| o.uid),
+                pid: e.owner.as_ref().map(|o| o.pid),
+                program: e
+                    .owner
+                    .as_ref()
+                    .map(|o| o.program.clone())
+                    .unwrap_or_default(),
+                since_ms: held.as_millis() as u64,
+                bytes_moved: e.usage.bytes.load(Ordering::Relaxed),
+                launches: e.usage.launches.load(Ordering::Relaxed),
+                idle_ms: if e.state == State::Allo {
+                    held.saturating_sub(busy).as_millis() as u64
+                } else {
+                    0
+                },
+                wipes: e.wipes,
+            }
+        });
+        // Suspended ranks: by the number their tenant knows them by.
+        let suspended = g.suspended.iter().map(|l| {
+            let away = l.suspended_for();
+            PoolRank {
+                rank: l.number,
+                state: "SUSP".into(),
+                uid: Some(l.tenant.uid),
+                pid: Some(l.tenant.pid),
+                program: l.tenant.program.clone(),
+                since_ms: away.as_millis() as u64,
+                bytes_moved: l.usage.bytes.load(Ordering::Relaxed),
+                launches: l.usage.launches.load(Ordering::Relaxed),
+                idle_ms: l.idle_for().as_millis() as u64,
+                wipes: 0,
+            }
+        });
+        ranks.chain(suspended).collect()
     }
 
     /// Wipes so far: (count, total ns, longest ns).
@@ -491,4 +604,266 @@ impl Manager {
     pub fn waiting(&self) -> usize {
         lock(&self.inner).queue.len()
     }
+}
+
+/// A rank chosen for suspension: its slot, its lease, and the table's handle on it.
+pub(crate) struct Victim {
+    slot: usize,
+    lease: Arc<Lease>,
+    served: Option<Arc<ServedRank>>,
+}
+
+/// Oversubscription: suspending idle ranks, resuming them, and operations on leases.
+impl Manager {
+    /// The rank to suspend for `requester`'s request, if the daemon oversubscribes and one is
+    /// suspendable (another tenant's, idle and run long enough; the longest idle first). Its
+    /// slot is marked as being suspended.
+    fn choose_victim(&self, g: &mut Inner, requester: u64) -> Option<Victim> {
+        self.config.suspend_dir.as_ref()?;
+        let (idle, min_run) = (self.config.suspend_idle, self.config.suspend_min_run);
+        let slot = g
+            .ranks
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.state == State::Allo)
+            .filter_map(|(i, e)| e.lease.as_ref().map(|l| (i, l)))
+            .filter(|(_, l)| l.tenant.id != requester && l.suspendable(idle, min_run))
+            .max_by_key(|(_, l)| l.idle_for())
+            .map(|(i, _)| i)?;
+        let e = &mut g.ranks[slot];
+        e.state = State::Suspending;
+        Some(Victim {
+            slot,
+            lease: Arc::clone(e.lease.as_ref().expect("chosen for its lease")),
+            served: e.served.take(),
+        })
+    }
+
+    /// Suspends a chosen rank to the suspend directory and frees its slot; if it is in use
+    /// again by now, or the file cannot be written, the rank stays where it is.
+    fn suspend(self: &Arc<Self>, v: Victim) {
+        let t = Instant::now();
+        let Victim {
+            slot,
+            lease,
+            served,
+        } = v;
+        let dir = self.config.suspend_dir.clone().unwrap_or_default();
+        let (idle, min_run) = (self.config.suspend_idle, self.config.suspend_min_run);
+        let mut place = lease.lock_place();
+        let still = matches!(&*place, Place::Resident { slot: s, .. } if *s as usize == slot)
+            && lease.running() == 0
+            && lease.suspendable(idle, min_run);
+        let undo = |served: Option<Arc<ServedRank>>| {
+            let mut g = lock(&self.inner);
+            let e = &mut g.ranks[slot];
+            e.state = State::Allo;
+            e.served = served;
+            drop(g);
+            self.changed.notify_all();
+        };
+        if !still {
+            drop(place);
+            undo(served);
+            return;
+        }
+        let path = suspend_path(&dir, &lease);
+        let saved = match &*place {
+            Place::Resident { served: s, .. } => s.suspend(&path),
+            _ => unreachable!("checked resident"),
+        };
+        match saved {
+            Ok(rank) => {
+                let bytes = rank.file_bytes();
+                lease.mark_suspended(bytes);
+                // The rank's last handles: the lease's (replaced here) and the table's.
+                let old = std::mem::replace(&mut *place, Place::Suspended(rank));
+                drop(place);
+                drop(old);
+                if let Some(s) = served {
+                    wipe(s);
+                }
+                let ns = t.elapsed().as_nanos() as u64;
+                lock(&self.suspends).add(ns);
+                let mut g = lock(&self.inner);
+                let e = &mut g.ranks[slot];
+                e.state = State::Naav;
+                e.owner = None;
+                e.lease = None;
+                e.previous = None;
+                e.since = Instant::now();
+                e.wipes += 1;
+                g.suspended.push(Arc::clone(&lease));
+                drop(g);
+                self.changed.notify_all();
+                log!(
+                    "suspended rank {} of tenant {} (pid {}) from slot {slot} to {} ({} KiB) in {:.1} ms",
+                    lease.number,
+                    lease.tenant.id,
+                    lease.tenant.pid,
+                    path.display(),
+                    bytes >> 10,
+                    ns as f64 / 1e6
+                );
+            }
+            Err(e) => {
+                log!(
+                    "cannot suspend rank {} of tenant {} to {}: {e}; it stays resident",
+                    lease.number,
+                    lease.tenant.id,
+                    dir.display()
+                );
+                lease.postpone_suspension();
+                drop(place);
+                undo(served);
+            }
+        }
+    }
+
+    /// Starts an operation on a lease: its rank, resumed first if it was suspended (the
+    /// request queues like an allocation of one rank). The rank stays resident until the
+    /// returned hold is dropped.
+    pub fn enter(self: &Arc<Self>, lease: &Arc<Lease>) -> Result<Active> {
+        let mut place = lease.lock_place();
+        if let Place::Suspended(_) = &*place {
+            self.resume(lease, &mut place)?;
+        }
+        match &*place {
+            Place::Resident { served, .. } => {
+                lease.start_op();
+                Ok(Active::new(Arc::clone(served), Arc::clone(lease)))
+            }
+            Place::Released => Err(Error::InvalidDpuSet(format!(
+                "rank {} was freed by this program",
+                lease.number
+            ))),
+            Place::Suspended(_) => unreachable!("resumed above"),
+        }
+    }
+
+    /// Brings a suspended lease back on a slot (called with its place locked).
+    fn resume(self: &Arc<Self>, lease: &Arc<Lease>, place: &mut Place) -> Result<()> {
+        let t = Instant::now();
+        let Place::Suspended(rank) = &*place else {
+            return Ok(());
+        };
+        let what = format!("rank {} (suspended by the daemon)", lease.number);
+        let g = lock(&self.inner);
+        let (mut g, picked, _) = self
+            .wait_turn(g, &lease.tenant, Some(1), self.nr_ranks as usize, &what)
+            .map_err(|e| match e {
+                Error::Allocation { requested, reason } => Error::Allocation {
+                    requested,
+                    reason: format!("it cannot be resumed: {reason}"),
+                },
+                e => e,
+            })?;
+        let slot = picked[0];
+        let e = &mut g.ranks[slot];
+        let old = e.served.take();
+        e.state = State::Resuming;
+        e.owner = Some(lease.tenant.clone());
+        e.previous = None;
+        drop(g);
+        if let Some(old) = old {
+            wipe(old);
+        }
+        let resumed = rank.resume(slot as u32);
+        let mut g = lock(&self.inner);
+        let e = &mut g.ranks[slot];
+        e.since = Instant::now();
+        let out = match resumed {
+            Ok(served) => {
+                let served = Arc::new(served);
+                e.state = State::Allo;
+                e.served = Some(Arc::clone(&served));
+                e.lease = Some(Arc::clone(lease));
+                e.usage = Arc::clone(&lease.usage);
+                g.suspended.retain(|l| !Arc::ptr_eq(l, lease));
+                lease.mark_resident();
+                // Dropping the suspended rank removes its file.
+                *place = Place::Resident {
+                    slot: slot as u32,
+                    served,
+                };
+                Ok(())
+            }
+            Err(err) => {
+                e.state = State::Naav;
+                e.owner = None;
+                Err(err)
+            }
+        };
+        drop(g);
+        self.changed.notify_all();
+        let ns = t.elapsed().as_nanos() as u64;
+        match &out {
+            Ok(()) => {
+                lock(&self.resumes).add(ns);
+                log!(
+                    "resumed rank {} of tenant {} (pid {}) on slot {slot} in {:.1} ms",
+                    lease.number,
+                    lease.tenant.id,
+                    lease.tenant.pid,
+                    ns as f64 / 1e6
+                );
+            }
+            Err(err) => log!(
+                "cannot resume rank {} of tenant {}: {err}",
+                lease.number,
+                lease.tenant.id
+            ),
+        }
+        out
+    }
+
+    /// The tenant frees a lease (`dpu_free`, or `dead`: it is gone): a resident rank is
+    /// released, a suspended one's file removed.
+    pub fn free(self: &Arc<Self>, lease: &Arc<Lease>, dead: bool) {
+        let mut place = lease.lock_place();
+        match std::mem::replace(&mut *place, Place::Released) {
+            Place::Resident { slot, served } => {
+                drop(served);
+                drop(place);
+                self.release(lease.tenant.id, slot, dead);
+            }
+            Place::Suspended(rank) => {
+                drop(place);
+                drop(rank);
+                lock(&self.inner)
+                    .suspended
+                    .retain(|l| !Arc::ptr_eq(l, lease));
+            }
+            Place::Released => {}
+        }
+    }
+
+    /// Suspensions so far.
+    pub fn suspend_stats(&self) -> Timed {
+        *lock(&self.suspends)
+    }
+
+    /// Resumptions so far.
+    pub fn resume_stats(&self) -> Timed {
+        *lock(&self.resumes)
+    }
+
+    /// Ranks suspended now and the bytes of their files.
+    pub fn suspended_now(&self) -> (u64, u64) {
+        let g = lock(&self.inner);
+        let bytes = g
+            .suspended
+            .iter()
+            .map(|l| l.suspended_bytes.load(Ordering::Relaxed))
+            .sum();
+        (g.suspended.len() as u64, bytes)
+    }
+}
+
+/// The file a lease is suspended to.
+fn suspend_path(dir: &std::path::Path, lease: &Lease) -> PathBuf {
+    dir.join(format!(
+        "tenant-{}-pid-{}-rank-{}.suspended",
+        lease.tenant.id, lease.tenant.pid, lease.number
+    ))
 }

@@ -16,7 +16,7 @@ pub fn render(m: &Manager) -> String {
             let _ = writeln!(s, "{name}{labels} {v}");
         }
     };
-    let states = ["NAAV", "ALLO", "NANA"];
+    let states = ["NAAV", "ALLO", "NANA", "SUSP"];
     let by_state: Vec<(String, f64)> = states
         .iter()
         .map(|st| {
@@ -24,10 +24,17 @@ pub fn render(m: &Manager) -> String {
             (format!("{{state=\"{st}\"}}"), n as f64)
         })
         .collect();
-    metric("openpim_ranks", "gauge", "Ranks by state.", &by_state);
+    metric(
+        "openpim_ranks",
+        "gauge",
+        "Ranks by state (SUSP: suspended to the suspend directory, held by no slot).",
+        &by_state,
+    );
     let per_rank = |f: &dyn Fn(&openpim_runtime::exec::remote::protocol::PoolRank) -> f64| {
+        // Per slot (a suspended rank holds none; its number may be a slot's).
         table
             .iter()
+            .filter(|r| r.state != "SUSP")
             .map(|r| (format!("{{rank=\"{}\"}}", r.rank), f(r)))
             .collect::<Vec<_>>()
     };
@@ -98,6 +105,37 @@ pub fn render(m: &Manager) -> String {
         "gauge",
         "Allocation requests waiting for ranks.",
         &[(String::new(), m.waiting() as f64)],
+    );
+    for (what, t) in [("suspend", m.suspend_stats()), ("resume", m.resume_stats())] {
+        let help = match what {
+            "suspend" => "Suspensions of idle ranks (oversubscription): time to write the rank out and wipe its slot.",
+            _ => "Resumptions of suspended ranks: time from the tenant's request to the rank back on a slot (waiting included).",
+        };
+        metric(
+            &format!("openpim_{what}_seconds_sum"),
+            "counter",
+            help,
+            &[(String::new(), t.total_ns as f64 / 1e9)],
+        );
+        metric(
+            &format!("openpim_{what}_seconds_count"),
+            "counter",
+            &format!("Count of {what}s."),
+            &[(String::new(), t.count as f64)],
+        );
+        metric(
+            &format!("openpim_{what}_seconds_max"),
+            "gauge",
+            &format!("Longest {what}."),
+            &[(String::new(), t.max_ns as f64 / 1e9)],
+        );
+    }
+    let (_, bytes) = m.suspended_now();
+    metric(
+        "openpim_suspended_bytes",
+        "gauge",
+        "Bytes of the files of the ranks suspended now.",
+        &[(String::new(), bytes as f64)],
     );
     metric(
         "openpim_uptime_seconds",

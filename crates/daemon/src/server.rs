@@ -26,6 +26,7 @@ use openpim_runtime::exec::remote::tenant_machine;
 use openpim_runtime::exec::{HostPtr, OpFacts, RankOp, XferItem};
 use openpim_runtime::{Error, Program, Result};
 
+use crate::lease::Lease;
 use crate::log;
 use crate::manager::{Granted, Manager, Tenant, Usage};
 
@@ -154,10 +155,10 @@ pub fn serve(listener: UnixListener, manager: Arc<Manager>) -> Result<()> {
 
 type Writer = Arc<Mutex<BufWriter<UnixStream>>>;
 
-/// A rank this connection holds.
+/// A rank this connection holds (resident or, oversubscribed, suspended: its lease knows).
 struct Held {
-    served: Arc<ServedRank>,
-    usage: Arc<Usage>,
+    lease: Arc<Lease>,
+    nr_dpus: u32,
     /// The rank's worker (parallel handling).
     worker: Option<mpsc::Sender<Job>>,
 }
@@ -244,8 +245,11 @@ impl Connection {
             self.handle(id, req, &writer, spent);
         };
         let held: Vec<u32> = self.held.keys().copied().collect();
-        // Workers end when their channel closes; the ranks go back to the manager.
-        self.held.clear();
+        // Workers end when their channel closes; the ranks go back to the manager (a
+        // suspended one's file is removed).
+        for (_, h) in self.held.drain() {
+            self.manager.free(&h.lease, true);
+        }
         self.manager.release_all(self.tenant.id);
         log!(
             "tenant {} (pid {}) gone ({why}); released ranks {:?}",
@@ -270,8 +274,8 @@ impl Connection {
                 Err(e) => error_reply(&e),
             },
             Request::Free { rank } => {
-                if self.held.remove(&rank).is_some() {
-                    self.manager.release(self.tenant.id, rank, false);
+                if let Some(h) = self.held.remove(&rank) {
+                    self.manager.free(&h.lease, false);
                     log!("tenant {} freed rank {rank}", self.tenant.id);
                 }
                 Reply::Unit
@@ -291,23 +295,29 @@ impl Connection {
                     self.exec_here(ops)
                 }
             }
-            Request::Status { rank } => match self.held.get(&rank) {
-                Some(h) => Reply::Status {
-                    faulted: h.served.faulted(),
+            Request::Status { rank } => match self.enter(rank) {
+                Ok(a) => Reply::Status {
+                    faulted: a.served.faulted(),
                 },
-                None => error_reply(&not_held(rank)),
+                Err(e) => error_reply(&e),
             },
-            Request::Log { rank, dpu } => match self.held.get(&rank) {
-                Some(h) => Reply::Bytes(h.served.log(dpu)),
-                None => error_reply(&not_held(rank)),
+            Request::Log { rank, dpu } => match self.enter(rank) {
+                Ok(a) => Reply::Bytes(a.served.log(dpu)),
+                Err(e) => error_reply(&e),
             },
-            Request::RunStats { rank, first, count } => match self.held.get(&rank) {
-                Some(h) => Reply::Stats(h.served.run_stats(first, count)),
-                None => error_reply(&not_held(rank)),
+            Request::RunStats { rank, first, count } => match self.enter(rank) {
+                Ok(a) => Reply::Stats(a.served.run_stats(first, count)),
+                Err(e) => error_reply(&e),
             },
             Request::Pool => Reply::Pool(self.manager.table()),
         };
         send(writer, id, &reply, spent);
+    }
+
+    /// Starts an operation on a rank this tenant holds (resuming it if it was suspended).
+    fn enter(&self, rank: u32) -> Result<crate::lease::Active> {
+        let h = self.held.get(&rank).ok_or_else(|| not_held(rank))?;
+        self.manager.enter(&h.lease)
     }
 
     fn alloc(
@@ -347,16 +357,16 @@ impl Connection {
         let mut out = Vec::new();
         for Granted {
             rank,
-            served,
-            usage,
+            nr_dpus,
+            lease,
         } in granted
         {
-            out.push((rank, served.nr_dpus()));
+            out.push((rank, nr_dpus));
             let worker = if self.manager.config().parallel {
                 Some(spawn_worker(
                     rank,
-                    Arc::clone(&served),
-                    Arc::clone(&usage),
+                    Arc::clone(&lease),
+                    Arc::clone(&self.manager),
                     Arc::clone(writer),
                 ))
             } else {
@@ -365,8 +375,8 @@ impl Connection {
             self.held.insert(
                 rank,
                 Held {
-                    served,
-                    usage,
+                    lease,
+                    nr_dpus,
                     worker,
                 },
             );
@@ -392,25 +402,27 @@ impl Connection {
                 )));
             }
             seen.push(*rank);
-            check_op(op, h.served.nr_dpus())?;
+            check_op(op, h.nr_dpus)?;
         }
         Ok(())
     }
 
     fn exec_here(&self, ops: Vec<(u32, WireOp)>) -> Reply {
         let start = Instant::now();
-        let work: Vec<(&Held, WireOp)> = ops
+        // Every rank resident (resumed if need be) before any runs.
+        let work: Vec<(Result<crate::lease::Active>, &Held, WireOp)> = ops
             .into_iter()
-            .map(|(r, op)| (&self.held[&r], op))
+            .map(|(r, op)| (self.enter(r), &self.held[&r], op))
             .collect();
+        let run = |(active, h, op): (Result<crate::lease::Active>, &Held, WireOp)| match active {
+            Ok(a) => run_wire(&a.served, &h.lease.usage, op),
+            Err(e) => failed(&e),
+        };
         let outcomes: Vec<RankOutcome> = if work.len() > 1 {
             let n = work.len();
-            served::par_map(work, |(h, op)| run_wire(&h.served, &h.usage, op))
-                .unwrap_or_else(|e| (0..n).map(|_| failed(&e)).collect())
+            served::par_map(work, run).unwrap_or_else(|e| (0..n).map(|_| failed(&e)).collect())
         } else {
-            work.into_iter()
-                .map(|(h, op)| run_wire(&h.served, &h.usage, op))
-                .collect()
+            work.into_iter().map(run).collect()
         };
         Reply::Exec {
             ipc_ns: 0,
@@ -632,8 +644,8 @@ type Job = (u64, WireOp, u64);
 /// A rank's worker: runs the connection's single-rank requests in order, replies itself.
 fn spawn_worker(
     rank: u32,
-    served: Arc<ServedRank>,
-    usage: Arc<Usage>,
+    lease: Arc<Lease>,
+    manager: Arc<Manager>,
     writer: Writer,
 ) -> mpsc::Sender<Job> {
     let (tx, rx) = mpsc::channel::<Job>();
@@ -642,7 +654,10 @@ fn spawn_worker(
         .spawn(move || {
             while let Ok((id, op, spent)) = rx.recv() {
                 let start = Instant::now();
-                let outcome = run_wire(&served, &usage, op);
+                let outcome = match manager.enter(&lease) {
+                    Ok(a) => run_wire(&a.served, &lease.usage, op),
+                    Err(e) => failed(&e),
+                };
                 let reply = Reply::Exec {
                     ipc_ns: 0,
                     emu_ns: start.elapsed().as_nanos() as u64,

@@ -6,12 +6,14 @@ use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use openpim_daemon::lease::Lease;
 use openpim_daemon::manager::{Manager, Tenant};
 use openpim_daemon::Config;
 use openpim_machine::MachineConfig;
 use openpim_runtime::exec::remote::protocol::{
     self, read_frame, write_frame, Reply, Request, WireItem, WireOp,
 };
+use openpim_runtime::exec::{HostPtr, RankOp, XferItem};
 use openpim_runtime::machine::MramAddr;
 use openpim_runtime::{Error, Place};
 
@@ -80,14 +82,14 @@ fn round_robin_reuse_by_the_same_process_and_wipe_for_others() {
         1
     );
     // A leaves: its rank waits for it (NANA), and A gets it back without a wipe.
-    let served = Arc::clone(&got[0].served);
+    let served = got[0].lease.resident().unwrap();
     drop(got);
     m.release(1, 0, false);
     assert_eq!(m.table()[0].state, "NANA");
     let again = m.alloc(&a, Some(1), None, "1 rank", &mc).unwrap();
     assert_eq!(again[0].rank, 0);
     assert!(
-        Arc::ptr_eq(&again[0].served, &served),
+        Arc::ptr_eq(&again[0].lease.resident().unwrap(), &served),
         "same process: the same rank, unwiped"
     );
     assert_eq!(m.table()[0].wipes, 0);
@@ -178,6 +180,90 @@ fn fifo_queue_timeout_and_quota() {
     drop(all);
     m2.release_all(1);
     wait_all_free(&m2);
+}
+
+/// Writes `bytes` at MRAM 0 of DPU 0 of a lease's rank, or reads them back.
+fn mram_io(m: &Arc<Manager>, lease: &Arc<Lease>, bytes: &mut [u8], write: bool) {
+    let active = m.enter(lease).unwrap();
+    let items = vec![XferItem {
+        dpu: 0,
+        place: Place::Mram(MramAddr(0)),
+        buf: HostPtr(bytes.as_mut_ptr()),
+    }];
+    let len = bytes.len();
+    let op = if write {
+        RankOp::Write { len, items }
+    } else {
+        RankOp::Read { len, items }
+    };
+    let (r, _) = active.served.run(op);
+    r.unwrap();
+}
+
+#[test]
+fn oversubscription_suspends_an_idle_tenant_and_resumes_it_bit_identically() {
+    let _g = serial();
+    let dir = format!("/tmp/openpim-suspend-test-{}", std::process::id());
+    let _cleanup = tempdir::Dir(dir.clone());
+    let mc = machine(1);
+    let (idle, min_run) = (Duration::from_millis(150), Duration::from_millis(300));
+    let m = Manager::new(
+        Config {
+            suspend_dir: Some(dir.clone().into()),
+            suspend_idle: idle,
+            suspend_min_run: min_run,
+            ..config(5000)
+        },
+        &mc,
+    );
+    std::fs::create_dir_all(&dir).unwrap();
+    // A holds the only rank and leaves data in MRAM.
+    let a = m
+        .alloc(&tenant(1, 100), Some(1), None, "1 rank", &mc)
+        .unwrap();
+    let a = Arc::clone(&a[0].lease);
+    let mut pattern: Vec<u8> = (0..3 * 4096 + 100).map(|i| (i * 7 % 251) as u8).collect();
+    mram_io(&m, &a, &mut pattern, true);
+    // B asks while A is idle: it waits no longer than the policy says, gets the slot, A is
+    // suspended (SUSP in the pool view, its file in the directory).
+    let t0 = Instant::now();
+    let b = m
+        .alloc(&tenant(2, 100), Some(1), None, "1 rank", &mc)
+        .unwrap();
+    let waited = t0.elapsed();
+    assert!(
+        waited < min_run + idle + Duration::from_secs(2),
+        "B waited {waited:?}"
+    );
+    assert_eq!(b[0].rank, 0);
+    assert!(a.is_suspended());
+    let table = m.table();
+    assert_eq!(table.len(), 2, "{table:?}");
+    assert_eq!((table[0].state.as_str(), table[0].pid), ("ALLO", Some(2)));
+    assert_eq!((table[1].state.as_str(), table[1].pid), ("SUSP", Some(1)));
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+    assert_eq!(m.suspend_stats().count, 1);
+    // B's rank was wiped: it does not see A's data.
+    let b = Arc::clone(&b[0].lease);
+    let mut seen = vec![0xffu8; pattern.len()];
+    mram_io(&m, &b, &mut seen, false);
+    assert!(seen.iter().all(|x| *x == 0), "B sees A's data");
+    // A uses its rank again: it waits until B has run its minimum and is idle, B is
+    // suspended, A comes back with its data.
+    let mut back = vec![0u8; pattern.len()];
+    mram_io(&m, &a, &mut back, false);
+    assert_eq!(back, pattern, "A's MRAM after suspension");
+    assert!(!a.is_suspended() && b.is_suspended());
+    assert_eq!(m.resume_stats().count, 1);
+    assert_eq!(m.suspend_stats().count, 2);
+    // Freeing a suspended lease removes its file; the manager ends with every rank free.
+    m.free(&b, false);
+    m.free(&a, true);
+    m.release_all(1);
+    m.release_all(2);
+    wait_all_free(&m);
+    assert_eq!(m.table().len(), 1, "no suspended rank left");
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
 }
 
 /// A daemon on a temporary socket, served by this test process.

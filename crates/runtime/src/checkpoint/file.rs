@@ -26,7 +26,8 @@ use crate::error::{Error, Result};
 use crate::sdk::set::DpuSet;
 
 const MAGIC: &[u8; 16] = b"OPENPIM-CHECKPT1";
-const PAGE: usize = 4096;
+/// Bytes of the pages MRAM is stored in.
+pub(crate) const PAGE: usize = 4096;
 
 /// What a checkpoint file holds.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -151,74 +152,97 @@ fn trimmed(v: &[u8]) -> &[u8] {
     &v[..end]
 }
 
-/// Saves every DPU of the set (IRAM, WRAM, MRAM, fault flag) to `path`.
-pub fn save(set: &DpuSet, path: &Path) -> Result<Summary> {
-    set.sync()?;
-    let tmp = path.with_extension("partial");
-    let file = File::create(&tmp).map_err(|e| io(path, "cannot create it", e))?;
-    let mut w = CrcWriter {
-        inner: BufWriter::with_capacity(1 << 20, file),
-        crc: Crc32::default(),
-        written: 0,
-    };
-    let hardware = set
-        .machine()
-        .map(|m| m.hardware.name.clone())
-        .unwrap_or_default();
-    let mut summary = Summary {
-        dpus: set.nr_dpus(),
-        page_bytes: PAGE as u32,
-        mram_bytes: map::MRAM_SIZE,
-        hardware: hardware.clone(),
-        ..Summary::default()
-    };
-    let write_err = |e| io(path, "cannot write it", e);
-    w.put(MAGIC).map_err(write_err)?;
-    for v in [
-        summary.dpus,
-        PAGE as u32,
-        map::MRAM_SIZE,
-        map::WRAM_SIZE,
-        map::IRAM_SIZE,
-    ] {
-        w.u32(v).map_err(write_err)?;
-    }
-    let hw = hardware.as_bytes();
-    w.put(&(hw.len() as u16).to_le_bytes())
-        .and_then(|_| w.put(hw))
-        .and_then(|_| w.seal())
-        .map_err(write_err)?;
+/// Writes a checkpoint file, one DPU at a time ([`Writer::dpu`]), from wherever the DPUs'
+/// images come from: a set's transfers ([`save`]) or a rank's memories (the daemon
+/// suspending a tenant's rank, `exec::local::suspend`).
+pub(crate) struct Writer {
+    path: std::path::PathBuf,
+    tmp: std::path::PathBuf,
+    w: CrcWriter<BufWriter<File>>,
+    summary: Summary,
+    /// The last new page seen at each page index, and its number: equal pages of later DPUs
+    /// are stored as references to it.
+    reference: Vec<u8>,
+    reference_id: Vec<Option<u32>>,
+    next_id: u32,
+    next_dpu: u32,
+}
 
-    // The last new page seen at each page index, and its number: equal pages of later DPUs
-    // are stored as references to it.
-    let pages = map::MRAM_SIZE as usize / PAGE;
-    let mut reference = vec![0u8; map::MRAM_SIZE as usize];
-    let mut reference_id: Vec<Option<u32>> = vec![None; pages];
-    let mut mram = vec![0u8; map::MRAM_SIZE as usize];
-    let mut next_id = 0u32;
-    for (index, dpu) in set.dpus().iter().enumerate() {
-        let program = dpu.program().is_some();
-        let mut iram = vec![0u8; map::IRAM_SIZE as usize];
-        if program {
-            dpu.copy_from(iram_symbol(), 0, &mut iram)?;
-            summary.with_program += 1;
-        }
-        let mut wram = vec![0u8; map::WRAM_SIZE as usize];
-        dpu.copy_from(wram_symbol(), 0, &mut wram)?;
-        dpu.copy_from(mram_symbol(), 0, &mut mram)?;
-        let faulted = dpu.status().1;
-        summary.faulted += u32::from(faulted);
+impl Writer {
+    /// Starts `path` (written as `path.partial`, put in place by [`Writer::finish`]) for
+    /// `dpus` DPUs of `hardware`.
+    pub(crate) fn create(path: &Path, dpus: u32, hardware: &str) -> Result<Writer> {
+        let tmp = path.with_extension("partial");
+        let file = File::create(&tmp).map_err(|e| io(path, "cannot create it", e))?;
+        let mut w = Writer {
+            path: path.to_path_buf(),
+            tmp,
+            w: CrcWriter {
+                inner: BufWriter::with_capacity(1 << 20, file),
+                crc: Crc32::default(),
+                written: 0,
+            },
+            summary: Summary {
+                dpus,
+                page_bytes: PAGE as u32,
+                mram_bytes: map::MRAM_SIZE,
+                hardware: hardware.to_string(),
+                ..Summary::default()
+            },
+            reference: vec![0u8; map::MRAM_SIZE as usize],
+            reference_id: vec![None; map::MRAM_SIZE as usize / PAGE],
+            next_id: 0,
+            next_dpu: 0,
+        };
+        let mut head = || -> std::io::Result<()> {
+            w.w.put(MAGIC)?;
+            for v in [
+                dpus,
+                PAGE as u32,
+                map::MRAM_SIZE,
+                map::WRAM_SIZE,
+                map::IRAM_SIZE,
+            ] {
+                w.w.u32(v)?;
+            }
+            let hw = hardware.as_bytes();
+            w.w.put(&(hw.len() as u16).to_le_bytes())?;
+            w.w.put(hw)?;
+            w.w.seal()
+        };
+        head().map_err(|e| io(path, "cannot write it", e))?;
+        Ok(w)
+    }
+
+    /// The next DPU's record: its fault flag and memories (`iram` empty: no program; `mram`
+    /// all of MRAM).
+    pub(crate) fn dpu(
+        &mut self,
+        faulted: bool,
+        wram: &[u8],
+        iram: &[u8],
+        mram: &[u8],
+    ) -> Result<()> {
+        assert_eq!(mram.len(), map::MRAM_SIZE as usize, "a whole MRAM image");
+        let index = self.next_dpu;
+        self.next_dpu += 1;
+        self.summary.faulted += u32::from(faulted);
+        self.summary.with_program += u32::from(!trimmed(iram).is_empty());
+        let pages = mram.len() / PAGE;
         let nonzero: Vec<usize> = (0..pages)
             .filter(|p| mram[p * PAGE..(p + 1) * PAGE].iter().any(|b| *b != 0))
             .collect();
+        let (w, summary) = (&mut self.w, &mut self.summary);
+        let (reference, reference_id) = (&mut self.reference, &mut self.reference_id);
+        let next_id = &mut self.next_id;
         let mut rec = || -> std::io::Result<()> {
             w.put(b"DPU:")?;
-            w.u32(index as u32)?;
+            w.u32(index)?;
             w.put(&[u8::from(faulted)])?;
-            let wr = trimmed(&wram);
+            let wr = trimmed(wram);
             w.u32(wr.len() as u32)?;
             w.put(wr)?;
-            let ir = trimmed(&iram);
+            let ir = trimmed(iram);
             w.u32(ir.len() as u32)?;
             w.put(ir)?;
             w.u32(nonzero.len() as u32)?;
@@ -235,43 +259,89 @@ pub fn save(set: &DpuSet, path: &Path) -> Result<Summary> {
                         w.put(&[0])?;
                         w.put(bytes)?;
                         reference[p * PAGE..(p + 1) * PAGE].copy_from_slice(bytes);
-                        reference_id[p] = Some(next_id);
-                        next_id += 1;
+                        reference_id[p] = Some(*next_id);
+                        *next_id += 1;
                         summary.new_pages += 1;
                     }
                 }
             }
             w.seal()
         };
-        rec().map_err(write_err)?;
+        rec().map_err(|e| io(&self.path, "cannot write it", e))
     }
-    let mut trailer = || -> std::io::Result<()> {
-        w.put(b"END:")?;
-        w.u32(summary.new_pages as u32)?;
-        w.u32(summary.referenced_pages as u32)?;
-        w.seal()?;
-        w.inner.flush()?;
-        w.inner.get_ref().sync_all()
-    };
-    trailer().map_err(write_err)?;
-    summary.file_bytes = w.written;
-    drop(w);
-    std::fs::rename(&tmp, path).map_err(|e| io(path, "cannot put it in place", e))?;
-    Ok(summary)
+
+    /// Writes the trailer, makes the file durable and puts it in place.
+    pub(crate) fn finish(mut self) -> Result<Summary> {
+        let path = self.path.clone();
+        if self.next_dpu != self.summary.dpus {
+            return Err(Error::Internal(format!(
+                "checkpoint {}: {} DPU records written of {}",
+                path.display(),
+                self.next_dpu,
+                self.summary.dpus
+            )));
+        }
+        let (w, summary) = (&mut self.w, &self.summary);
+        let mut trailer = || -> std::io::Result<()> {
+            w.put(b"END:")?;
+            w.u32(summary.new_pages as u32)?;
+            w.u32(summary.referenced_pages as u32)?;
+            w.seal()?;
+            w.inner.flush()?;
+            w.inner.get_ref().sync_all()
+        };
+        trailer().map_err(|e| io(&path, "cannot write it", e))?;
+        self.summary.file_bytes = self.w.written;
+        std::fs::rename(&self.tmp, &path).map_err(|e| io(&path, "cannot put it in place", e))?;
+        Ok(std::mem::take(&mut self.summary))
+    }
+}
+
+impl Drop for Writer {
+    /// An unfinished file is removed (the partial file; a finished one was renamed).
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.tmp);
+    }
+}
+
+/// Saves every DPU of the set (IRAM, WRAM, MRAM, fault flag) to `path`.
+pub fn save(set: &DpuSet, path: &Path) -> Result<Summary> {
+    set.sync()?;
+    let hardware = set
+        .machine()
+        .map(|m| m.hardware.name.clone())
+        .unwrap_or_default();
+    let mut w = Writer::create(path, set.nr_dpus(), &hardware)?;
+    let mut mram = vec![0u8; map::MRAM_SIZE as usize];
+    let mut iram = vec![0u8; map::IRAM_SIZE as usize];
+    let mut wram = vec![0u8; map::WRAM_SIZE as usize];
+    for dpu in set.dpus() {
+        iram.fill(0);
+        if dpu.program().is_some() {
+            dpu.copy_from(iram_symbol(), 0, &mut iram)?;
+        }
+        dpu.copy_from(wram_symbol(), 0, &mut wram)?;
+        dpu.copy_from(mram_symbol(), 0, &mut mram)?;
+        w.dpu(dpu.status().1, &wram, &iram, &mram)?;
+    }
+    w.finish()
 }
 
 /// One DPU record as read back.
-struct Record {
-    faulted: bool,
-    wram: Vec<u8>,
-    iram: Vec<u8>,
+pub(crate) struct Record {
+    pub faulted: bool,
+    pub wram: Vec<u8>,
+    pub iram: Vec<u8>,
     /// (page index, page bytes) with references resolved.
-    pages: Vec<(u32, Vec<u8>)>,
+    pub pages: Vec<(u32, Vec<u8>)>,
 }
 
 /// Reads a checkpoint file: the header, then each record (its checksum checked, then given to
 /// `each`), then the trailer.
-fn read(path: &Path, mut each: impl FnMut(u32, Record) -> Result<()>) -> Result<Summary> {
+pub(crate) fn read(
+    path: &Path,
+    mut each: impl FnMut(u32, Record) -> Result<()>,
+) -> Result<Summary> {
     let file = File::open(path).map_err(|e| io(path, "cannot open it", e))?;
     let file_bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
     let pread = file

@@ -11,6 +11,7 @@ pub(crate) mod memories;
 pub(crate) mod rank;
 pub mod served;
 pub(crate) mod slots;
+pub mod suspend;
 pub mod threads;
 
 use std::collections::HashMap;

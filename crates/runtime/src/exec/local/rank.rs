@@ -236,6 +236,11 @@ impl LocalRank {
         &self.machine
     }
 
+    /// The same, shared.
+    pub(crate) fn machine_arc(&self) -> &Arc<MachineConfig> {
+        &self.machine
+    }
+
     /// DPUs in this rank.
     pub(crate) fn nr_dpus(&self) -> u32 {
         self.nr_dpus
@@ -253,6 +258,11 @@ impl LocalRank {
     /// True when the last launch on this rank faulted.
     pub(crate) fn faulted(&self) -> bool {
         self.faulted.load(Ordering::Acquire)
+    }
+
+    /// Sets what [`LocalRank::faulted`] says (a rank restored from a suspension).
+    pub(crate) fn set_faulted(&self, faulted: bool) {
+        self.faulted.store(faulted, Ordering::Release);
     }
 
     pub(crate) fn lock_state(&self) -> MutexGuard<'_, RankState> {
@@ -429,7 +439,7 @@ impl LocalRank {
 
     /// Writes `src` at MRAM `offset` of one DPU: admitted by the store first (host memory,
     /// budget, disk), mapped from `shared` when given.
-    fn write_mram(
+    pub(crate) fn write_mram(
         &self,
         mem: &mut DpuMemories,
         offset: u32,
@@ -476,7 +486,7 @@ impl LocalRank {
     }
 
     /// Makes the MRAM of `dpus` durable if the store's horizon says so at `point`.
-    fn persist(
+    pub(crate) fn persist(
         &self,
         state: &RankState,
         point: Persist,

@@ -46,6 +46,11 @@ impl ServedRank {
         })
     }
 
+    /// The rank itself (suspending and resuming it).
+    pub(crate) fn local(&self) -> &LocalRank {
+        &self.rank
+    }
+
     /// The machine (hardware, run options) the rank was made for.
     pub fn machine(&self) -> &MachineConfig {
         self.rank.machine()
