@@ -87,10 +87,10 @@ enum Prog {
 impl Prog {
     /// What a DPU holds after a call that may or may not have loaded a program on it.
     fn after_unknown_call(&self) -> Prog {
-        if *self == Prog::None {
-            Prog::Lost
-        } else {
-            Prog::Unknown
+        match self {
+            // Still perhaps without a program.
+            Prog::None | Prog::Lost => Prog::Lost,
+            Prog::Kernel | Prog::Unknown => Prog::Unknown,
         }
     }
 }
@@ -233,7 +233,13 @@ unsafe extern "C" fn sg_block(
     true
 }
 
+/// `C_API_TRACE=1` prints every checked call and its code (to replay a crash input by hand).
+static TRACE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
 fn check(what: &str, rc: DpuError, allowed: &[DpuError]) {
+    if *TRACE.get_or_init(|| std::env::var_os("C_API_TRACE").is_some()) {
+        eprintln!("c_api: {what} -> {rc} (allowed {allowed:?})");
+    }
     assert_ne!(
         rc, DPU_ERR_INTERNAL,
         "{what}: DPU_ERR_INTERNAL (a caught panic)"
