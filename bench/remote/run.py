@@ -7,7 +7,9 @@ For each program (the PrIM-style programs of the conformance suite and the demo)
 process and through a daemon (8 ranks), each with a JSON run report, and prints one table:
 virtual time in process and through the daemon, the overhead (ratio), the remote path's time
 by phase, and the wall time of both runs; then the geometric mean and the worst overhead.
-Then the ablation (the daemon's per-rank parallel handling off: `--serial`) and the daemon's
+Then the ablation, each optimization off in turn (overhead geomean and worst): per-rank
+parallel handling (`openpim daemon --serial`), zero-copy (`OPENPIM_REMOTE_ZEROCOPY=0`), write
+batching (`OPENPIM_REMOTE_BATCH=0`), read-ahead (`OPENPIM_REMOTE_PREFETCH=0`); and the daemon's
 allocation and wipe latencies (from its metrics). Every ratio is measured in this one run.
 Needs `make build`.
 """
@@ -58,10 +60,19 @@ def build(name):
                    stdout=subprocess.DEVNULL)
 
 
-def run_once(name, tmp, server=None):
+# The ablation: (column, daemon, environment) with one optimization off.
+ABLATION = [
+    ("serial", "serial", {}),
+    ("no 0-copy", "main", {"OPENPIM_REMOTE_ZEROCOPY": "0"}),
+    ("no batch", "main", {"OPENPIM_REMOTE_BATCH": "0"}),
+    ("no prefetch", "main", {"OPENPIM_REMOTE_PREFETCH": "0"}),
+]
+
+
+def run_once(name, tmp, server=None, env=None):
     """One run: (virtual ns, phases, remote-path ns by phase or None, wall s)."""
     report = Path(tmp) / f"{name}-{'remote' if server else 'local'}.json"
-    extra = {"OPENPIM_REPORT": str(report)}
+    extra = {"OPENPIM_REPORT": str(report), **(env or {})}
     if server:
         extra["OPENPIM_SERVER"] = server
     start = time.monotonic()
@@ -71,7 +82,7 @@ def run_once(name, tmp, server=None):
     if p.returncode != 0:
         raise RuntimeError(f"{name} failed ({'daemon' if server else 'in process'}): {p.stderr[-400:]}")
     r = json.loads(report.read_text())
-    return r["total_ns"], r["phases"], r.get("remote"), wall
+    return r["total_ns"], r["phases"], (r.get("remote") or {}).get("ipc"), wall
 
 
 class Daemon:
@@ -124,10 +135,12 @@ def main():
         rows = []
         try:
             for n in names:
+                daemons = {"main": main_d.sock, "serial": serial_d.sock}
                 local = best([run_once(n, tmp) for _ in range(a.repeat)])
                 remote = best([run_once(n, tmp, main_d.sock) for _ in range(a.repeat)])
-                serial = best([run_once(n, tmp, serial_d.sock) for _ in range(a.repeat)])
-                rows.append((n, local, remote, serial))
+                ablation = [best([run_once(n, tmp, daemons[d], env) for _ in range(a.repeat)])
+                            for _, d, env in ABLATION]
+                rows.append((n, local, remote, ablation))
             alloc = (main_d.metric("openpim_alloc_seconds_sum"), main_d.metric("openpim_alloc_seconds_count"),
                      main_d.metric("openpim_alloc_seconds_max"))
             wipe = (main_d.metric("openpim_wipe_seconds_sum"), main_d.metric("openpim_wipe_seconds_count"),
@@ -137,25 +150,30 @@ def main():
             serial_d.stop()
 
     print(f"{'program':<18} {'in process':>11} {'daemon':>11} {'overhead':>8}  "
-          f"{'remote path: CPU-DPU':>20} {'kernel':>8} {'DPU-CPU':>8} {'load':>8}  "
-          f"{'wall local':>10} {'wall daemon':>11} {'serial':>8}")
-    ratios, serial_ratios = [], []
-    for n, local, remote, serial in rows:
+          f"{'remote path: CPU-DPU':>20} {'kernel':>8} {'DPU-CPU':>8} {'other':>8}  "
+          f"{'wall local':>10} {'wall daemon':>11}  " + " ".join(f"{c:>11}" for c, _, _ in ABLATION))
+    ratios, ablated = [], [[] for _ in ABLATION]
+    for n, local, remote, ablation in rows:
         ratio = remote[0] / local[0]
-        sratio = serial[0] / local[0]
         ratios.append(ratio)
-        serial_ratios.append(sratio)
+        for k, r in enumerate(ablation):
+            ablated[k].append(r[0] / local[0])
         rp = remote[2] or {}
+        other = rp.get('alloc_load_ns', 0) + rp.get('host_ns', 0) + rp.get('inter_dpu_ns', 0)
         print(f"{n:<18} {ms(local[0]):>9.3f}ms {ms(remote[0]):>9.3f}ms {ratio:>7.3f}x  "
               f"{ms(rp.get('cpu_dpu_ns', 0)):>18.3f}ms {ms(rp.get('dpu_kernel_ns', 0)):>6.3f}ms "
-              f"{ms(rp.get('dpu_cpu_ns', 0)):>6.3f}ms {ms(rp.get('alloc_load_ns', 0)):>6.3f}ms  "
-              f"{local[3]:>9.2f}s {remote[3]:>10.2f}s {sratio:>7.3f}x")
-    geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+              f"{ms(rp.get('dpu_cpu_ns', 0)):>6.3f}ms {ms(other):>6.3f}ms  "
+              f"{local[3]:>9.2f}s {remote[3]:>10.2f}s  "
+              + " ".join(f"{r[0] / local[0]:>10.3f}x" for r in ablation))
+
+    def geomean(rs):
+        return math.exp(sum(math.log(r) for r in rs) / len(rs))
+
     worst = max(zip(ratios, [r[0] for r in rows]))
-    sgeo = math.exp(sum(math.log(r) for r in serial_ratios) / len(serial_ratios))
-    print(f"\nvirtual-time overhead through the daemon: geomean {geo:.3f}x, worst {worst[0]:.3f}x ({worst[1]})"
+    print(f"\nvirtual-time overhead through the daemon: geomean {geomean(ratios):.3f}x, worst {worst[0]:.3f}x ({worst[1]})"
           f"   [targets: <= 1.05x geomean, <= 1.3x worst]")
-    print(f"ablation, per-rank parallel handling off (--serial): geomean {sgeo:.3f}x, worst {max(serial_ratios):.3f}x")
+    for (c, _, _), rs in zip(ABLATION, ablated):
+        print(f"ablation, {c:<12} geomean {geomean(rs):.3f}x, worst {max(rs):.3f}x")
     if alloc[1] and not math.isnan(alloc[1]):
         print(f"rank allocation (request to grant, NAAV ranks): {alloc[1]:.0f} allocations, "
               f"mean {1000 * alloc[0] / alloc[1]:.3f} ms, max {1000 * alloc[2]:.3f} ms   [vPIM: 36 ms]")

@@ -20,8 +20,9 @@ use std::time::{Duration, Instant};
 use openpim_machine::map;
 use openpim_runtime::exec::local::served::{self, ServedRank};
 use openpim_runtime::exec::remote::protocol::{
-    self, thread_cpu_ns, RankOutcome, Reply, Request, WireError, WireItem, WireOp,
+    self, thread_cpu_ns, RankOutcome, Reply, Request, WireError, WireItem, WireOp, WriteBufs,
 };
+use openpim_runtime::exec::remote::staging::{FdReader, Region};
 use openpim_runtime::exec::remote::tenant_machine;
 use openpim_runtime::exec::{HostPtr, OpFacts, RankOp, XferItem};
 use openpim_runtime::{Error, Program, Result};
@@ -161,6 +162,8 @@ struct Held {
     nr_dpus: u32,
     /// The rank's worker (parallel handling).
     worker: Option<mpsc::Sender<Job>>,
+    /// The rank's staging region, once the tenant sent one (zero-copy transfers).
+    staging: Option<Arc<Region>>,
 }
 
 /// One tenant's connection.
@@ -203,7 +206,7 @@ impl Connection {
             Ok(s) => Arc::new(Mutex::new(BufWriter::new(s))),
             Err(_) => return,
         };
-        let mut reader = BufReader::new(stream);
+        let mut reader = BufReader::new(FdReader::new(stream));
         let mut hello = false;
         let why = loop {
             let cpu0 = thread_cpu_ns();
@@ -241,8 +244,13 @@ impl Connection {
                     _ => break "first request was not a hello".into(),
                 }
             }
+            // A staging region's descriptor came with its request's bytes.
+            let fd = match req {
+                Request::Staging { .. } => reader.get_mut().take_fd(),
+                _ => None,
+            };
             let spent = thread_cpu_ns().saturating_sub(cpu0);
-            self.handle(id, req, &writer, spent);
+            self.handle(id, req, fd, &writer, spent);
         };
         let held: Vec<u32> = self.held.keys().copied().collect();
         // Workers end when their channel closes; the ranks go back to the manager (a
@@ -259,7 +267,14 @@ impl Connection {
         );
     }
 
-    fn handle(&mut self, id: u64, req: Request, writer: &Writer, spent: u64) {
+    fn handle(
+        &mut self,
+        id: u64,
+        req: Request,
+        fd: Option<std::os::fd::OwnedFd>,
+        writer: &Writer,
+        spent: u64,
+    ) {
         let reply = match req {
             Request::Hello { .. } => Reply::Hello {
                 machine: self.manager.config().machine_keys(),
@@ -285,8 +300,11 @@ impl Connection {
                     error_reply(&e)
                 } else if ops.len() == 1 && self.held[&ops[0].0].worker.is_some() {
                     let (rank, op) = ops.into_iter().next().expect("one op");
-                    let w = self.held[&rank].worker.as_ref().expect("checked");
-                    if w.send((id, op, spent)).is_err() {
+                    let h = &self.held[&rank];
+                    let w = h.worker.as_ref().expect("checked");
+                    // The region checked is the one the operation uses, whatever the tenant
+                    // sends next.
+                    if w.send((id, op, spent, h.staging.clone())).is_err() {
                         error_reply(&Error::Internal("the rank's worker is gone".into()))
                     } else {
                         return;
@@ -310,6 +328,10 @@ impl Connection {
                 Err(e) => error_reply(&e),
             },
             Request::Pool => Reply::Pool(self.manager.table()),
+            Request::Staging { rank, size } => match self.staging(rank, size, fd) {
+                Ok(()) => Reply::Unit,
+                Err(e) => error_reply(&e),
+            },
         };
         send(writer, id, &reply, spent);
     }
@@ -378,6 +400,7 @@ impl Connection {
                     lease,
                     nr_dpus,
                     worker,
+                    staging: None,
                 },
             );
         }
@@ -388,6 +411,19 @@ impl Connection {
             out.iter().map(|(r, _)| *r).collect::<Vec<_>>()
         );
         Ok(out)
+    }
+
+    /// Maps the staging region a tenant sent for one of its ranks.
+    fn staging(&mut self, rank: u32, size: u64, fd: Option<std::os::fd::OwnedFd>) -> Result<()> {
+        let h = self.held.get_mut(&rank).ok_or_else(|| not_held(rank))?;
+        let fd = fd.ok_or_else(|| {
+            Error::InvalidDpuSet(
+                "a staging request came without its memory file's descriptor".into(),
+            )
+        })?;
+        let size = usize::try_from(size).unwrap_or(usize::MAX);
+        h.staging = Some(Arc::new(Region::accept(fd, size)?));
+        Ok(())
     }
 
     /// Every operation on a rank this tenant holds, once per rank, inside the rank's DPUs
@@ -402,7 +438,7 @@ impl Connection {
                 )));
             }
             seen.push(*rank);
-            check_op(op, h.nr_dpus)?;
+            check_op(op, h.nr_dpus, h.staging.as_deref())?;
         }
         Ok(())
     }
@@ -415,7 +451,12 @@ impl Connection {
             .map(|(r, op)| (self.enter(r), &self.held[&r], op))
             .collect();
         let run = |(active, h, op): (Result<crate::lease::Active>, &Held, WireOp)| match active {
-            Ok(a) => run_wire(&a.served, &h.lease.usage, op),
+            Ok(a) => Rank {
+                served: &a.served,
+                usage: &h.lease.usage,
+                staging: h.staging.as_deref(),
+            }
+            .run(op),
             Err(e) => failed(&e),
         };
         let outcomes: Vec<RankOutcome> = if work.len() > 1 {
@@ -446,8 +487,9 @@ fn not_held(rank: u32) -> Error {
     ))
 }
 
-/// Checks one operation against the rank's DPUs and the memories' sizes.
-fn check_op(op: &WireOp, nr_dpus: u32) -> Result<()> {
+/// Checks one operation against the rank's DPUs, the memories' sizes and the rank's staging
+/// region.
+fn check_op(op: &WireOp, nr_dpus: u32, staging: Option<&Region>) -> Result<()> {
     let dpu_ok = |d: u32| {
         if d < nr_dpus {
             Ok(())
@@ -472,25 +514,44 @@ fn check_op(op: &WireOp, nr_dpus: u32) -> Result<()> {
         }
         Ok(())
     };
+    // `n` buffers of `len` bytes from `offset` inside the staging region.
+    let staged_ok = |offset: u64, len: u64| -> Result<()> {
+        match staging.and_then(|r| r.at(offset, len)) {
+            Some(_) => Ok(()),
+            None => Err(Error::InvalidDpuSet(format!(
+                "{len} bytes at offset {offset} are outside the rank's staging region ({} bytes)",
+                staging.map_or(0, Region::len)
+            ))),
+        }
+    };
     match op {
-        WireOp::Batch(ops) => ops.iter().try_for_each(|op| check_op(op, nr_dpus)),
+        WireOp::Batch(ops) => ops.iter().try_for_each(|op| check_op(op, nr_dpus, staging)),
         WireOp::Load { dpus, .. } | WireOp::Launch { dpus } => {
             dpus.iter().try_for_each(|d| dpu_ok(*d))
         }
         WireOp::Write { len, items, bufs } => {
-            items_ok(*len, items, Some(bufs.len()))?;
-            if let Some(b) = bufs.iter().find(|b| b.len() != *len as usize) {
-                return Err(Error::Internal(format!(
-                    "transfer buffer of {} bytes for a transfer of {len}",
-                    b.len()
-                )));
+            items_ok(*len, items, Some(bufs.count()))?;
+            match bufs {
+                WriteBufs::Inline(bufs) => {
+                    if let Some(b) = bufs.iter().find(|b| b.len() != *len as usize) {
+                        return Err(Error::Internal(format!(
+                            "transfer buffer of {} bytes for a transfer of {len}",
+                            b.len()
+                        )));
+                    }
+                }
+                WriteBufs::Staged(offsets) => offsets
+                    .iter()
+                    .try_for_each(|o| staged_ok(*o, u64::from(*len)))?,
             }
             Ok(())
         }
-        WireOp::Read { len, items } => {
+        WireOp::Read { len, items, staged } => {
             items_ok(*len, items, None)?;
             let total = u64::from(*len) * items.len() as u64;
-            if total > protocol::MAX_FRAME as u64 {
+            if let Some(offset) = staged {
+                staged_ok(*offset, total)?;
+            } else if total > protocol::MAX_FRAME as u64 {
                 return Err(Error::InvalidDpuSet(format!(
                     "a read of {total} bytes in one request is more than the daemon's limit of {} bytes",
                     protocol::MAX_FRAME
@@ -534,112 +595,144 @@ fn check_place(place: openpim_runtime::Place, len: u32) -> Result<()> {
     Ok(())
 }
 
-/// Runs one checked operation on a served rank.
-fn run_wire(served: &ServedRank, usage: &Usage, op: WireOp) -> RankOutcome {
-    let t = Instant::now();
-    // A batch's operations count their own time.
-    let batch = matches!(op, WireOp::Batch(_));
-    let mut data = Vec::new();
-    let (result, facts) = match op {
-        WireOp::Batch(ops) => {
-            // In order; the first error stops the batch (the tenant reports it).
-            let mut facts = OpFacts::default();
-            let mut result = Ok(());
-            for op in ops {
-                let o = run_wire(served, usage, op);
-                facts.host_ns += o.facts.host_ns;
-                if let Err(e) = o.result {
-                    result = Err(e.to_error());
-                    break;
+/// A held rank as an operation runs on it.
+struct Rank<'a> {
+    served: &'a ServedRank,
+    usage: &'a Usage,
+    staging: Option<&'a Region>,
+}
+
+impl Rank<'_> {
+    /// Runs one checked operation.
+    fn run(&self, op: WireOp) -> RankOutcome {
+        let Rank { served, usage, .. } = *self;
+        let t = Instant::now();
+        // A batch's operations count their own time.
+        let batch = matches!(op, WireOp::Batch(_));
+        let mut data = Vec::new();
+        let (result, facts) = match op {
+            WireOp::Batch(ops) => {
+                // In order; the first error stops the batch (the tenant reports it). The
+                // outcome is the last operation's (the one the batch rode along with).
+                let mut facts = OpFacts::default();
+                let mut result = Ok(());
+                for op in ops {
+                    let o = self.run(op);
+                    // A faulting launch's statistics go back with its error.
+                    facts = o.facts;
+                    data = o.data;
+                    if let Err(e) = o.result {
+                        result = Err(e.to_error());
+                        break;
+                    }
                 }
+                (result, facts)
             }
-            (result, facts)
-        }
-        WireOp::Load { elf, origin, dpus } => match Program::parse(origin, &elf) {
-            Ok(p) => served.run(RankOp::Load {
-                program: Arc::new(p),
-                dpus,
-            }),
-            Err(e) => (Err(e), OpFacts::default()),
-        },
-        WireOp::Write {
-            len,
-            items,
-            mut bufs,
-        } => {
-            let ptrs: Vec<*mut u8> = bufs.iter_mut().map(|b| b.as_mut_ptr()).collect();
-            let items = items
-                .iter()
-                .map(|i| XferItem {
-                    dpu: i.dpu,
-                    place: i.place,
-                    buf: HostPtr(ptrs[i.buf as usize]),
-                })
-                .collect::<Vec<_>>();
-            usage
-                .bytes
-                .fetch_add(u64::from(len) * items.len() as u64, Ordering::Relaxed);
-            // The buffers live (in `bufs`) until the operation has run.
-            let r = served.run(RankOp::Write {
-                len: len as usize,
+            WireOp::Load { elf, origin, dpus } => match Program::parse(origin, &elf) {
+                Ok(p) => served.run(RankOp::Load {
+                    program: Arc::new(p),
+                    dpus,
+                }),
+                Err(e) => (Err(e), OpFacts::default()),
+            },
+            WireOp::Write {
+                len,
                 items,
-            });
-            drop(bufs);
-            r
-        }
-        WireOp::Read { len, items } => {
-            let len = len as usize;
-            data = vec![0u8; len * items.len()];
-            let base = data.as_mut_ptr();
-            let items = items
-                .iter()
-                .enumerate()
-                .map(|(k, i)| XferItem {
-                    dpu: i.dpu,
-                    place: i.place,
-                    // SAFETY: k * len is inside `data`, which has items.len() * len bytes.
-                    buf: HostPtr(unsafe { base.add(k * len) }),
-                })
-                .collect::<Vec<_>>();
-            usage
-                .bytes
-                .fetch_add((len * items.len()) as u64, Ordering::Relaxed);
-            served.run(RankOp::Read { len, items })
-        }
-        WireOp::Launch { dpus } => {
-            usage.launches.fetch_add(1, Ordering::Relaxed);
-            let programs = served.programs(0, served.nr_dpus());
-            let mut with = Vec::with_capacity(dpus.len());
-            let mut missing = None;
-            for d in dpus {
-                match programs.get(d as usize).cloned().flatten() {
-                    Some(p) => with.push((d, p)),
-                    None => missing = missing.or(Some(d)),
+                mut bufs,
+            } => {
+                let ptrs: Vec<*mut u8> = match &mut bufs {
+                    WriteBufs::Inline(b) => b.iter_mut().map(|b| b.as_mut_ptr()).collect(),
+                    // Checked inside the region (`check_op`), which this operation holds.
+                    WriteBufs::Staged(offsets) => offsets
+                        .iter()
+                        .map(|o| {
+                            self.staging
+                                .and_then(|r| r.at(*o, u64::from(len)))
+                                .expect("checked")
+                        })
+                        .collect(),
+                };
+                let items = items
+                    .iter()
+                    .map(|i| XferItem {
+                        dpu: i.dpu,
+                        place: i.place,
+                        buf: HostPtr(ptrs[i.buf as usize]),
+                    })
+                    .collect::<Vec<_>>();
+                usage
+                    .bytes
+                    .fetch_add(u64::from(len) * items.len() as u64, Ordering::Relaxed);
+                // The buffers live (in `bufs`) until the operation has run.
+                let r = served.run(RankOp::Write {
+                    len: len as usize,
+                    items,
+                });
+                drop(bufs);
+                r
+            }
+            WireOp::Read { len, items, staged } => {
+                let len = len as usize;
+                let total = (len * items.len()) as u64;
+                let base = match staged.and_then(|o| self.staging?.at(o, total)) {
+                    Some(p) => p,
+                    None => {
+                        data = vec![0u8; len * items.len()];
+                        data.as_mut_ptr()
+                    }
+                };
+                let items = items
+                    .iter()
+                    .enumerate()
+                    .map(|(k, i)| XferItem {
+                        dpu: i.dpu,
+                        place: i.place,
+                        // SAFETY: k * len is inside `data` or the region's checked part, which
+                        // have items.len() * len bytes.
+                        buf: HostPtr(unsafe { base.add(k * len) }),
+                    })
+                    .collect::<Vec<_>>();
+                usage
+                    .bytes
+                    .fetch_add((len * items.len()) as u64, Ordering::Relaxed);
+                served.run(RankOp::Read { len, items })
+            }
+            WireOp::Launch { dpus } => {
+                usage.launches.fetch_add(1, Ordering::Relaxed);
+                let programs = served.programs(0, served.nr_dpus());
+                let mut with = Vec::with_capacity(dpus.len());
+                let mut missing = None;
+                for d in dpus {
+                    match programs.get(d as usize).cloned().flatten() {
+                        Some(p) => with.push((d, p)),
+                        None => missing = missing.or(Some(d)),
+                    }
+                }
+                match missing {
+                    Some(d) => (
+                        Err(Error::NoProgramLoaded(format!("DPU {d} of the rank"))),
+                        OpFacts::default(),
+                    ),
+                    None => served.run(RankOp::Launch { dpus: with }),
                 }
             }
-            match missing {
-                Some(d) => (
-                    Err(Error::NoProgramLoaded(format!("DPU {d} of the rank"))),
-                    OpFacts::default(),
-                ),
-                None => served.run(RankOp::Launch { dpus: with }),
-            }
+        };
+        if !batch {
+            usage
+                .busy_ns
+                .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
         }
-    };
-    if !batch {
-        usage
-            .busy_ns
-            .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
-    }
-    RankOutcome {
-        result: result.map_err(|e| WireError::from_error(&e)),
-        facts,
-        data,
+        RankOutcome {
+            result: result.map_err(|e| WireError::from_error(&e)),
+            facts,
+            data,
+        }
     }
 }
 
-/// A request for a rank's worker: its id, its operation, the CPU time it cost so far.
-type Job = (u64, WireOp, u64);
+/// A request for a rank's worker: its id, its operation, the CPU time it cost so far, the
+/// staging region it was checked against.
+type Job = (u64, WireOp, u64, Option<Arc<Region>>);
 
 /// A rank's worker: runs the connection's single-rank requests in order, replies itself.
 fn spawn_worker(
@@ -652,10 +745,15 @@ fn spawn_worker(
     let _ = std::thread::Builder::new()
         .name(format!("openpim-served-rank-{rank}"))
         .spawn(move || {
-            while let Ok((id, op, spent)) = rx.recv() {
+            while let Ok((id, op, spent, staging)) = rx.recv() {
                 let start = Instant::now();
                 let outcome = match manager.enter(&lease) {
-                    Ok(a) => run_wire(&a.served, &lease.usage, op),
+                    Ok(a) => Rank {
+                        served: &a.served,
+                        usage: &lease.usage,
+                        staging: staging.as_deref(),
+                    }
+                    .run(op),
                     Err(e) => failed(&e),
                 };
                 let reply = Reply::Exec {

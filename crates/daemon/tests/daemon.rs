@@ -11,8 +11,9 @@ use openpim_daemon::manager::{Manager, Tenant};
 use openpim_daemon::Config;
 use openpim_machine::MachineConfig;
 use openpim_runtime::exec::remote::protocol::{
-    self, read_frame, write_frame, Reply, Request, WireItem, WireOp,
+    self, read_frame, write_frame, Reply, Request, WireItem, WireOp, WriteBufs,
 };
+use openpim_runtime::exec::remote::staging::{send_with_fd, Region};
 use openpim_runtime::exec::{HostPtr, RankOp, XferItem};
 use openpim_runtime::machine::MramAddr;
 use openpim_runtime::{Error, Place};
@@ -331,8 +332,31 @@ impl Raw {
     }
 
     fn call(&mut self, req: &Request) -> Reply {
+        self.send(req, None)
+    }
+
+    /// Allocates one rank; its slot.
+    fn alloc_one(&mut self) -> u32 {
+        match self.call(&Request::Alloc {
+            profile: String::new(),
+            ranks: Some(1),
+            dpus: None,
+            what: "1 rank".into(),
+        }) {
+            Reply::Ranks(r) => r[0].0,
+            other => panic!("no rank: {other:?}"),
+        }
+    }
+
+    /// A request with a descriptor attached (a staging region).
+    fn send(&mut self, req: &Request, fd: Option<std::os::fd::RawFd>) -> Reply {
         self.id += 1;
-        write_frame(&mut self.w, self.id, |e| req.encode(e)).unwrap();
+        let mut frame = Vec::new();
+        write_frame(&mut frame, self.id, |e| req.encode(e)).unwrap();
+        match fd {
+            Some(fd) => send_with_fd(&self.w, &frame, fd).unwrap(),
+            None => self.w.write_all(&frame).unwrap(),
+        }
         self.w.flush().unwrap();
         let (id, body) = read_frame(&mut self.r, usize::MAX).unwrap().unwrap();
         assert_eq!(id, self.id);
@@ -359,7 +383,7 @@ fn write_op(rank: u32, dpu: u32, addr: u32, len: u32) -> Request {
                     place: Place::Mram(MramAddr(addr)),
                     buf: 0,
                 }],
-                bufs: vec![vec![0xAB; len as usize]],
+                bufs: WriteBufs::Inline(vec![vec![0xAB; len as usize]]),
             },
         )],
     }
@@ -376,6 +400,7 @@ fn read_op(rank: u32, addr: u32, len: u32) -> Request {
                     place: Place::Mram(MramAddr(addr)),
                     buf: 0,
                 }],
+                staged: None,
             },
         )],
     }
@@ -396,15 +421,7 @@ fn crafted_requests_on_the_raw_socket_are_refused() {
             "{e}"
         );
     }
-    let Reply::Ranks(ra) = a.call(&Request::Alloc {
-        profile: String::new(),
-        ranks: Some(1),
-        dpus: None,
-        what: "1 rank".into(),
-    }) else {
-        panic!("no rank")
-    };
-    let rank_a = ra[0].0;
+    let rank_a = a.alloc_one();
     assert!(matches!(
         a.call(&write_op(rank_a, 0, 1 << 20, 8)),
         Reply::Exec { .. }
@@ -452,7 +469,7 @@ fn crafted_requests_on_the_raw_socket_are_refused() {
                     place: Place::Mram(MramAddr(0)),
                     buf: 3,
                 }],
-                bufs: vec![vec![0; 8]],
+                bufs: WriteBufs::Inline(vec![vec![0; 8]]),
             },
         )],
     };
@@ -514,6 +531,7 @@ fn crafted_requests_on_the_raw_socket_are_refused() {
         std::thread::sleep(Duration::from_millis(20));
     }
     drop(probe);
+    staging_regions_carry_transfers_and_are_checked(&d);
     openpim_daemon::server::request_stop();
     d.thread.take().unwrap().join().unwrap();
 }
@@ -622,4 +640,80 @@ fn decoders_never_panic_on_garbage() {
             start.elapsed().as_secs_f64()
         );
     }
+}
+
+/// Zero-copy transfers through a staging region on the raw socket: bytes written from the
+/// region come back through it; offsets outside the region, a region request without its
+/// descriptor, or a file that could shrink under the daemon are refused. (Run by the test
+/// above, on its daemon: a process serves one daemon at a time.)
+fn staging_regions_carry_transfers_and_are_checked(d: &Daemon) {
+    let mut a = Raw::connect(d);
+    let rank = a.alloc_one();
+    let staged_write = |offset: u64| Request::Exec {
+        ops: vec![(
+            rank,
+            WireOp::Write {
+                len: 8,
+                items: vec![WireItem {
+                    dpu: 1,
+                    place: Place::Mram(MramAddr(4096)),
+                    buf: 0,
+                }],
+                bufs: WriteBufs::Staged(vec![offset]),
+            },
+        )],
+    };
+    // No region yet: refused, and so is a region request without a descriptor.
+    let e = a.error(&staged_write(0));
+    assert!(matches!(e, Error::InvalidDpuSet(_)), "{e}");
+    let e = a.error(&Request::Staging {
+        rank,
+        size: 1 << 16,
+    });
+    assert!(e.to_string().contains("without its memory file"), "{e}");
+    // A file that is not sealed against shrinking is refused.
+    let exe = std::fs::File::open("/proc/self/exe").unwrap();
+    let len = exe.metadata().unwrap().len();
+    let reply = a.send(
+        &Request::Staging { rank, size: len },
+        Some(std::os::fd::AsRawFd::as_raw_fd(&exe)),
+    );
+    assert!(matches!(reply, Reply::Error(_)), "{reply:?}");
+    // A sealed memory file: the write's bytes are read from it, the read's land in it.
+    let region = Region::create(1 << 16).unwrap();
+    let reply = a.send(
+        &Request::Staging {
+            rank,
+            size: 1 << 16,
+        },
+        Some(region.fd()),
+    );
+    assert!(matches!(reply, Reply::Unit), "{reply:?}");
+    region.put(512, &[1, 2, 3, 4, 5, 6, 7, 8]);
+    assert!(matches!(a.call(&staged_write(512)), Reply::Exec { .. }));
+    let e = a.error(&staged_write((1 << 16) - 4));
+    assert!(matches!(e, Error::InvalidDpuSet(_)), "{e}");
+    let staged_read = |offset: u64| Request::Exec {
+        ops: vec![(
+            rank,
+            WireOp::Read {
+                len: 8,
+                items: vec![WireItem {
+                    dpu: 1,
+                    place: Place::Mram(MramAddr(4096)),
+                    buf: 0,
+                }],
+                staged: Some(offset),
+            },
+        )],
+    };
+    let Reply::Exec { outcomes, .. } = a.call(&staged_read(1024)) else {
+        panic!("read refused")
+    };
+    assert!(outcomes[0].result.is_ok() && outcomes[0].data.is_empty());
+    let mut got = [0u8; 8];
+    region.get(1024, &mut got);
+    assert_eq!(got, [1, 2, 3, 4, 5, 6, 7, 8]);
+    let e = a.error(&staged_read(u64::MAX - 3));
+    assert!(matches!(e, Error::InvalidDpuSet(_)), "{e}");
 }

@@ -2,35 +2,68 @@
 //! thread, replies matched by id.
 //!
 //! Several threads of the tenant (the host thread, the ranks' queue workers) have requests in
-//! flight at once, so that the daemon serves different ranks in parallel; a reader thread
-//! hands each reply to the thread waiting for it. When the daemon goes away (stopped,
-//! crashed), every waiting call and every later one fails with a system error naming the
-//! socket: a tenant never hangs on a dead daemon.
+//! flight at once, so that the daemon serves different ranks in parallel. The waiting threads
+//! read the replies themselves: one of them at a time (the leader) reads the socket and hands
+//! the replies that are not its own to their threads; when its own arrives another waiting
+//! thread takes over. A program with one request in flight (the usual case) thus reads its
+//! reply on the thread that waits for it, without a hand-off between threads. When the daemon
+//! goes away (stopped, crashed), every waiting call and every later one fails with a system
+//! error naming the socket: a tenant never hangs on a dead daemon.
 
 use std::collections::HashMap;
-use std::io::{BufReader, BufWriter, Write};
+use std::io::{BufReader, Write};
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex, MutexGuard};
 
 use crate::clock::cpu::thread_cpu_ns;
 use crate::error::{Error, Result};
 use crate::exec::remote::protocol::{self, Reply, Request};
-
-/// A reply with the reader thread's CPU time reading and decoding it.
-type Waiters = HashMap<u64, mpsc::Sender<(Reply, u64)>>;
+use crate::exec::remote::staging;
 
 struct Pending {
-    waiters: Waiters,
+    /// Replies read by a leader for other threads, by request id.
+    replies: HashMap<u64, Reply>,
+    /// Whether a thread is reading the socket.
+    leader: bool,
     /// Why the connection is gone, once it is.
     closed: Option<String>,
+}
+
+/// The socket's sending side: `send` with `MSG_NOSIGNAL`, so that a daemon gone away is an
+/// error for the call, not a SIGPIPE that kills the program.
+struct Sender(UnixStream);
+
+impl Write for Sender {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        // SAFETY: `buf` is valid for reads of its length; the socket is open.
+        let n = unsafe {
+            libc::send(
+                self.0.as_raw_fd(),
+                buf.as_ptr().cast(),
+                buf.len(),
+                libc::MSG_NOSIGNAL,
+            )
+        };
+        if n < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(n as usize)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// A connection to the daemon.
 pub(crate) struct Conn {
     path: String,
-    writer: Mutex<BufWriter<UnixStream>>,
-    pending: Arc<Mutex<Pending>>,
+    writer: Mutex<Sender>,
+    reader: Mutex<BufReader<UnixStream>>,
+    pending: Mutex<Pending>,
+    /// Signalled when a reply arrives for another thread, or the leader steps down.
+    arrived: Condvar,
     next_id: AtomicU64,
     /// The machine keys the daemon announced.
     pub machine: String,
@@ -51,19 +84,16 @@ impl Conn {
         let reader = stream
             .try_clone()
             .map_err(|e| Error::System(format!("cannot use the daemon's socket {path}: {e}")))?;
-        let pending = Arc::new(Mutex::new(Pending {
-            waiters: HashMap::new(),
-            closed: None,
-        }));
-        let p2 = Arc::clone(&pending);
-        std::thread::Builder::new()
-            .name("openpim-daemon-replies".into())
-            .spawn(move || read_replies(reader, p2))
-            .map_err(|e| Error::System(format!("cannot start a thread: {e}")))?;
         let mut conn = Conn {
             path: path.to_string(),
-            writer: Mutex::new(BufWriter::new(stream)),
-            pending,
+            writer: Mutex::new(Sender(stream)),
+            reader: Mutex::new(BufReader::new(reader)),
+            pending: Mutex::new(Pending {
+                replies: HashMap::new(),
+                leader: false,
+                closed: None,
+            }),
+            arrived: Condvar::new(),
             next_id: AtomicU64::new(1),
             machine: String::new(),
         };
@@ -83,33 +113,87 @@ impl Conn {
         self.call_timed(req).map(|(r, _)| r)
     }
 
-    /// [`Conn::call`], with the CPU time the call cost this process (encoding and sending
-    /// the request on this thread, receiving and decoding the reply on the reader thread).
+    /// [`Conn::call`], with the CPU time the call cost this thread (encoding and sending the
+    /// request, receiving and decoding the reply).
     pub(crate) fn call_timed(&self, req: &Request) -> Result<(Reply, u64)> {
+        self.call_sending(req, None)
+    }
+
+    /// [`Conn::call_timed`] with descriptor `fd` attached to the request (a staging region).
+    pub(crate) fn call_with_fd(&self, req: &Request, fd: RawFd) -> Result<(Reply, u64)> {
+        self.call_sending(req, Some(fd))
+    }
+
+    fn call_sending(&self, req: &Request, fd: Option<RawFd>) -> Result<(Reply, u64)> {
         let cpu0 = thread_cpu_ns();
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = mpsc::channel();
-        {
-            let mut p = lock(&self.pending);
+        if let Some(why) = &lock(&self.pending).closed {
+            return Err(self.gone(why));
+        }
+        let mut frame = Vec::new();
+        protocol::write_frame(&mut frame, id, |e| req.encode(e))
+            .map_err(|e| Error::System(format!("cannot encode a request: {e}")))?;
+        let sent = {
+            let mut w = lock(&self.writer);
+            match fd {
+                None => w.write_all(&frame),
+                Some(fd) => staging::send_with_fd(&w.0, &frame, fd),
+            }
+        };
+        if let Err(e) = sent {
+            return Err(self.gone(&e.to_string()));
+        }
+        match self.wait(id)? {
+            Reply::Error(w) => Err(w.to_error()),
+            r => Ok((r, thread_cpu_ns().saturating_sub(cpu0))),
+        }
+    }
+
+    /// Waits for reply `id`: reads the socket while no other thread does, else waits to be
+    /// handed the reply (or to take over the reading).
+    fn wait(&self, id: u64) -> Result<Reply> {
+        let mut p = lock(&self.pending);
+        loop {
+            if let Some(r) = p.replies.remove(&id) {
+                return Ok(r);
+            }
             if let Some(why) = &p.closed {
                 return Err(self.gone(why));
             }
-            p.waiters.insert(id, tx);
-        }
-        let sent = {
-            let mut w = lock(&self.writer);
-            protocol::write_frame(&mut *w, id, |e| req.encode(e)).and_then(|()| w.flush())
-        };
-        if let Err(e) = sent {
-            lock(&self.pending).waiters.remove(&id);
-            return Err(self.gone(&e.to_string()));
-        }
-        match rx.recv() {
-            Ok((Reply::Error(w), _)) => Err(w.to_error()),
-            Ok((r, reader_ns)) => Ok((r, reader_ns + thread_cpu_ns().saturating_sub(cpu0))),
-            Err(_) => {
-                let why = lock(&self.pending).closed.clone().unwrap_or_default();
-                Err(self.gone(&why))
+            if p.leader {
+                p = self.arrived.wait(p).unwrap_or_else(|e| e.into_inner());
+                continue;
+            }
+            p.leader = true;
+            drop(p);
+            let read = protocol::read_frame(&mut *lock(&self.reader), usize::MAX);
+            p = lock(&self.pending);
+            p.leader = false;
+            let mine = match read {
+                Ok(Some((rid, body))) => match Reply::decode(&body) {
+                    Ok(reply) if rid == id => Some(reply),
+                    Ok(reply) => {
+                        p.replies.insert(rid, reply);
+                        None
+                    }
+                    Err(e) => {
+                        p.closed = Some(format!("malformed reply: {e}"));
+                        None
+                    }
+                },
+                Ok(None) => {
+                    p.closed = Some("the daemon stopped".to_string());
+                    None
+                }
+                Err(e) => {
+                    p.closed = Some(e.to_string());
+                    None
+                }
+            };
+            // A reply for another thread, or the reading to take over.
+            self.arrived.notify_all();
+            if let Some(r) = mine {
+                return Ok(r);
             }
         }
     }
@@ -127,28 +211,4 @@ pub(crate) fn unexpected(r: &Reply) -> Error {
     let what = format!("{r:?}");
     let short: String = what.chars().take(80).collect();
     Error::Internal(format!("unexpected reply from the daemon: {short}"))
-}
-
-fn read_replies(stream: UnixStream, pending: Arc<Mutex<Pending>>) {
-    let mut r = BufReader::new(stream);
-    let why = loop {
-        let cpu0 = thread_cpu_ns();
-        match protocol::read_frame(&mut r, usize::MAX) {
-            Ok(Some((id, body))) => match Reply::decode(&body) {
-                Ok(reply) => {
-                    let tx = lock(&pending).waiters.remove(&id);
-                    if let Some(tx) = tx {
-                        let _ = tx.send((reply, thread_cpu_ns().saturating_sub(cpu0)));
-                    }
-                }
-                Err(e) => break format!("malformed reply: {e}"),
-            },
-            Ok(None) => break "the daemon stopped".to_string(),
-            Err(e) => break e.to_string(),
-        }
-    };
-    let mut p = lock(&pending);
-    p.closed = Some(why);
-    // Dropping the senders wakes every waiting call with an error.
-    p.waiters.clear();
 }

@@ -13,8 +13,11 @@
 //!   pages: an isolated tiny read moves only its own bytes. The segment is dropped at the
 //!   rank's next write, launch, load or free.
 //!
-//! Each is on by default; `OPENPIM_REMOTE_BATCH=0` and `OPENPIM_REMOTE_PREFETCH=0` switch
-//! them off (the ablation of `bench/remote`).
+//! - **zero-copy**: transfers' bytes go through the rank's shared staging region
+//!   ([`super::staging`]) instead of the messages.
+//!
+//! Each is on by default; `OPENPIM_REMOTE_BATCH=0`, `OPENPIM_REMOTE_PREFETCH=0` and
+//! `OPENPIM_REMOTE_ZEROCOPY=0` switch them off (the ablation of `bench/remote`).
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -35,6 +38,8 @@ pub(crate) const PREFETCH_PAGES: usize = 16;
 pub struct Switches {
     pub batch: bool,
     pub prefetch: bool,
+    /// Large transfers through the rank's staging region ([`super::staging`]).
+    pub zero_copy: bool,
 }
 
 /// The switches of this process (from the environment, read once).
@@ -45,6 +50,7 @@ pub fn switches() -> Switches {
         Switches {
             batch: on("OPENPIM_REMOTE_BATCH"),
             prefetch: on("OPENPIM_REMOTE_PREFETCH"),
+            zero_copy: on("OPENPIM_REMOTE_ZEROCOPY"),
         }
     })
 }
@@ -66,12 +72,19 @@ pub(crate) fn batchable(op: &RankOp) -> bool {
 pub(crate) struct Batch {
     pub ops: Vec<WireOp>,
     pub bytes: usize,
+    /// CPU time spent copying the writes' bytes (remote-path cost, counted at the flush).
+    pub copy_ns: u64,
 }
 
 impl Batch {
     /// True once the batch holds what `nr_dpus` DPUs' buffers hold.
     pub(crate) fn full(&self, nr_dpus: u32) -> bool {
-        self.bytes >= BATCH_PAGES_PER_DPU * PAGE * nr_dpus.max(1) as usize
+        self.bytes >= Batch::capacity(nr_dpus)
+    }
+
+    /// Bytes a rank of `nr_dpus` DPUs batches at most.
+    pub(crate) fn capacity(nr_dpus: u32) -> usize {
+        BATCH_PAGES_PER_DPU * PAGE * nr_dpus.max(1) as usize
     }
 }
 

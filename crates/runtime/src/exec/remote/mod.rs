@@ -13,6 +13,7 @@
 mod conn;
 pub mod fastpath;
 pub mod protocol;
+pub mod staging;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,8 +32,9 @@ use crate::exec::{
 use crate::program::Program;
 use crate::xfer::Place;
 use conn::{unexpected, Conn};
-use fastpath::{batchable, Batch, ReadCache, ReadPlan};
-use protocol::{RankOutcome, Reply, Request, WireItem, WireOp};
+use fastpath::{batchable, switches, Batch, ReadCache, ReadPlan};
+use protocol::{thread_cpu_ns, RankOutcome, Reply, Request, WireItem, WireOp, WriteBufs};
+use staging::{grown_size, Region, MAX_STAGING};
 
 /// The environment variable naming the daemon's socket (the profile key `server=` does the
 /// same for one allocation).
@@ -224,6 +226,8 @@ impl Backend for RemoteBackend {
                     nr_dpus,
                     batch: Mutex::default(),
                     cache: Mutex::default(),
+                    staging: Mutex::default(),
+                    op: Mutex::default(),
                 });
                 table.insert(id, rank);
                 RankInfo { id, nr_dpus }
@@ -249,6 +253,9 @@ impl Backend for RemoteBackend {
             r.queue.wait_idle();
         }
         ops.sort_by_key(|(r, _)| r.id);
+        // In the ranks' order, so that two calls on overlapping ranks cannot deadlock.
+        let held: Vec<Arc<RemoteRank>> = ops.iter().map(|(r, _)| Arc::clone(r)).collect();
+        let _ops: Vec<MutexGuard<'_, ()>> = held.iter().map(|r| lock(&r.op)).collect();
         let issue = timeline::issue_now(call_shape_of(&ops));
         let ids: Vec<u32> = ops.iter().map(|(r, _)| r.id).collect();
         let _join = timeline::JoinOnDrop(ids);
@@ -260,26 +267,40 @@ impl Backend for RemoteBackend {
             return merge(results);
         }
         for (r, op) in &ops {
-            r.flush()?;
+            // Each rank's batch rides along with its operation, unless the operation's
+            // bytes need the staging region's room.
+            if !r.batch_has_room(op.xfer_bytes() as usize) {
+                r.flush()?;
+            }
             if !matches!(op, RankOp::Read { .. }) {
                 lock(&r.cache).invalidate();
             }
         }
         let conn = Arc::clone(&ops[0].0.conn);
+        let mut wires = Vec::with_capacity(ops.len());
         let prepared: Vec<(Arc<RemoteRank>, Prepared)> = ops
             .into_iter()
             .map(|(r, op)| {
-                let p = Prepared::of(op);
+                let mut p = r.prepare(op);
+                let batch = std::mem::take(&mut *lock(&r.batch));
+                let wire = if batch.ops.is_empty() {
+                    p.wire.clone()
+                } else {
+                    p.copy_ns += batch.copy_ns;
+                    let mut ops = batch.ops;
+                    ops.push(p.wire.clone());
+                    WireOp::Batch(ops)
+                };
+                wires.push((r.slot, wire));
                 (r, p)
             })
             .collect();
-        let request = Request::Exec {
-            ops: prepared
-                .iter()
-                .map(|(r, p)| (r.slot, p.wire.clone()))
-                .collect(),
-        };
-        let (reply, tenant_ns) = conn.call_timed(&request)?;
+        let request = Request::Exec { ops: wires };
+        let called = conn.call_timed(&request);
+        for (r, _) in &prepared {
+            lock(&r.staging).used = 0;
+        }
+        let (reply, tenant_ns) = called?;
         let Reply::Exec {
             outcomes, ipc_ns, ..
         } = reply
@@ -340,6 +361,7 @@ impl Backend for RemoteBackend {
 
     fn log(&self, rank: u32, dpu: u32) -> Vec<u8> {
         let r = self.rank(rank);
+        let _op = lock(&r.op);
         let _ = r.flush();
         match r.conn.call(&Request::Log { rank: r.slot, dpu }) {
             Ok(Reply::Bytes(b)) => b,
@@ -349,6 +371,7 @@ impl Backend for RemoteBackend {
 
     fn run_stats(&self, rank: u32, first: u32, count: u32) -> Vec<Option<DpuRunStats>> {
         let r = self.rank(rank);
+        let _op = lock(&r.op);
         let _ = r.flush();
         match r.conn.call(&Request::RunStats {
             rank: r.slot,
@@ -386,12 +409,31 @@ struct RemoteRank {
     batch: Mutex<Batch>,
     /// Read-ahead segments ([`fastpath`]).
     cache: Mutex<ReadCache>,
+    /// The zero-copy staging region ([`staging`]).
+    staging: Mutex<Staged>,
+    /// Held by each remote operation on the rank from its preparation to its completion:
+    /// they share the batch and the staging region (threads of a program may call on DPUs of
+    /// one rank at once; the daemon runs a rank's operations one at a time anyway). The
+    /// methods below the entry points (`run_op`, `execute`, `log`, `run_stats`, drop)
+    /// expect it held.
+    op: Mutex<()>,
+}
+
+/// A rank's staging region and how much of it is in use (by the batch, or by the one
+/// operation in flight).
+#[derive(Default)]
+struct Staged {
+    region: Option<Region>,
+    used: usize,
+    /// No region could be made (or the daemon refused it): transfers travel in messages.
+    failed: bool,
 }
 
 impl Drop for RemoteRank {
     fn drop(&mut self) {
         // The daemon wipes the rank and gives it to the next tenant; a daemon that is gone has
         // released it already.
+        let _op = lock(&self.op);
         let _ = self.flush();
         let _ = self.conn.call(&Request::Free { rank: self.slot });
         timeline::rank_released(self.id);
@@ -405,6 +447,8 @@ struct Prepared {
     /// A read's destinations, in the items' order.
     read_into: Vec<XferItem>,
     read_len: usize,
+    /// CPU time spent preparing it (copying a write's bytes), remote-path cost.
+    copy_ns: u64,
     /// A load's program, or IRAM writes' (DPU, place, bytes), for the program mirror.
     mirror: Mirror,
 }
@@ -415,12 +459,59 @@ enum Mirror {
     Iram(Vec<(u32, u32, Vec<u8>)>),
 }
 
-impl Prepared {
-    fn of(op: RankOp) -> Prepared {
+impl RemoteRank {
+    /// Reserves `bytes` of the staging region (creating or growing it when nothing is in
+    /// it); `None` when the bytes must travel in the message (zero-copy off, a transfer
+    /// larger than any region, no region possible, or the room taken by a batch).
+    fn reserve(&self, st: &mut Staged, bytes: usize) -> Option<usize> {
+        if !switches().zero_copy || st.failed || bytes == 0 || bytes > MAX_STAGING {
+            return None;
+        }
+        let cap = st.region.as_ref().map_or(0, Region::len);
+        if st.used + bytes > cap {
+            if st.used > 0 {
+                return None;
+            }
+            // Room for a full batch of writes from the start.
+            let want = bytes.max(Batch::capacity(self.nr_dpus));
+            let made = Region::create(grown_size(cap, want)).and_then(|region| {
+                let req = Request::Staging {
+                    rank: self.slot,
+                    size: region.len() as u64,
+                };
+                self.conn.call_with_fd(&req, region.fd())?;
+                Ok(region)
+            });
+            match made {
+                Ok(region) => st.region = Some(region),
+                Err(_) => {
+                    st.failed = true;
+                    return None;
+                }
+            }
+        }
+        let at = st.used;
+        st.used += bytes;
+        Some(at)
+    }
+
+    /// Whether a write of `bytes` more fits the staging region beside the batch.
+    fn batch_has_room(&self, bytes: usize) -> bool {
+        let st = lock(&self.staging);
+        let cap = st.region.as_ref().map_or(0, Region::len);
+        st.used == 0 || st.used + bytes <= cap
+    }
+
+    /// An operation as its request: a write's bytes copied into the staging region (or the
+    /// message), a read's destination in the region (or the reply); after the batch's
+    /// bytes, if any (the region's room is free again once a request is answered).
+    fn prepare(&self, op: RankOp) -> Prepared {
+        let cpu0 = thread_cpu_ns();
         let pending = Pending::of(&op);
         let mut read_into = Vec::new();
         let mut read_len = 0;
         let mut mirror = Mirror::None;
+        let mut st = lock(&self.staging);
         let wire = match op {
             RankOp::Load { program, dpus } => {
                 let wire = WireOp::Load {
@@ -432,27 +523,21 @@ impl Prepared {
                 wire
             }
             RankOp::Write { len, items } => {
-                let mut bufs: Vec<Vec<u8>> = Vec::new();
-                let mut seen: Vec<*mut u8> = Vec::new();
+                // DPUs given the same host buffer share one (a broadcast is sent once).
+                let mut srcs: Vec<*mut u8> = Vec::new();
                 let mut iram = Vec::new();
                 let wire_items = items
                     .iter()
                     .map(|i| {
-                        let buf = match seen.iter().position(|p| *p == i.buf.0) {
-                            Some(k) => k,
-                            None => {
-                                // SAFETY: the unsafe API that accepted `i.buf` requires it to be
-                                // valid for reads of `len` bytes until this transfer has run.
-                                let src = unsafe {
-                                    std::slice::from_raw_parts(i.buf.0.cast_const(), len)
-                                };
-                                bufs.push(src.to_vec());
-                                seen.push(i.buf.0);
-                                bufs.len() - 1
-                            }
-                        };
+                        let buf = srcs.iter().position(|p| *p == i.buf.0).unwrap_or_else(|| {
+                            srcs.push(i.buf.0);
+                            srcs.len() - 1
+                        });
+                        // SAFETY: the unsafe API that accepted `i.buf` requires it to be
+                        // valid for reads of `len` bytes until this transfer has run.
+                        let src = unsafe { std::slice::from_raw_parts(i.buf.0.cast_const(), len) };
                         if let Place::Iram(a) = i.place {
-                            iram.push((i.dpu, a.0, bufs[buf].clone()));
+                            iram.push((i.dpu, a.0, src.to_vec()));
                         }
                         WireItem {
                             dpu: i.dpu,
@@ -461,6 +546,23 @@ impl Prepared {
                         }
                     })
                     .collect();
+                // SAFETY: as above, for every distinct buffer.
+                let src = |p: *mut u8| unsafe { std::slice::from_raw_parts(p.cast_const(), len) };
+                let bufs = match self.reserve(&mut st, len * srcs.len()) {
+                    Some(at) => {
+                        let region = st.region.as_ref().expect("reserved");
+                        let offsets = srcs
+                            .iter()
+                            .enumerate()
+                            .map(|(k, p)| {
+                                region.put(at + k * len, src(*p));
+                                (at + k * len) as u64
+                            })
+                            .collect();
+                        WriteBufs::Staged(offsets)
+                    }
+                    None => WriteBufs::Inline(srcs.iter().map(|p| src(*p).to_vec()).collect()),
+                };
                 if !iram.is_empty() {
                     mirror = Mirror::Iram(iram);
                 }
@@ -471,20 +573,13 @@ impl Prepared {
                 }
             }
             RankOp::Read { len, items } => {
-                let wire_items = items
-                    .iter()
-                    .enumerate()
-                    .map(|(k, i)| WireItem {
-                        dpu: i.dpu,
-                        place: i.place,
-                        buf: k as u32,
-                    })
-                    .collect();
+                let staged = self.reserve(&mut st, len * items.len()).map(|at| at as u64);
                 read_into = items;
                 read_len = len;
                 WireOp::Read {
                     len: len as u32,
-                    items: wire_items,
+                    items: wire_items_of(&read_into),
+                    staged,
                 }
             }
             RankOp::Launch { dpus } => WireOp::Launch {
@@ -497,9 +592,58 @@ impl Prepared {
             pending,
             read_into,
             read_len,
+            copy_ns: thread_cpu_ns().saturating_sub(cpu0),
             mirror,
         }
     }
+
+    /// Copies a read's `len` bytes per item (`data`, or the staging region from `staged`)
+    /// into the items' buffers; the CPU time it took.
+    fn copy_out(
+        &self,
+        len: usize,
+        items: &[XferItem],
+        staged: Option<u64>,
+        data: &[u8],
+    ) -> Result<u64> {
+        let cpu0 = thread_cpu_ns();
+        let st = lock(&self.staging);
+        let need = len * items.len();
+        let src: &[u8] = match (staged, &st.region) {
+            (Some(at), Some(region)) if region.at(at, need as u64).is_some() => {
+                // SAFETY: inside the mapping (checked); the daemon wrote it before replying
+                // and nothing writes it until this rank's next operation.
+                unsafe { std::slice::from_raw_parts(region.at(at, 0).expect("inside"), need) }
+            }
+            _ => data,
+        };
+        if src.len() != need {
+            return Err(Error::Internal(format!(
+                "the daemon returned {} bytes for a read of {need}",
+                src.len()
+            )));
+        }
+        for (item, chunk) in items.iter().zip(src.chunks(len.max(1))) {
+            // SAFETY: the unsafe API that accepted `item.buf` requires it to be valid for
+            // writes of `len` bytes until this transfer has run, which is now.
+            let dst = unsafe { std::slice::from_raw_parts_mut(item.buf.0, len) };
+            dst.copy_from_slice(chunk);
+        }
+        Ok(thread_cpu_ns().saturating_sub(cpu0))
+    }
+}
+
+/// A transfer's items on the wire, buffers numbered in order (a read's reply order).
+fn wire_items_of(items: &[XferItem]) -> Vec<WireItem> {
+    items
+        .iter()
+        .enumerate()
+        .map(|(k, i)| WireItem {
+            dpu: i.dpu,
+            place: i.place,
+            buf: k as u32,
+        })
+        .collect()
 }
 
 impl RemoteRank {
@@ -511,11 +655,6 @@ impl RemoteRank {
             return self.add_to_batch(op);
         }
         let hw = &self.machine.hardware;
-        if let Err(e) = self.flush() {
-            // Keep the clock's bookkeeping of the queued operation straight.
-            timeline::finish_remote(self.id, hw, timeline::OpDone::Other, 0);
-            return Err(e);
-        }
         if let RankOp::Read { len, items } = &op {
             let plan = lock(&self.cache).plan(*len, items);
             if let Some(plan) = plan {
@@ -524,8 +663,17 @@ impl RemoteRank {
         } else {
             lock(&self.cache).invalidate();
         }
-        let p = Prepared::of(op);
-        let (o, ipc) = match self.send(p.wire.clone()) {
+        // The batch rides along with the operation, unless the operation's bytes need the
+        // staging region's room.
+        if !self.batch_has_room(op.xfer_bytes() as usize) {
+            if let Err(e) = self.flush() {
+                // Keep the clock's bookkeeping of the queued operation straight.
+                timeline::finish_remote(self.id, hw, timeline::OpDone::Other, 0);
+                return Err(e);
+            }
+        }
+        let p = self.prepare(op);
+        let (o, ipc) = match self.send_after_batch(p.wire.clone()) {
             Ok(r) => r,
             Err(e) => {
                 timeline::finish_remote(self.id, hw, timeline::OpDone::Other, 0);
@@ -535,11 +683,27 @@ impl RemoteRank {
         self.complete(p, o, ipc)
     }
 
+    /// Sends one operation with the batched writes before it (one message); its outcome
+    /// (or a batched write's error) and the remote path's CPU time, the batch's included.
+    fn send_after_batch(&self, wire: WireOp) -> Result<(RankOutcome, u64)> {
+        let batch = std::mem::take(&mut *lock(&self.batch));
+        if batch.ops.is_empty() {
+            return self.send(wire);
+        }
+        let mut ops = batch.ops;
+        ops.push(wire);
+        let (o, ipc) = self.send(WireOp::Batch(ops))?;
+        Ok((o, ipc + batch.copy_ns))
+    }
+
     /// Sends one operation; its outcome and the remote path's CPU time.
     fn send(&self, wire: WireOp) -> Result<(RankOutcome, u64)> {
-        let (reply, tenant_ns) = self.conn.call_timed(&Request::Exec {
+        let called = self.conn.call_timed(&Request::Exec {
             ops: vec![(self.slot, wire)],
-        })?;
+        });
+        // The staging region's room is free again once the daemon has answered.
+        lock(&self.staging).used = 0;
+        let (reply, tenant_ns) = called?;
         let Reply::Exec {
             mut outcomes,
             ipc_ns,
@@ -559,12 +723,18 @@ impl RemoteRank {
     fn add_to_batch(&self, op: RankOp) -> Result<()> {
         lock(&self.cache).invalidate();
         let bytes = op.xfer_bytes() as usize;
-        let p = Prepared::of(op);
+        // The batch's writes share the staging region: one that does not fit beside them
+        // sends them first.
+        if !self.batch_has_room(bytes) {
+            self.flush()?;
+        }
+        let p = self.prepare(op);
         timeline::finish_remote(self.id, &self.machine.hardware, p.pending.done_after(0), 0);
         let full = {
             let mut b = lock(&self.batch);
             b.ops.push(p.wire);
             b.bytes += bytes;
+            b.copy_ns += p.copy_ns;
             b.full(self.nr_dpus)
         };
         if full {
@@ -576,12 +746,12 @@ impl RemoteRank {
 
     /// Sends the batched writes; their remote-path cost goes on the rank's timeline now.
     fn flush(&self) -> Result<()> {
-        let ops = std::mem::take(&mut *lock(&self.batch)).ops;
-        if ops.is_empty() {
+        let batch = std::mem::take(&mut *lock(&self.batch));
+        if batch.ops.is_empty() {
             return Ok(());
         }
-        let (o, ipc) = self.send(WireOp::Batch(ops))?;
-        timeline::remote_overhead(self.id, openpim_machine::Phase::CpuDpu, ipc);
+        let (o, ipc) = self.send(WireOp::Batch(batch.ops))?;
+        timeline::remote_overhead(self.id, openpim_machine::Phase::CpuDpu, ipc + batch.copy_ns);
         o.result.map_err(|w| w.to_error())
     }
 
@@ -603,19 +773,13 @@ impl RemoteRank {
             }
             ReadPlan::Fetch { len } => len,
         };
+        // Small reads: in the reply (the segment is kept in the cache anyway).
         let wire = WireOp::Read {
             len: fetch as u32,
-            items: items
-                .iter()
-                .enumerate()
-                .map(|(k, i)| WireItem {
-                    dpu: i.dpu,
-                    place: i.place,
-                    buf: k as u32,
-                })
-                .collect(),
+            items: wire_items_of(&items),
+            staged: None,
         };
-        let (mut o, ipc) = match self.send(wire.clone()) {
+        let (mut o, ipc) = match self.send_after_batch(wire.clone()) {
             Ok(r) => r,
             Err(e) => {
                 timeline::finish_remote(self.id, hw, timeline::OpDone::Other, 0);
@@ -633,9 +797,10 @@ impl RemoteRank {
             },
             read_into: Vec::new(),
             read_len: 0,
+            copy_ns: 0,
             mirror: Mirror::None,
         };
-        self.complete(p, o, ipc)?;
+        let copy0 = thread_cpu_ns();
         if data.len() != fetch * items.len() {
             return Err(Error::Internal(format!(
                 "the daemon returned {} bytes for a read of {}",
@@ -649,7 +814,8 @@ impl RemoteRank {
             dst.copy_from_slice(&chunk[..len]);
         }
         lock(&self.cache).keep(len, fetch, &items, &data);
-        Ok(())
+        let copy_ns = thread_cpu_ns().saturating_sub(copy0);
+        self.complete(p, o, ipc + copy_ns)
     }
 
     /// Applies the daemon's outcome of an operation: read data into the host buffers, the
@@ -667,20 +833,14 @@ impl RemoteRank {
         if let (Err(e), Pending::Launch) = (&result, &p.pending) {
             print_fault_line(e);
         }
+        // Copying the bytes in and out of the program's buffers is the remote path's too.
+        let mut ipc_ns = ipc_ns + p.copy_ns;
         if result.is_ok() && !p.read_into.is_empty() {
-            let need = p.read_len * p.read_into.len();
-            if o.data.len() != need {
-                return Err(Error::Internal(format!(
-                    "the daemon returned {} bytes for a read of {need}",
-                    o.data.len()
-                )));
-            }
-            for (item, chunk) in p.read_into.iter().zip(o.data.chunks(p.read_len.max(1))) {
-                // SAFETY: the unsafe API that accepted `item.buf` requires it to be valid for
-                // writes of `len` bytes until this transfer has run, which is now.
-                let dst = unsafe { std::slice::from_raw_parts_mut(item.buf.0, p.read_len) };
-                dst.copy_from_slice(chunk);
-            }
+            let staged = match p.wire {
+                WireOp::Read { staged, .. } => staged,
+                _ => None,
+            };
+            ipc_ns += self.copy_out(p.read_len, &p.read_into, staged, &o.data)?;
         }
         if result.is_ok() {
             let mut programs = lock(&self.programs);
@@ -718,7 +878,10 @@ impl RunsOps for RemoteRank {
     fn run_op(&self, op: RankOp) -> Result<()> {
         match op {
             RankOp::Callback(job) => self.queue.run_callback(job),
-            op => self.run_one(op),
+            op => {
+                let _op = lock(&self.op);
+                self.run_one(op)
+            }
         }
     }
 }

@@ -24,10 +24,9 @@ use crate::exec::OpFacts;
 use crate::xfer::Place;
 
 /// Protocol version: a daemon refuses a tenant of another version.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
-/// Largest frame either side accepts by default (bytes): a transfer bigger than this goes
-/// through shared memory (`docs/sharing.md`).
+/// Largest frame either side accepts (bytes).
 pub const MAX_FRAME: usize = 1 << 30;
 
 /// A malformed message.
@@ -70,19 +69,42 @@ pub enum WireOp {
         origin: Option<String>,
         dpus: Vec<u32>,
     },
-    /// Host -> DPU: `len` bytes per item, from `bufs[item.buf]`.
+    /// Host -> DPU: `len` bytes per item, from buffer `item.buf` of `bufs`.
     Write {
         len: u32,
         items: Vec<WireItem>,
-        bufs: Vec<Vec<u8>>,
+        bufs: WriteBufs,
     },
-    /// DPU -> host: `len` bytes per item, returned in the reply in the items' order.
-    Read { len: u32, items: Vec<WireItem> },
+    /// DPU -> host: `len` bytes per item, in the items' order: in the reply, or with
+    /// `staged`, in the rank's staging region from that offset.
+    Read {
+        len: u32,
+        items: Vec<WireItem>,
+        staged: Option<u64>,
+    },
     /// Run the DPUs with the programs they have.
     Launch { dpus: Vec<u32> },
     /// Small host -> DPU writes batched by the tenant, run in order (vPIM's request
-    /// batching); only `Write`s.
+    /// batching): `Write`s, then possibly one operation of another kind that the batch
+    /// rides along with (whose outcome the reply carries).
     Batch(Vec<WireOp>),
+}
+
+/// A write's buffers: in the message, or in the rank's staging region ([`super::staging`])
+/// at these offsets (`len` bytes each).
+#[derive(Debug, Clone, PartialEq)]
+pub enum WriteBufs {
+    Inline(Vec<Vec<u8>>),
+    Staged(Vec<u64>),
+}
+
+impl WriteBufs {
+    pub fn count(&self) -> usize {
+        match self {
+            WriteBufs::Inline(b) => b.len(),
+            WriteBufs::Staged(o) => o.len(),
+        }
+    }
 }
 
 /// A tenant's request.
@@ -110,6 +132,9 @@ pub enum Request {
     RunStats { rank: u32, first: u32, count: u32 },
     /// The rank table (for `openpim pool`).
     Pool,
+    /// The rank's staging region from now on: a memory file of `size` bytes whose
+    /// descriptor comes with this message (`SCM_RIGHTS`).
+    Staging { rank: u32, size: u64 },
 }
 
 /// One rank's outcome in an [`Reply::Exec`].
@@ -221,10 +246,25 @@ impl Enc {
             None => self.u8(0),
         }
     }
+    fn opt_u64(&mut self, v: Option<u64>) {
+        match v {
+            Some(v) => {
+                self.u8(1);
+                self.u64(v);
+            }
+            None => self.u8(0),
+        }
+    }
     fn u32s(&mut self, v: &[u32]) {
         self.len(v.len());
         for x in v {
             self.u32(*x);
+        }
+    }
+    fn u64s(&mut self, v: &[u64]) {
+        self.len(v.len());
+        for x in v {
+            self.u64(*x);
         }
     }
     fn place(&mut self, p: Place) {
@@ -370,9 +410,20 @@ impl<'a> Dec<'a> {
             None
         })
     }
+    fn opt_u64(&mut self) -> DResult<Option<u64>> {
+        Ok(if self.bool()? {
+            Some(self.u64()?)
+        } else {
+            None
+        })
+    }
     fn u32s(&mut self) -> DResult<Vec<u32>> {
         let n = self.count(4)?;
         (0..n).map(|_| self.u32()).collect()
+    }
+    fn u64s(&mut self) -> DResult<Vec<u64>> {
+        let n = self.count(8)?;
+        (0..n).map(|_| self.u64()).collect()
     }
     fn place(&mut self) -> DResult<Place> {
         let tag = self.u8()?;
@@ -459,15 +510,25 @@ impl WireOp {
                 e.u8(1);
                 e.u32(*len);
                 e.items(items);
-                e.len(bufs.len());
-                for b in bufs {
-                    e.bytes(b);
+                match bufs {
+                    WriteBufs::Inline(bufs) => {
+                        e.u8(0);
+                        e.len(bufs.len());
+                        for b in bufs {
+                            e.bytes(b);
+                        }
+                    }
+                    WriteBufs::Staged(offsets) => {
+                        e.u8(1);
+                        e.u64s(offsets);
+                    }
                 }
             }
-            WireOp::Read { len, items } => {
+            WireOp::Read { len, items, staged } => {
                 e.u8(2);
                 e.u32(*len);
                 e.items(items);
+                e.opt_u64(*staged);
             }
             WireOp::Launch { dpus } => {
                 e.u8(3);
@@ -493,22 +554,39 @@ impl WireOp {
             1 => {
                 let len = d.u32()?;
                 let items = d.items()?;
-                let n = d.count(4)?;
-                let bufs = (0..n).map(|_| d.bytes()).collect::<DResult<_>>()?;
+                let bufs = match d.u8()? {
+                    0 => {
+                        let n = d.count(4)?;
+                        WriteBufs::Inline((0..n).map(|_| d.bytes()).collect::<DResult<_>>()?)
+                    }
+                    1 => WriteBufs::Staged(d.u64s()?),
+                    tag => {
+                        return Err(DecodeError::BadTag {
+                            what: "buffers",
+                            tag,
+                        })
+                    }
+                };
                 WireOp::Write { len, items, bufs }
             }
             2 => WireOp::Read {
                 len: d.u32()?,
                 items: d.items()?,
+                staged: d.opt_u64()?,
             },
             3 => WireOp::Launch { dpus: d.u32s()? },
             4 => {
                 let n = d.count(5)?;
                 let ops = (0..n)
-                    .map(|_| match WireOp::decode(d)? {
+                    .map(|k| match WireOp::decode(d)? {
                         op @ WireOp::Write { .. } => Ok(op),
-                        _ => Err(DecodeError::BadTag {
+                        WireOp::Batch(_) => Err(DecodeError::BadTag {
                             what: "batched operation",
+                            tag: 4,
+                        }),
+                        op if k + 1 == n => Ok(op),
+                        _ => Err(DecodeError::BadTag {
+                            what: "batched operation before the last",
                             tag: 1,
                         }),
                     })
@@ -574,6 +652,11 @@ impl Request {
                 e.u32(*count);
             }
             Request::Pool => e.u8(7),
+            Request::Staging { rank, size } => {
+                e.u8(8);
+                e.u32(*rank);
+                e.u64(*size);
+            }
         }
     }
 
@@ -610,6 +693,10 @@ impl Request {
                 count: d.u32()?,
             },
             7 => Request::Pool,
+            8 => Request::Staging {
+                rank: d.u32()?,
+                size: d.u64()?,
+            },
             tag => {
                 return Err(DecodeError::BadTag {
                     what: "request",
@@ -848,11 +935,11 @@ pub fn read_frame(r: &mut impl Read, max: usize) -> std::io::Result<Option<(u64,
         let e = DecodeError::TooLong { len, max };
         return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, e));
     }
-    let mut body = vec![0u8; len];
+    let mut id = [0u8; 8];
+    r.read_exact(&mut id)?;
+    let mut body = vec![0u8; len - 8];
     r.read_exact(&mut body)?;
-    let id = u64::from_le_bytes(body[..8].try_into().expect("8 bytes"));
-    body.drain(..8);
-    Ok(Some((id, body)))
+    Ok(Some((u64::from_le_bytes(id), body)))
 }
 
 // ------------------------------------------------------------------------------------------
@@ -1084,7 +1171,15 @@ mod tests {
                             place: Place::Mram(MramAddr(8)),
                             buf: 0,
                         }],
-                        bufs: vec![vec![1, 2, 3, 4]],
+                        bufs: WriteBufs::Inline(vec![vec![1, 2, 3, 4]]),
+                    },
+                ),
+                (
+                    6,
+                    WireOp::Read {
+                        len: 8,
+                        items: vec![],
+                        staged: Some(64),
                     },
                 ),
                 (4, WireOp::Launch { dpus: vec![0, 1] }),
@@ -1093,10 +1188,14 @@ mod tests {
                     WireOp::Batch(vec![WireOp::Write {
                         len: 1,
                         items: vec![],
-                        bufs: vec![vec![9]],
+                        bufs: WriteBufs::Staged(vec![0, 4096]),
                     }]),
                 ),
             ],
+        });
+        roundtrip_request(Request::Staging {
+            rank: 2,
+            size: 1 << 20,
         });
         roundtrip_request(Request::RunStats {
             rank: 1,
