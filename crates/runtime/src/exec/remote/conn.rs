@@ -17,7 +17,6 @@ use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 
-use crate::clock::cpu::thread_cpu_ns;
 use crate::error::{Error, Result};
 use crate::exec::remote::protocol::{self, Reply, Request};
 use crate::exec::remote::staging;
@@ -109,23 +108,18 @@ impl Conn {
     }
 
     /// Sends a request and waits for its reply; a daemon error becomes the runtime's error.
+    /// (The caller measures what the call costs it: the CPU clock is read by system calls,
+    /// one pair per operation.)
     pub(crate) fn call(&self, req: &Request) -> Result<Reply> {
-        self.call_timed(req).map(|(r, _)| r)
-    }
-
-    /// [`Conn::call`], with the CPU time the call cost this thread (encoding and sending the
-    /// request, receiving and decoding the reply).
-    pub(crate) fn call_timed(&self, req: &Request) -> Result<(Reply, u64)> {
         self.call_sending(req, None)
     }
 
-    /// [`Conn::call_timed`] with descriptor `fd` attached to the request (a staging region).
-    pub(crate) fn call_with_fd(&self, req: &Request, fd: RawFd) -> Result<(Reply, u64)> {
+    /// [`Conn::call`] with descriptor `fd` attached to the request (a staging region).
+    pub(crate) fn call_with_fd(&self, req: &Request, fd: RawFd) -> Result<Reply> {
         self.call_sending(req, Some(fd))
     }
 
-    fn call_sending(&self, req: &Request, fd: Option<RawFd>) -> Result<(Reply, u64)> {
-        let cpu0 = thread_cpu_ns();
+    fn call_sending(&self, req: &Request, fd: Option<RawFd>) -> Result<Reply> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         if let Some(why) = &lock(&self.pending).closed {
             return Err(self.gone(why));
@@ -145,7 +139,7 @@ impl Conn {
         }
         match self.wait(id)? {
             Reply::Error(w) => Err(w.to_error()),
-            r => Ok((r, thread_cpu_ns().saturating_sub(cpu0))),
+            r => Ok(r),
         }
     }
 

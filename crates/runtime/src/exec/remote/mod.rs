@@ -286,7 +286,7 @@ impl Backend for RemoteBackend {
                 let wire = if batch.ops.is_empty() {
                     p.wire.clone()
                 } else {
-                    p.copy_ns += batch.copy_ns;
+                    p.carried_ns += batch.copy_ns;
                     let mut ops = batch.ops;
                     ops.push(p.wire.clone());
                     WireOp::Batch(ops)
@@ -296,11 +296,11 @@ impl Backend for RemoteBackend {
             })
             .collect();
         let request = Request::Exec { ops: wires };
-        let called = conn.call_timed(&request);
+        let called = conn.call(&request);
         for (r, _) in &prepared {
             lock(&r.staging).used = 0;
         }
-        let (reply, tenant_ns) = called?;
+        let reply = called?;
         let Reply::Exec {
             outcomes, ipc_ns, ..
         } = reply
@@ -314,11 +314,10 @@ impl Backend for RemoteBackend {
                 prepared.len()
             )));
         }
-        let ipc = tenant_ns + ipc_ns;
         let results = prepared
             .into_iter()
             .zip(outcomes)
-            .map(|((r, p), o)| timeline::with_sync_issue(issue, || r.complete(p, o, ipc)))
+            .map(|((r, p), o)| timeline::with_sync_issue(issue, || r.complete(p, o, ipc_ns)))
             .collect();
         merge(results)
     }
@@ -447,8 +446,13 @@ struct Prepared {
     /// A read's destinations, in the items' order.
     read_into: Vec<XferItem>,
     read_len: usize,
-    /// CPU time spent preparing it (copying a write's bytes), remote-path cost.
-    copy_ns: u64,
+    /// This thread's CPU clock when the preparation began: the remote path's cost on the
+    /// program's side is this thread's CPU time from here to the end of the completion's
+    /// copies (one pair of clock reads per operation: each read is a system call).
+    start_cpu: u64,
+    /// Remote-path CPU time measured elsewhere that this operation's message carries (the
+    /// copies of the batched writes riding along).
+    carried_ns: u64,
     /// A load's program, or IRAM writes' (DPU, place, bytes), for the program mirror.
     mirror: Mirror,
 }
@@ -592,21 +596,21 @@ impl RemoteRank {
             pending,
             read_into,
             read_len,
-            copy_ns: thread_cpu_ns().saturating_sub(cpu0),
+            start_cpu: cpu0,
+            carried_ns: 0,
             mirror,
         }
     }
 
     /// Copies a read's `len` bytes per item (`data`, or the staging region from `staged`)
-    /// into the items' buffers; the CPU time it took.
+    /// into the items' buffers.
     fn copy_out(
         &self,
         len: usize,
         items: &[XferItem],
         staged: Option<u64>,
         data: &[u8],
-    ) -> Result<u64> {
-        let cpu0 = thread_cpu_ns();
+    ) -> Result<()> {
         let st = lock(&self.staging);
         let need = len * items.len();
         let src: &[u8] = match (staged, &st.region) {
@@ -629,7 +633,7 @@ impl RemoteRank {
             let dst = unsafe { std::slice::from_raw_parts_mut(item.buf.0, len) };
             dst.copy_from_slice(chunk);
         }
-        Ok(thread_cpu_ns().saturating_sub(cpu0))
+        Ok(())
     }
 }
 
@@ -684,7 +688,8 @@ impl RemoteRank {
     }
 
     /// Sends one operation with the batched writes before it (one message); its outcome
-    /// (or a batched write's error) and the remote path's CPU time, the batch's included.
+    /// (or a batched write's error), the daemon's remote-path CPU time plus the batch's
+    /// copies.
     fn send_after_batch(&self, wire: WireOp) -> Result<(RankOutcome, u64)> {
         let batch = std::mem::take(&mut *lock(&self.batch));
         if batch.ops.is_empty() {
@@ -696,14 +701,14 @@ impl RemoteRank {
         Ok((o, ipc + batch.copy_ns))
     }
 
-    /// Sends one operation; its outcome and the remote path's CPU time.
+    /// Sends one operation; its outcome and the daemon's remote-path CPU time.
     fn send(&self, wire: WireOp) -> Result<(RankOutcome, u64)> {
-        let called = self.conn.call_timed(&Request::Exec {
+        let called = self.conn.call(&Request::Exec {
             ops: vec![(self.slot, wire)],
         });
         // The staging region's room is free again once the daemon has answered.
         lock(&self.staging).used = 0;
-        let (reply, tenant_ns) = called?;
+        let reply = called?;
         let Reply::Exec {
             mut outcomes,
             ipc_ns,
@@ -713,7 +718,7 @@ impl RemoteRank {
             return Err(unexpected(&reply));
         };
         match outcomes.pop().filter(|_| outcomes.is_empty()) {
-            Some(o) => Ok((o, tenant_ns + ipc_ns)),
+            Some(o) => Ok((o, ipc_ns)),
             None => Err(Error::Internal("the daemon answered no operation".into())),
         }
     }
@@ -734,7 +739,7 @@ impl RemoteRank {
             let mut b = lock(&self.batch);
             b.ops.push(p.wire);
             b.bytes += bytes;
-            b.copy_ns += p.copy_ns;
+            b.copy_ns += thread_cpu_ns().saturating_sub(p.start_cpu);
             b.full(self.nr_dpus)
         };
         if full {
@@ -750,8 +755,10 @@ impl RemoteRank {
         if batch.ops.is_empty() {
             return Ok(());
         }
+        let cpu0 = thread_cpu_ns();
         let (o, ipc) = self.send(WireOp::Batch(batch.ops))?;
-        timeline::remote_overhead(self.id, openpim_machine::Phase::CpuDpu, ipc + batch.copy_ns);
+        let ns = thread_cpu_ns().saturating_sub(cpu0) + ipc + batch.copy_ns;
+        timeline::remote_overhead(self.id, openpim_machine::Phase::CpuDpu, ns);
         o.result.map_err(|w| w.to_error())
     }
 
@@ -773,6 +780,7 @@ impl RemoteRank {
             }
             ReadPlan::Fetch { len } => len,
         };
+        let cpu0 = thread_cpu_ns();
         // Small reads: in the reply (the segment is kept in the cache anyway).
         let wire = WireOp::Read {
             len: fetch as u32,
@@ -797,31 +805,33 @@ impl RemoteRank {
             },
             read_into: Vec::new(),
             read_len: 0,
-            copy_ns: 0,
+            start_cpu: cpu0,
+            carried_ns: 0,
             mirror: Mirror::None,
         };
-        let copy0 = thread_cpu_ns();
-        if data.len() != fetch * items.len() {
-            return Err(Error::Internal(format!(
-                "the daemon returned {} bytes for a read of {}",
-                data.len(),
-                fetch * items.len()
-            )));
+        if o.result.is_ok() {
+            if data.len() != fetch * items.len() {
+                return Err(Error::Internal(format!(
+                    "the daemon returned {} bytes for a read of {}",
+                    data.len(),
+                    fetch * items.len()
+                )));
+            }
+            for (i, chunk) in items.iter().zip(data.chunks(fetch.max(1))) {
+                // SAFETY: as above.
+                let dst = unsafe { std::slice::from_raw_parts_mut(i.buf.0, len) };
+                dst.copy_from_slice(&chunk[..len]);
+            }
+            lock(&self.cache).keep(len, fetch, &items, &data);
         }
-        for (i, chunk) in items.iter().zip(data.chunks(fetch.max(1))) {
-            // SAFETY: as above.
-            let dst = unsafe { std::slice::from_raw_parts_mut(i.buf.0, len) };
-            dst.copy_from_slice(&chunk[..len]);
-        }
-        lock(&self.cache).keep(len, fetch, &items, &data);
-        let copy_ns = thread_cpu_ns().saturating_sub(copy0);
-        self.complete(p, o, ipc + copy_ns)
+        self.complete(p, o, ipc)
     }
 
     /// Applies the daemon's outcome of an operation: read data into the host buffers, the
     /// program mirror, the launch's statistics, and the operation on the virtual clock
-    /// after `ipc_ns` of remote-path overhead.
-    fn complete(&self, p: Prepared, o: RankOutcome, ipc_ns: u64) -> Result<()> {
+    /// after its remote-path overhead: `daemon_ns` (the daemon's part, and what the message
+    /// carried) and this thread's CPU time since the preparation.
+    fn complete(&self, p: Prepared, o: RankOutcome, daemon_ns: u64) -> Result<()> {
         // The daemon names its own rank; the program knows it by its number.
         let result = o.result.map_err(|w| match w.to_error() {
             Error::DpuFault { mut first, count } => {
@@ -834,14 +844,14 @@ impl RemoteRank {
             print_fault_line(e);
         }
         // Copying the bytes in and out of the program's buffers is the remote path's too.
-        let mut ipc_ns = ipc_ns + p.copy_ns;
         if result.is_ok() && !p.read_into.is_empty() {
             let staged = match p.wire {
                 WireOp::Read { staged, .. } => staged,
                 _ => None,
             };
-            ipc_ns += self.copy_out(p.read_len, &p.read_into, staged, &o.data)?;
+            self.copy_out(p.read_len, &p.read_into, staged, &o.data)?;
         }
+        let ipc_ns = daemon_ns + p.carried_ns + thread_cpu_ns().saturating_sub(p.start_cpu);
         if result.is_ok() {
             let mut programs = lock(&self.programs);
             match p.mirror {
