@@ -44,6 +44,9 @@ pub enum DecodeError {
     /// A text that is not UTF-8.
     #[error("text field is not UTF-8")]
     BadText,
+    /// A number too large for its field.
+    #[error("{what} {value} is out of range")]
+    OutOfRange { what: &'static str, value: u64 },
     /// A frame longer than the limit.
     #[error("frame of {len} bytes exceeds the limit of {max} bytes")]
     TooLong { len: usize, max: usize },
@@ -370,6 +373,11 @@ impl<'a> Dec<'a> {
         a.copy_from_slice(b);
         Ok(u64::from_le_bytes(a))
     }
+    /// A `u64` field holding a `u32` value.
+    fn u32_in_u64(&mut self, what: &'static str) -> DResult<u32> {
+        let value = self.u64()?;
+        u32::try_from(value).map_err(|_| DecodeError::OutOfRange { what, value })
+    }
     fn bool(&mut self) -> DResult<bool> {
         match self.u8()? {
             0 => Ok(false),
@@ -457,7 +465,7 @@ impl<'a> Dec<'a> {
         Ok(DpuRunStats {
             cycles: self.u64()?,
             instructions: self.u64()?,
-            tasklets: self.u64()? as u32,
+            tasklets: self.u32_in_u64("tasklet count")?,
             dma_bytes: self.u64()?,
             dma_requests: self.u64()?,
             dma_busy_cycles: self.u64()?,
