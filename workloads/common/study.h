@@ -89,6 +89,30 @@ static inline void study_print_phases(const char *name, const char *host_label, 
         host_label, p->host / 1e6, total / 1e6);
 }
 
+/* How a program's inter-DPU exchange goes (--exchange): through the host, through the PID-Comm
+ * collectives, or through them over what-if links (a hardware profile with [links]). */
+enum study_exchange { STUDY_EXCHANGE_HOST, STUDY_EXCHANGE_PIDCOMM, STUDY_EXCHANGE_INTERCONNECT };
+
+/* Parses --exchange's value; an unknown one, or a collective when the SDK has no <pidcomm.h>
+ * (have_pidcomm 0), exits with status 2 and a message naming it. */
+static inline enum study_exchange study_exchange_path(const char *exchange, int have_pidcomm)
+{
+    enum study_exchange e = STUDY_EXCHANGE_HOST;
+    if (strcmp(exchange, "pidcomm") == 0)
+        e = STUDY_EXCHANGE_PIDCOMM;
+    else if (strcmp(exchange, "interconnect") == 0)
+        e = STUDY_EXCHANGE_INTERCONNECT;
+    else if (strcmp(exchange, "host") != 0) {
+        fprintf(stderr, "error: --exchange must be host, pidcomm or interconnect, got '%s'\n", exchange);
+        exit(2);
+    }
+    if (e != STUDY_EXCHANGE_HOST && !have_pidcomm) {
+        fprintf(stderr, "error: --exchange %s needs <pidcomm.h>, which this SDK does not have\n", exchange);
+        exit(2);
+    }
+    return e;
+}
+
 /* Options: "--name value" pairs. study_opt_* fetch a value; study_opts_check fails on any
  * option no study_opt_* asked for, naming it and the valid ones. */
 struct study_opts {

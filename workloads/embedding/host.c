@@ -17,6 +17,9 @@
 #define EMB_HAVE_PIDCOMM 1
 #endif
 #endif
+#ifndef EMB_HAVE_PIDCOMM
+#define EMB_HAVE_PIDCOMM 0
+#endif
 
 #include "emb.h"
 
@@ -57,18 +60,9 @@ int main(int argc, char **argv)
     const char *exchange = study_opt_str(&o, "exchange", "host");
     const char *dump = study_opt_str(&o, "dump", NULL);
     study_opts_check(&o);
-    int scatter = strcmp(exchange, "interconnect") == 0;
-    int collective = scatter || strcmp(exchange, "pidcomm") == 0;
-    if (!collective && strcmp(exchange, "host") != 0) {
-        fprintf(stderr, "error: --exchange must be host, pidcomm or interconnect, got '%s'\n", exchange);
-        return 2;
-    }
-#ifndef EMB_HAVE_PIDCOMM
-    if (collective) {
-        fprintf(stderr, "error: --exchange %s needs <pidcomm.h>, which this SDK does not have\n", exchange);
-        return 2;
-    }
-#endif
+    enum study_exchange path = study_exchange_path(exchange, EMB_HAVE_PIDCOMM);
+    int scatter = path == STUDY_EXCHANGE_INTERCONNECT;
+    int collective = path != STUDY_EXCHANGE_HOST;
 
     uint32_t G = c.groups, C = c.col_blocks, R = c.row_blocks, D = c.dpus, B = c.batch;
     if (collective) {
@@ -206,7 +200,7 @@ int main(int argc, char **argv)
     DPU_ASSERT(dpu_load(set, prog, NULL));
     /* DPU d of the layout: the set's order, or the collectives' logical order (entangled groups). */
     struct dpu_set_t *dpus = (struct dpu_set_t *)study_xcalloc(D, sizeof(struct dpu_set_t), "DPU handles");
-#ifdef EMB_HAVE_PIDCOMM
+#if EMB_HAVE_PIDCOMM
     uint32_t axes[3] = { R, C, G };
     hypercube_manager *cube = NULL;
     if (collective) {
@@ -235,7 +229,7 @@ int main(int argc, char **argv)
     uint64_t t1 = study_now_ns();
     DPU_ASSERT(dpu_launch(set, DPU_SYNCHRONOUS));
     uint64_t t2 = study_now_ns();
-#ifdef EMB_HAVE_PIDCOMM
+#if EMB_HAVE_PIDCOMM
     if (collective && !scatter) {
         /* Row blocks reduced by the collective: group (g, cb)'s sum lands in partial[g * C + cb]. */
         void **sums = (void **)study_xcalloc((size_t)C * G, sizeof(void *), "reduce buffers");

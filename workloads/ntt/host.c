@@ -20,6 +20,9 @@
 #define NTT_HAVE_PIDCOMM 1
 #endif
 #endif
+#ifndef NTT_HAVE_PIDCOMM
+#define NTT_HAVE_PIDCOMM 0
+#endif
 
 #include "ntt.h"
 
@@ -73,17 +76,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "error: --verify must be fast, naive or none, got '%s'\n", verify);
         return 2;
     }
-    int collective = strcmp(exchange, "pidcomm") == 0 || strcmp(exchange, "interconnect") == 0;
-    if (!collective && strcmp(exchange, "host") != 0) {
-        fprintf(stderr, "error: --exchange must be host, pidcomm or interconnect, got '%s'\n", exchange);
-        return 2;
-    }
-#ifndef NTT_HAVE_PIDCOMM
-    if (collective) {
-        fprintf(stderr, "error: --exchange %s needs <pidcomm.h>, which this SDK does not have\n", exchange);
-        return 2;
-    }
-#endif
+    int collective = study_exchange_path(exchange, NTT_HAVE_PIDCOMM) != STUDY_EXCHANGE_HOST;
     int ew = c.op == OP_ADD || c.op == OP_MUL;
     uint32_t n = c.n, steps = ew ? 1 : c.steps, I = c.instances, D = c.dpus;
     uint64_t N = c.N;
@@ -218,7 +211,7 @@ int main(int argc, char **argv)
     DPU_ASSERT(dpu_load(set, prog, NULL));
     /* DPU d of the layout: the set's order, or the collectives' logical order (entangled groups). */
     struct dpu_set_t *dpus = (struct dpu_set_t *)study_xcalloc(D, sizeof(struct dpu_set_t), "DPU handles");
-#ifdef NTT_HAVE_PIDCOMM
+#if NTT_HAVE_PIDCOMM
     uint32_t axes[2] = { l.Dg, l.groups };
     hypercube_manager *cube = NULL;
     if (collective) {
@@ -256,7 +249,7 @@ int main(int argc, char **argv)
         uint64_t e0 = study_now_ns();
         if (s > 0)
             STUDY_INTERDPU_BEGIN();
-#ifdef NTT_HAVE_PIDCOMM
+#if NTT_HAVE_PIDCOMM
         if (s > 0 && collective) {
             /* the transpose as an all-to-all in each group: pack, exchange, unpack */
             prm.mode = 3;
