@@ -1,6 +1,6 @@
 /* Embedding lookup on PIM: the tables partitioned over DPUs (row-, column-, table-wise, or
  * the hybrids C-R and T-R), one batch of pooled lookups, the partial sums reduced on the
- * host (or, with --exchange pidcomm, by the collectives' Reduce along the row blocks),
+ * host (or by the PID-Comm collectives along the row blocks: --exchange pidcomm|interconnect),
  * optionally the DLRM's MLPs on the host (--mlp). Checked against the CPU.
  *
  *   ./bin/host --part row --dpus 64 --rows 131072 --dim 64 --pooling 32 [--type fp] ...
@@ -228,7 +228,7 @@ int main(int argc, char **argv)
         (size_t)q_words * 4, DPU_XFER_DEFAULT));
     uint64_t t1 = study_now_ns();
     DPU_ASSERT(dpu_launch(set, DPU_SYNCHRONOUS));
-    uint64_t t2 = study_now_ns();
+    uint64_t t2 = study_now_ns(), t_read = 0; /* t_read: when the reduce-scatter's read-back began */
 #if EMB_HAVE_PIDCOMM
     if (collective && !scatter) {
         /* Row blocks reduced by the collective: group (g, cb)'s sum lands in partial[g * C + cb]. */
@@ -245,6 +245,7 @@ int main(int argc, char **argv)
         STUDY_INTERDPU_BEGIN();
         pidcomm_reduce_scatter(cube, "100", sum_bytes, prm.out_off, prm.out_off + sum_bytes, 2 * sum_bytes, 4);
         STUDY_INTERDPU_END();
+        t_read = study_now_ns();
         for (each = 0; each < D; each++)
             DPU_ASSERT(dpu_prepare_xfer(dpus[each], (uint8_t *)partial + (size_t)(each / R) * sum_bytes +
                                                         (size_t)(each % R) * chunk));
@@ -280,8 +281,10 @@ int main(int argc, char **argv)
     }
     uint64_t t4 = study_now_ns();
     ph.cpu_dpu = t1 - t0, ph.kernel = t2 - t1, ph.host = t4 - t3;
-    if (collective)
-        ph.inter_dpu = t3 - t2; /* the report splits off the reduce-scatter's read-back */
+    if (scatter)
+        ph.inter_dpu = t_read - t2, ph.dpu_cpu = t3 - t_read;
+    else if (collective)
+        ph.inter_dpu = t3 - t2;
     else
         ph.dpu_cpu = t3 - t2;
     double score = 0;
