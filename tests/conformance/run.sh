@@ -62,7 +62,7 @@ for t in "${tests[@]}"; do
         else
             echo "FAIL $t (exit status $rc, ${secs}s)"
         fi
-        sed 's/^/    /' "$log" | tail -n 40
+        "$here/../failure-excerpt.sh" "$log" 40
         failed=$((failed + 1))
     fi
 done

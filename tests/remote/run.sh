@@ -24,7 +24,7 @@ pass() { echo "PASS $1"; passed=$((passed + 1)); }
 fail() {
     echo "FAIL $1"
     failed=$((failed + 1))
-    [ $# -gt 1 ] && { grep -E '(^|  )FAIL' "$2" | head -n 20; tail -n 20 "$2"; } | sed 's/^/    /'
+    [ $# -gt 1 ] && "$here/../failure-excerpt.sh" "$2" 20
 }
 
 # start_daemon NAME ARGS...: starts a daemon on $tmp/NAME.sock, logging to $tmp/NAME.log;

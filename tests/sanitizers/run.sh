@@ -69,7 +69,7 @@ for t in "${tests[@]}"; do
         passed=$((passed + 1))
     else
         echo "FAIL $t (exit $rc)"
-        sed 's/^/    /' "$log" | tail -n 30
+        "$here/../failure-excerpt.sh" "$log" 30
         failed=$((failed + 1))
     fi
 done

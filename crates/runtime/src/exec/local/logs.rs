@@ -7,6 +7,8 @@
 //! ([`LOG_BUDGET_ENV`], default [`DEFAULT_LOG_BUDGET`]): a DPU's output that does not fit is
 //! cut at what fits, and ends with a line saying so and how to raise the budget. Nothing else
 //! changes: the launch's result, its cycles and the DPU's memories are as without the cut.
+//! A launch charges its DPUs' outputs in DPU order once the rank has run (see the rank's
+//! launch): which DPU is cut never depends on which simulation thread finished first.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;

@@ -666,7 +666,10 @@ impl LocalRank {
         let rank_id = self.id;
         let store = &*self.store;
         // Each DPU is admitted by the store before it runs (it may touch all of its MRAM).
-        let outcomes: Vec<Result<Option<String>>> = pool()?.install(|| {
+        // Each DPU's new printf output comes back from the parallel part and is charged to
+        // the process's log budget afterwards, in DPU order: which DPU's output is cut when
+        // the budget runs out does not depend on which thread finished first.
+        let outcomes: Vec<Result<(u32, RunOutcome)>> = pool()?.install(|| {
             state
                 .dpus
                 .par_iter_mut()
@@ -675,15 +678,23 @@ impl LocalRank {
                 .filter_map(|(i, (d, p))| p.map(|p| (i as u32, d, p)))
                 .map(|(i, dpu, prog)| {
                     let _admitted = store.admit(dpu.mem.mram_region(), Access::Launch)?;
-                    Ok(run_one(rank_id, i, dpu, prog, timing))
+                    Ok((i, run_one(rank_id, i, dpu, prog, timing)))
                 })
                 .collect()
         });
         let mut panics: Vec<String> = Vec::new();
+        let mut refused = None;
         for o in outcomes {
-            if let Some(p) = o? {
-                panics.push(p);
+            match o {
+                Ok((i, outcome)) => {
+                    state.dpus[i as usize].log.replace(outcome.log);
+                    panics.extend(outcome.panic);
+                }
+                Err(e) => refused = refused.or(Some(e)),
             }
+        }
+        if let Some(e) = refused {
+            return Err(e);
         }
         self.persist(state, Persist::Launch, dpus.iter().map(|(d, _)| *d))?;
         // Statistics and faults.
@@ -759,14 +770,23 @@ pub(crate) fn print_fault_line(e: &Error) {
     eprintln!("openpim: {first}{more}");
 }
 
-/// Runs one DPU; returns a panic message if the engine panicked.
+/// What running one DPU leaves to its caller.
+struct RunOutcome {
+    /// The engine's panic message, if it panicked.
+    panic: Option<String>,
+    /// The launch's printf output, not yet charged to the log budget.
+    log: Vec<u8>,
+}
+
+/// Runs one DPU (its previous output is dropped first: the budget it held is free).
 fn run_one(
     rank: u32,
     index: u32,
     dpu: &mut DpuState,
     prog: &Arc<Program>,
     timing: &Timing,
-) -> Option<String> {
+) -> RunOutcome {
+    dpu.log.clear();
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         openpim_engine::run(
             prog.decoded(),
@@ -782,7 +802,6 @@ fn run_one(
                 .dma_quirks
                 .first()
                 .map(|q| describe_dma_quirk(rank, index, q, prog));
-            dpu.log.replace(out.log);
             dpu.fault = out.fault.map(|f| FaultInfo {
                 rank,
                 dpu: index,
@@ -791,13 +810,15 @@ fn run_one(
                 function: prog.function_at(f.pc),
                 message: f.fault.to_string(),
             });
-            None
+            RunOutcome {
+                panic: None,
+                log: out.log,
+            }
         }
         Err(p) => {
             let msg = panic_message(&*p);
             dpu.stats = None;
             dpu.dma_quirk = None;
-            dpu.log.clear();
             dpu.fault = Some(FaultInfo {
                 rank,
                 dpu: index,
@@ -806,7 +827,10 @@ fn run_one(
                 function: None,
                 message: format!("internal error of the DPU engine: {msg}"),
             });
-            Some(msg)
+            RunOutcome {
+                panic: Some(msg),
+                log: Vec::new(),
+            }
         }
     }
 }
