@@ -20,10 +20,17 @@ if [ ! -d "corpus/$target" ] && [ -f "corpus/$target.tar.xz" ]; then
     tar -C "corpus/$target" -xJf "corpus/$target.tar.xz"
 fi
 mkdir -p "corpus/$target" "artifacts/$target" stats
+export PATH="$HOME/.cargo/bin:$PATH"
+./tools.sh "fuzz $target"
 seeds=()
 [ -d "seeds/$target" ] && seeds=("seeds/$target")
 log="stats/$target.log"
 start=$(date +%s)
+# Built first, so that the compiler's CPU time is not counted as fuzzing.
+nice -n 19 cargo +nightly fuzz build "$target" >"$log" 2>&1 || {
+    echo "fuzz $target: the build failed (log: fuzz/$log)"
+    exit 1
+}
 # CPU seconds of this process's children (the fuzzer), before and after.
 cpu() { awk '{print $14 + $15 + $16 + $17}' /proc/$$/stat; }
 before=$(cpu)

@@ -14,14 +14,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 cd "$here"
 secs=${1:-60}
 export PATH="$HOME/.cargo/bin:$PATH"
-if ! cargo +nightly --version >/dev/null 2>&1; then
-    echo "fuzz-smoke: the nightly toolchain is missing (rustup toolchain install nightly)" >&2
-    exit 1
-fi
-if ! cargo fuzz --version >/dev/null 2>&1; then
-    echo "fuzz-smoke: installing cargo-fuzz"
-    cargo install --locked cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz || exit 1
-fi
+./tools.sh fuzz-smoke || exit 1
 targets=$(cargo +nightly fuzz list) || exit 1
 cargo +nightly fuzz build >/dev/null 2>&1 || cargo +nightly fuzz build || exit 1
 work=$(mktemp -d)
