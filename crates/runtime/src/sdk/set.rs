@@ -994,7 +994,7 @@ mod tests {
         };
         let (tx, rx) = std::sync::mpsc::channel();
         let worker_set = set.clone();
-        std::thread::spawn(move || {
+        let worker = std::thread::spawn(move || {
             let whole = worker_set.clone();
             let cb: Callback = Arc::new(move |scope| {
                 let CallbackScope::Rank(i) = scope else {
@@ -1017,6 +1017,9 @@ mod tests {
         });
         let done = rx.recv_timeout(std::time::Duration::from_secs(20));
         assert_eq!(done, Ok(true), "deadlock (or failure) in the callbacks");
+        // The thread holds the set (and the callback its clone) until it ends: joined, so
+        // that the ranks are free for the next test when this one's allocation lock is released.
+        worker.join().expect("the callbacks' thread");
         for d in set.dpus() {
             let mut out = [0u8; 8];
             d.copy_from(SymbolRef::Name("input"), 0, &mut out).unwrap();
