@@ -1,7 +1,7 @@
 /* NTT workload on one DPU: one step of a (hierarchical) NTT, or an element-wise polynomial
  * operation, on the DPU's `m` vector slots.
  *
- * NTT step (mode 0): each slot holds an n-point vector (n <= 256). The tasklets compute its
+ * NTT step (mode 0): each slot holds an n-point vector (n <= 4096). The tasklets compute its
  * DIF NTT together, with radix-2^k butterfly groups (k = 1, 2, 4: radix 2, 4, 16), the groups
  * of a stage dealt round-robin, a barrier between stages; then they multiply every output by
  * its twiddle (the hierarchical NTT's twiddles between steps, or N^-1 for the last step of an
@@ -25,7 +25,8 @@
 
 #include "arith.h"
 
-#define MAX_N 256
+#define MAX_N 4096 /* WRAM: the vector and its twiddles take 32 KB at 4,096 points */
+#define POST_CHUNK 256 /* output twiddles (pairs) in WRAM at a time */
 #define EW_CHUNK 64 /* words per element-wise DMA */
 
 struct ntt_params {
@@ -36,12 +37,20 @@ struct ntt_params {
 
 __host struct ntt_params params;
 
-static uint32_t __dma_aligned buf[MAX_N];
-static uint32_t __dma_aligned tw[MAX_N];        /* n/2 pairs */
-static uint32_t __dma_aligned post[2 * MAX_N];  /* n pairs */
+/* The NTT's vector and the element-wise/transpose buffers are never used by the same launch
+ * (one mode per launch): they share WRAM. */
+static union {
+    uint32_t buf[MAX_N];
+    struct {
+        uint32_t a[NR_TASKLETS][EW_CHUNK], b[NR_TASKLETS][EW_CHUNK];
+    } ew;
+} __dma_aligned work;
+#define buf work.buf
+#define ew_a work.ew.a
+#define ew_b work.ew.b
+static uint32_t __dma_aligned tw[MAX_N];               /* n/2 pairs */
+static uint32_t __dma_aligned post[2 * POST_CHUNK];    /* up to POST_CHUNK pairs */
 static uint32_t __dma_aligned meta[4];
-static uint32_t __dma_aligned ew_a[NR_TASKLETS][EW_CHUNK];
-static uint32_t __dma_aligned ew_b[NR_TASKLETS][EW_CHUNK];
 
 BARRIER_INIT(step_barrier, NR_TASKLETS);
 
@@ -72,8 +81,9 @@ static void ntt_slots(__mram_ptr uint8_t *heap)
             shared_copy(tw, heap + params.tw_off + limb * n * 4, n, 0);
         }
         shared_copy(buf, heap + params.a_off + v * n * 4, n, 0);
+        uint32_t first = n < POST_CHUNK ? n : POST_CHUNK;
         if (params.has_post)
-            shared_copy(post, heap + params.post_off + v * n * 8, 2 * n, 0);
+            shared_copy(post, heap + params.post_off + v * n * 8, 2 * first, 0);
         barrier_wait(&step_barrier);
         for (uint32_t gs = 0; gs < stages; gs++) {
             uint32_t s0 = gs * k, st = (n >> s0) >> k;
@@ -83,9 +93,15 @@ static void ntt_slots(__mram_ptr uint8_t *heap)
             }
             barrier_wait(&step_barrier);
         }
-        if (params.has_post) {
-            for (uint32_t i = me(); i < n; i += NR_TASKLETS)
-                buf[i] = mod_mul_shoup(buf[i], post[2 * i], post[2 * i + 1], q);
+        /* the output twiddles, POST_CHUNK pairs at a time (the first chunk came with the data) */
+        for (uint32_t c0 = 0; params.has_post && c0 < n; c0 += POST_CHUNK) {
+            uint32_t len = n - c0 < POST_CHUNK ? n - c0 : POST_CHUNK;
+            if (c0 > 0) {
+                shared_copy(post, heap + params.post_off + (v * n + c0) * 8, 2 * len, 0);
+                barrier_wait(&step_barrier);
+            }
+            for (uint32_t i = me(); i < len; i += NR_TASKLETS)
+                buf[c0 + i] = mod_mul_shoup(buf[c0 + i], post[2 * i], post[2 * i + 1], q);
             barrier_wait(&step_barrier);
         }
         shared_copy(buf, heap + params.a_off + v * n * 4, n, 1);

@@ -9,8 +9,13 @@
 
 enum ntt_op { OP_NTT, OP_INTT, OP_ADD, OP_MUL };
 
+#define NTT_MAX_STEP 4096 /* points per step: what one DPU's WRAM holds (dpu.c) */
+#define NTT_MAX_STEPS 17 /* N <= 2^17 with steps of at least 2 points */
+
 struct ntt_cfg {
     uint32_t n, steps, instances, dpus, radix, tasklets;
+    uint32_t sizes[NTT_MAX_STEPS]; /* points of each step (all n unless --sizes) */
+    int balanced;                   /* every step has the same size */
     uint64_t N;
     enum ntt_op op;
     const char *op_name;
@@ -93,6 +98,15 @@ static inline uint32_t bitrev(uint32_t x, uint32_t bits)
     return r;
 }
 
+/* Whether --NAME is on the command line (without noting it as a valid option twice). */
+static inline int ntt_given(const struct study_opts *o, const char *name)
+{
+    for (int i = 1; i < o->argc; i++)
+        if (strncmp(o->argv[i], "--", 2) == 0 && strcmp(o->argv[i] + 2, name) == 0)
+            return 1;
+    return 0;
+}
+
 static inline void ntt_parse(struct ntt_cfg *c, struct study_opts *o)
 {
     memset(c, 0, sizeof(*c));
@@ -113,24 +127,76 @@ static inline void ntt_parse(struct ntt_cfg *c, struct study_opts *o)
         fprintf(stderr, "error: --op must be ntt, intt, add or mul, got '%s'\n", c->op_name);
         exit(2);
     }
-    if (c->n < 2 || c->n > 256 || (c->n & (c->n - 1))) {
-        fprintf(stderr, "error: --n (points per step) must be a power of two from 2 to 256, got %u\n", c->n);
+    const char *sizes = study_opt_str(o, "sizes", NULL);
+    if (sizes && (ntt_given(o, "n") || ntt_given(o, "steps"))) {
+        fprintf(stderr, "error: --sizes gives every step's size: do not combine it with --n or --steps\n");
         exit(2);
     }
-    if (c->steps < 1 || log2_u64(c->n) * c->steps > 17) {
-        fprintf(stderr, "error: --steps %u with --n %u: N = n^steps must be at most 2^17 points\n", c->steps, c->n);
+    if (sizes) { /* e.g. 64x1024: the steps' sizes, first step first */
+        const char *p = sizes;
+        c->steps = 0;
+        for (;;) {
+            char *end;
+            unsigned long v = strtoul(p, &end, 10);
+            if (end == p || c->steps == NTT_MAX_STEPS || (*end && *end != 'x')) {
+                fprintf(stderr, "error: --sizes wants step sizes separated by 'x' (e.g. 64x1024), got '%s'\n", sizes);
+                exit(2);
+            }
+            c->sizes[c->steps++] = (uint32_t)(v > 0xFFFFFFFFul ? 0 : v);
+            if (!*end)
+                break;
+            p = end + 1;
+        }
+        c->n = c->sizes[0];
+        if ((c->op == OP_ADD || c->op == OP_MUL)) {
+            fprintf(stderr, "error: --sizes is for --op ntt|intt (add and mul work on slots of --n words)\n");
+            exit(2);
+        }
+    }
+    if (!sizes && (c->n < 2 || c->n > NTT_MAX_STEP || (c->n & (c->n - 1)))) {
+        fprintf(stderr, "error: --n (points per step) must be a power of two from 2 to %u, got %u\n", NTT_MAX_STEP,
+            c->n);
         exit(2);
     }
-    c->N = 1ull << (log2_u64(c->n) * c->steps);
+    if (!sizes) {
+        if (c->steps < 1 || log2_u64(c->n) * c->steps > 17) {
+            fprintf(stderr, "error: --steps %u with --n %u: N = n^steps must be at most 2^17 points\n", c->steps,
+                c->n);
+            exit(2);
+        }
+        for (uint32_t s = 0; s < c->steps; s++)
+            c->sizes[s] = c->n;
+    }
+    uint32_t logN = 0;
+    c->balanced = 1;
+    for (uint32_t s = 0; s < c->steps; s++) {
+        uint32_t v = c->sizes[s];
+        if (v < 2 || v > NTT_MAX_STEP || (v & (v - 1))) {
+            fprintf(stderr,
+                "error: --sizes: step %u has %u points; each step must be a power of two from 2 to %u "
+                "(a DPU's WRAM holds a %u-point vector and its twiddles)\n",
+                s + 1, v, NTT_MAX_STEP, NTT_MAX_STEP);
+            exit(2);
+        }
+        logN += log2_u64(v);
+        c->balanced &= v == c->sizes[0];
+    }
+    if (logN > 17) {
+        fprintf(stderr, "error: --sizes %s: N = %s = 2^%u points; at most 2^17\n", sizes, sizes, logN);
+        exit(2);
+    }
+    c->N = 1ull << logN;
     if (c->radix != 2 && c->radix != 4 && c->radix != 16) {
         fprintf(stderr, "error: --radix must be 2, 4 or 16, got %u\n", c->radix);
         exit(2);
     }
-    if ((c->op == OP_NTT || c->op == OP_INTT) && log2_u64(c->n) % log2_u64(c->radix)) {
-        fprintf(stderr, "error: a %u-point step is not a power of radix %u (use --radix 2, or n = 16 or 256 for 16)\n",
-            c->n, c->radix);
-        exit(2);
-    }
+    for (uint32_t s = 0; s < c->steps && (c->op == OP_NTT || c->op == OP_INTT); s++)
+        if (log2_u64(c->sizes[s]) % log2_u64(c->radix)) {
+            fprintf(stderr,
+                "error: a %u-point step is not a power of radix %u (use --radix 2, or sizes 16, 256 or 4096 for 16)\n",
+                c->sizes[s], c->radix);
+            exit(2);
+        }
     if (c->tasklets < 1 || c->tasklets > 24) {
         fprintf(stderr, "error: --tasklets must be 1..24, got %u\n", c->tasklets);
         exit(2);
