@@ -21,8 +21,10 @@ class Sizes:
 
     name: str
     batch: int
-    # Fig. 5: one DPU, dim 64, H 1k
+    # Fig. 5: one DPU, dim 64, H 1k (each sweep varies one of them)
     tasklets: tuple[int, ...]
+    dims_1dpu: tuple[int, ...]
+    heights_1dpu: tuple[int, ...]
     poolings_1dpu: tuple[int, ...]
     # Figs. 6-9: one table, dim 64, H rows, pooling 32
     rows: int
@@ -48,6 +50,9 @@ class Sizes:
     ntt_dpus: tuple[int, ...]
     ntt_2d_dpus: int
     ntt_4d_dpus: int
+    # Fig. 13b: step sizes of the 2D NTT (same N, same DPUs as 13a's 2D), first step first
+    ntt_2d_sizes: tuple[tuple[int, int], ...]
+    ntt_2d_sizes_radix: int
     limbs: tuple[int, ...]
     limb_dpus: tuple[int, ...]
     ckks_limbs: int
@@ -61,13 +66,15 @@ class Sizes:
 
 FULL = Sizes(
     name="full", batch=512,
-    tasklets=(1, 2, 4, 6, 8, 10, 11, 12, 14, 16, 20, 24), poolings_1dpu=(1, 2, 4, 8, 16, 32, 64, 128),
+    tasklets=(1, 2, 4, 6, 8, 10, 11, 12, 14, 16, 20, 24), dims_1dpu=(4, 8, 16, 32, 64, 128),
+    heights_1dpu=(1024, 4096, 16384, 65536, 131072), poolings_1dpu=(1, 2, 4, 8, 16, 32, 64, 128),
     rows=131072, col_dpus=(1, 2, 4, 8, 16, 32, 64), row_dpus=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
     skews=(0, 16, 32, 48, 64), poolings_64=(1, 4, 16, 32, 64, 128), intfp_dpus=(1, 2, 4, 8, 16, 32, 64),
     big_rows=524288, big_dpus=(4, 8, 16, 32, 64, 128), big_hybrid_dpus=(256, 512, 1024, 2048),
     row_scale=1024, rm_dpus=1024, rm2_batches=(16, 32, 64, 128, 256),
     ntt_tasklets=tuple(range(1, 25)), ntt_n=256, ntt_radix=16, ntt_4d_n=16, ntt_4d_radix=16,
     ntt_dpus=(32, 64, 128, 256, 512, 1024, 2048), ntt_2d_dpus=256, ntt_4d_dpus=2048,
+    ntt_2d_sizes=((256, 256), (64, 1024), (1024, 64), (16, 4096), (4096, 16)), ntt_2d_sizes_radix=4,
     limbs=(8, 16, 24, 32), limb_dpus=(256, 512, 1024, 2048),
     ckks_limbs=24, ckks_ext_limbs=8, ckks_dpus=2048, scopes=(8, 64, 256),
     exchange_dpus=(256, 512, 1024, 2048),
@@ -75,13 +82,15 @@ FULL = Sizes(
 
 QUICK = Sizes(
     name="quick", batch=128,
-    tasklets=(1, 4, 8, 11, 16, 24), poolings_1dpu=(1, 4, 16, 64),
+    tasklets=(1, 4, 8, 11, 16, 24), dims_1dpu=(16, 64, 128), heights_1dpu=(1024, 16384),
+    poolings_1dpu=(1, 4, 16, 64),
     rows=16384, col_dpus=(1, 4, 16, 64), row_dpus=(1, 4, 16, 64, 256),
     skews=(0, 32, 64), poolings_64=(4, 32, 128), intfp_dpus=(1, 8, 64),
     big_rows=32768, big_dpus=(4, 16, 64), big_hybrid_dpus=(256,),
     row_scale=16384, rm_dpus=64, rm2_batches=(16, 64),
     ntt_tasklets=(1, 4, 8, 11, 16, 24), ntt_n=64, ntt_radix=4, ntt_4d_n=8, ntt_4d_radix=2,
     ntt_dpus=(8, 64, 512), ntt_2d_dpus=64, ntt_4d_dpus=512,
+    ntt_2d_sizes=((64, 64), (16, 256), (256, 16)), ntt_2d_sizes_radix=4,
     limbs=(8, 16), limb_dpus=(64, 512),
     ckks_limbs=8, ckks_ext_limbs=8, ckks_dpus=512, scopes=(8, 64, 256),
     exchange_dpus=(64, 512),
@@ -134,13 +143,24 @@ class Study:
         return run, cpu
 
     def fig05(self) -> list[Row]:
+        """One DPU, one table: the seed's defaults (dim 64, H 1k, T 24, P 16) with one of
+        tasklets, dim, height, pooling varied. The MRAM bandwidth is estimated as the seed does:
+        bytes the DMA engine moved / kernel time; kernel_norm is relative to the sweep's first
+        (leftmost) point."""
         rows: list[Row] = []
-        for t in self.s.tasklets:
-            run, _ = self.emb(tasklets=t)
-            rows.append({"sweep": "tasklets", "tasklets": t, "pooling": 16, **phase_cols(run)})
-        for p in self.s.poolings_1dpu:
-            run, _ = self.emb(pooling=p)
-            rows.append({"sweep": "pooling", "tasklets": 24, "pooling": p, **phase_cols(run)})
+        sweeps = (("tasklets", self.s.tasklets), ("dim", self.s.dims_1dpu), ("height", self.s.heights_1dpu),
+                  ("pooling", self.s.poolings_1dpu))
+        for sweep, values in sweeps:
+            first = 0
+            for v in values:
+                cfg = {"tasklets": 24, "dim": DIM, "rows": 1024, "pooling": 16}
+                cfg["rows" if sweep == "height" else sweep] = v
+                run, _ = self.emb(tasklets=cfg["tasklets"], dim=cfg["dim"], rows=cfg["rows"], pooling=cfg["pooling"])
+                first = first or run.phases["kernel"]
+                rows.append({"sweep": sweep, "tasklets": cfg["tasklets"], "dim": cfg["dim"], "rows": cfg["rows"],
+                             "pooling": cfg["pooling"], **phase_cols(run),
+                             "kernel_norm": round(run.phases["kernel"] / first, 4),
+                             "mram_gbps": round(run.dma_bytes / max(run.phases["kernel"], 1), 4)})
         return rows
 
     def _scaling(self, parts: dict[str, tuple[int, ...]], rows_: int, **kw: Any) -> list[Row]:
@@ -217,7 +237,9 @@ class Study:
     # -- NTT --------------------------------------------------------------------------------
 
     def ntt(self, tasklets: int = 16, trace: bool = True, profile: str = "", **kw: Any) -> tuple[PimRun, CpuRun]:
-        cfg = {"n": 256, "steps": 1, "instances": 1, "dpus": 1, "radix": 16, "op": "ntt"}
+        cfg: dict[str, Any] = {"n": 256, "steps": 1, "instances": 1, "dpus": 1, "radix": 16, "op": "ntt"}
+        if "sizes" in kw:  # --sizes gives every step's size instead of --n and --steps
+            del cfg["n"], cfg["steps"]
         cfg.update(kw)
         args = [x for k, v in cfg.items() for x in (f"--{k}", str(v))]
         key = ("ntt", *[a for i, a in enumerate(args) if not _dpu_only(args, i)])
@@ -239,13 +261,28 @@ class Study:
         return out
 
     def fig13(self) -> list[Row]:
+        """(a) one NTT of N points as 2D and 4D; (b) the 2D NTT with other step sizes for its two
+        steps (same N, same DPUs; radix ntt_2d_sizes_radix, which divides every size). kernel1_ns
+        is the first step's launch (from the report's launches), kernel2_ns the rest of the
+        kernel time (the second step of a 2D NTT); kernel_steps_ns lists every launch."""
         s = self.s
         out: list[Row] = []
         N = s.ntt_n ** 2
-        for dims, n, radix, d in ((2, s.ntt_n, s.ntt_radix, s.ntt_2d_dpus),
-                                  (round(math.log(N, s.ntt_4d_n)), s.ntt_4d_n, s.ntt_4d_radix, s.ntt_4d_dpus)):
-            run, cpu = self.ntt(n=n, steps=dims, radix=radix, dpus=d)
-            out.append({"dims": dims, "step_points": n, "N": N, "dpus": d, **phase_cols(run),
+        dims4 = round(math.log(N, s.ntt_4d_n))
+        runs: list[tuple[str, tuple[int, ...], int, int, dict[str, Any]]] = [
+            ("a", (s.ntt_n,) * 2, s.ntt_radix, s.ntt_2d_dpus, {"n": s.ntt_n, "steps": 2}),
+            ("a", (s.ntt_4d_n,) * dims4, s.ntt_4d_radix, s.ntt_4d_dpus, {"n": s.ntt_4d_n, "steps": dims4}),
+        ]
+        for sizes in s.ntt_2d_sizes:
+            runs.append(("b", sizes, s.ntt_2d_sizes_radix, s.ntt_2d_dpus, {"sizes": "x".join(map(str, sizes))}))
+        for panel, sizes, radix, d, shape in runs:
+            run, cpu = self.ntt(**shape, radix=radix, dpus=d)
+            steps = run.launch_ns()
+            k1 = min(steps[0], run.phases["kernel"]) if steps else 0
+            out.append({"panel": panel, "dims": len(sizes), "sizes": "x".join(map(str, sizes)),
+                        "step_points": sizes[0], "N": N, "radix": radix, "dpus": d, **phase_cols(run),
+                        "kernel1_ns": k1, "kernel2_ns": run.phases["kernel"] - k1,
+                        "kernel_steps_ns": ";".join(map(str, steps)),
                         "inter_from_trace": int(run.inter_from_trace), "cpu_ns": cpu.ns})
         return out
 

@@ -52,19 +52,35 @@ def sel(rows: Iterable[Row], **kw: Any) -> list[Row]:
 
 
 def fig05(rows: list[Row], path: Path) -> None:
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-    for ax, sweep, key in ((axes[0], "tasklets", "tasklets"), (axes[1], "pooling", "pooling")):
-        rs = sel(rows, sweep=sweep)
-        ax.plot([r[key] for r in rs], [ms(r["kernel_ns"]) for r in rs], "o-", color=COLORS["kernel"])
-        ax.set_xlabel(key)
-        ax.set_ylabel("kernel time (ms)")
-        ax2 = ax.twinx()
-        ax2.plot([r[key] for r in rs], [r["ipc"] for r in rs], "s--", color="#59a14f")
-        ax2.set_ylabel("IPC (pipeline utilisation)")
-        ax2.set_ylim(0, 1.05)
-        if key == "pooling":
+    """The seed's Fig. 5: kernel time normalised to the sweep's leftmost point, with the DPU's
+    IPC and the estimated MRAM bandwidth, for each of the four sweeps."""
+    fig, axes = plt.subplots(1, 4, figsize=(19, 3.8))
+    panels = (("a", "tasklets", "tasklets", "tasklets (T)"), ("b", "dim", "dim", "table dimension (dim)"),
+              ("c", "height", "rows", "table height (H, rows)"), ("d", "pooling", "pooling", "pooling factor (P)"))
+    for ax, (letter, sweep, key, label) in zip(axes, panels):
+        rs = sorted(sel(rows, sweep=sweep), key=lambda r: r[key])
+        xs = [r[key] for r in rs]
+        ax.plot(xs, [r["kernel_norm"] for r in rs], "o-", color=COLORS["kernel"], label="kernel time (norm.)")
+        ax.set_ylim(0, max(r["kernel_norm"] for r in rs) * 1.1 if rs else 1)
+        ax.set_xlabel(label)
+        ax.set_ylabel("kernel time (norm. to leftmost)")
+        if sweep != "tasklets":
             ax.set_xscale("log", base=2)
-        ax.set_title(f"Fig. 5{'a' if key == 'tasklets' else 'd'}: one DPU, {key} sweep", fontsize=9)
+        ax2 = ax.twinx()
+        ax2.plot(xs, [r["ipc"] for r in rs], "s--", color="#59a14f", label="IPC")
+        ax2.set_ylim(0, 1.05)
+        ax2.set_ylabel("IPC (green) / MRAM GB/s (purple)", fontsize=8)
+        ax3 = ax.twinx()
+        ax3.spines["right"].set_position(("axes", 1.18))
+        ax3.plot(xs, [r["mram_gbps"] for r in rs], "^:", color="#b07aa1", label="MRAM bandwidth")
+        ax3.set_ylim(0, max([r["mram_gbps"] for r in rs] + [0.1]) * 1.1)
+        ax3.tick_params(axis="y", colors="#b07aa1", labelsize=7)
+        fixed = {"tasklets": "dim 64, H 1k, P 16", "dim": "T 24, H 1k, P 16", "height": "T 24, dim 64, P 16",
+                 "pooling": "T 24, dim 64, H 1k"}[sweep]
+        ax.set_title(f"Fig. 5{letter}: one DPU, {sweep} sweep ({fixed})", fontsize=8)
+        if letter == "a":
+            handles = [h for a_ in (ax, ax2, ax3) for h in a_.get_legend_handles_labels()[0]]
+            ax.legend(handles, [str(h.get_label()) for h in handles], fontsize=6, loc="center right")
     save(fig, path)
 
 
@@ -197,10 +213,29 @@ def fig12(rows: list[Row], path: Path) -> None:
 
 
 def fig13(rows: list[Row], path: Path) -> None:
-    fig, ax = plt.subplots(figsize=(6, 4))
-    stacked(ax, rows, [f"{r['dims']}D ({r['step_points']}-pt steps, {r['dpus']} DPUs)" for r in rows],
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+    ra = sel(rows, panel="a")
+    stacked(axes[0], ra, [f"{r['dims']}D ({r['sizes']}, {r['dpus']} DPUs)" for r in ra],
             f"Fig. 13a: hierarchical NTT of {rows[0]['N'] if rows else '?'} points")
-    ax.legend(fontsize=7)
+    axes[0].legend(fontsize=7)
+    # 13b: the two steps' kernels apart, as the seed draws them
+    rb = sel(rows, panel="b")
+    parts = (("cpu_dpu_ns", "CPU-DPU", COLORS["cpu_dpu"]), ("kernel1_ns", "Kernel1", COLORS["kernel"]),
+             ("inter_dpu_ns", "Inter-DPU", COLORS["inter_dpu"]), ("kernel2_ns", "Kernel2", "#edc948"),
+             ("dpu_cpu_ns", "DPU-CPU", COLORS["dpu_cpu"]), ("host_ns", "Host", COLORS["host"]))
+    bottom = [0.0] * len(rb)
+    for key, label, color in parts:
+        vals = [ms(r[key]) for r in rb]
+        axes[1].bar(range(len(rb)), vals, bottom=bottom, label=label, color=color)
+        bottom = [b + v for b, v in zip(bottom, vals)]
+    axes[1].set_xticks(range(len(rb)))
+    axes[1].set_xticklabels([f"{r['sizes']}" for r in rb], fontsize=8)
+    axes[1].set_xlabel("step sizes (first x second)")
+    axes[1].set_ylabel("time (ms)")
+    radix = rb[0]["radix"] if rb else "?"
+    dpus = rb[0]["dpus"] if rb else "?"
+    axes[1].set_title(f"Fig. 13b: 2D NTT step sizes ({dpus} DPUs, radix {radix})", fontsize=9)
+    axes[1].legend(fontsize=7)
     save(fig, path)
 
 

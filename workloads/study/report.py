@@ -138,6 +138,16 @@ def fig10_speedups(res: Results) -> dict[str, float]:
     return out
 
 
+def fig13b_split(res: Results) -> tuple[Row, list[Row]]:
+    """Fig. 13b's balanced run and the others (ValueError when a part is missing)."""
+    rows = _sel(res["fig13"], panel="b")
+    bal = [r for r in rows if len(set(r["sizes"].split("x"))) == 1]
+    others = [r for r in rows if r not in bal]
+    if not bal or not others:
+        raise ValueError("Fig. 13b needs a balanced and an unbalanced step-size pair")
+    return bal[0], others
+
+
 def fig14_numbers(res: Results) -> dict[str, float]:
     rows = sorted(res["fig14"], key=lambda r: r["dpus"])
     lo, hi = rows[0], rows[-1]
@@ -218,14 +228,24 @@ def observations(res: Results) -> list[Line]:
     L.append(_guard(o6, "6", "radix", ""))
 
     def o7() -> Line:
-        rows = sorted(res["fig13"], key=lambda r: r["dims"])
+        rows = sorted(_sel(res["fig13"], panel="a"), key=lambda r: r["dims"])
         a, b = rows[0], rows[-1]
-        ok = a["total_ns"] < b["total_ns"]
+        ok_a = a["total_ns"] < b["total_ns"]
+        bal, others = fig13b_split(res)
+        best = min(others, key=lambda r: r["total_ns"])
+        ok_b = bal["total_ns"] < best["total_ns"]
+        why = []
+        if ok_a:
+            why.append("each extra dimension adds an all-to-all through the host")
+        else:
+            why.append("13a: the extra exchanges cost less than the compute they save at this size")
+        why.append("13b: with unequal steps one step's kernel dominates (see C5a)" if ok_b else
+                   "13b: an unbalanced pair was faster (see C5a)")
         return Line("7", "a balanced 2D NTT is best (higher dimensions: less compute, more communication)", "",
                     f"{a['dims']}D total {_ms(a['total_ns'])} (kernel {_ms(a['kernel_ns'])}, inter-DPU {_ms(a['inter_dpu_ns'])}) vs "
-                    f"{b['dims']}D {_ms(b['total_ns'])} (kernel {_ms(b['kernel_ns'])}, inter-DPU {_ms(b['inter_dpu_ns'])})",
-                    _yn(ok), "each extra dimension adds an all-to-all through the host" if ok else
-                    "the extra exchanges cost less than the compute they save at this size")
+                    f"{b['dims']}D {_ms(b['total_ns'])} (kernel {_ms(b['kernel_ns'])}, inter-DPU {_ms(b['inter_dpu_ns'])}); "
+                    f"step sizes: balanced {bal['sizes']} {_ms(bal['total_ns'])} vs best other {best['sizes']} "
+                    f"{_ms(best['total_ns'])}", _yn(ok_a and ok_b), "; ".join(why))
     L.append(_guard(o7, "7", "2D", ""))
 
     def o8() -> Line:
@@ -330,6 +350,35 @@ def numbers(res: Results) -> list[Line]:
                 "fixed per-sample work hides small pooling factors" if ok else
                 "time grows in proportion to P from the start: no fixed cost to hide it")
     add("B3", "pooling sensitivity", "small for P <= 8, significant beyond 16", b3)
+
+    def b3a() -> tuple[str, str, str]:
+        rs = sorted(_sel(res["fig05"], sweep="dim"), key=lambda r: r["dim"])
+        lo, hi = rs[0], rs[-1]
+        grow = hi["kernel_ns"] / lo["kernel_ns"]
+        ratio = hi["dim"] / lo["dim"]
+        steps_up = all(b["kernel_ns"] > a["kernel_ns"] for a, b in zip(rs, rs[1:]))
+        bw_up = hi["mram_gbps"] > lo["mram_gbps"]
+        ok = steps_up and bw_up
+        return (f"dim {lo['dim']} -> {hi['dim']} ({ratio:.0f}x): kernel x{grow:.2f} ({_pct(grow / ratio)} of "
+                f"proportional), MRAM bandwidth {lo['mram_gbps']:.3f} -> {hi['mram_gbps']:.3f} GB/s, IPC "
+                f"{lo['ipc']:.2f} -> {hi['ipc']:.2f}", _yn(ok),
+                "each lookup moves and adds dim words, so time and bytes grow with dim; the fixed per-lookup work "
+                "(index read, DMA setup, loop) weighs less on longer rows, so time grows less than dim and the "
+                "bandwidth rises" if ok else
+                ("the bandwidth estimate does not rise with dim: the kernel is compute-bound (IPC near 1), so "
+                 "bytes per cycle stay what the adds allow" if steps_up else
+                 "the kernel time does not rise with every dim step"))
+    add("B3a", "dimension sensitivity (Fig. 5b, seed text)", "time and MRAM bandwidth grow with dim (more data per lookup)", b3a)
+
+    def b3b() -> tuple[str, str, str]:
+        rs = sorted(_sel(res["fig05"], sweep="height"), key=lambda r: r["rows"])
+        spread = max(r["kernel_ns"] for r in rs) / min(r["kernel_ns"] for r in rs) - 1
+        ok = spread < 0.05
+        return (f"H {rs[0]['rows']} -> {rs[-1]['rows']} rows: kernel times within {_pct(spread)}", _yn(ok),
+                "an MRAM access costs the same wherever its row is (77 + 0.5/byte cycles), and the number of "
+                "lookups does not depend on H" if ok else
+                "the kernel time changed with H: the lookups' rows or their DMA costs differ by height")
+    add("B3b", "table height sensitivity (Fig. 5c, seed text)", "no impact while the table fits in one DPU", b3b)
 
     add("B4", "column-wise scaling limit", "<= 64 DPUs (64 columns)",
         lambda: (f"column-wise measured up to {max(r['dpus'] for r in _sel(res['fig06'], part='col'))} DPUs; "
@@ -528,7 +577,7 @@ def numbers(res: Results) -> list[Line]:
                  _yn(s.ntt_n == 256), "same" if s.ntt_n == 256 else "quick study uses 64 x 64"))
 
     def c5() -> tuple[str, str, str]:
-        rows = sorted(res["fig13"], key=lambda r: r["dims"])
+        rows = sorted(_sel(res["fig13"], panel="a"), key=lambda r: r["dims"])
         a, b = rows[0], rows[-1]
         ok = b["kernel_ns"] < a["kernel_ns"] and b["inter_dpu_ns"] > a["inter_dpu_ns"] and b["total_ns"] > a["total_ns"]
         return (f"{b['dims']}D on {b['dpus']} DPUs vs {a['dims']}D on {a['dpus']}: kernel {_ms(b['kernel_ns'])} vs "
@@ -539,6 +588,35 @@ def numbers(res: Results) -> list[Line]:
                             "and data loads, barriers) outweighs the extra DPUs"
                             if b["total_ns"] > a["total_ns"] else "the extra exchanges cost less than the compute saved"))
     add("C5", "dimension trade-off", "2D on 256 DPUs vs 4D on 2,048: less compute, more communication, total rises", c5)
+
+    def c5a() -> tuple[str, str, str]:
+        bal, others = fig13b_split(res)
+        best = min(others, key=lambda r: r["total_ns"])
+        ok = bal["total_ns"] < best["total_ns"]
+
+        def desc(r: Row) -> str:
+            return f"{r['sizes']} {_ms(r['total_ns'])} (kernels {_ms(r['kernel1_ns'])} + {_ms(r['kernel2_ns'])})"
+
+        lopsided = [r for r in others if max(r["kernel1_ns"], r["kernel2_ns"]) > 1.5 * min(r["kernel1_ns"], r["kernel2_ns"])]
+        d = bal["dpus"]
+        # why, from the configurations: the large step's vectors (N / n) against the DPUs, and the
+        # small step's butterfly groups per stage (n / radix) against the 16 tasklets
+        idle = [r for r in others if r["N"] // max(map(int, r["sizes"].split("x"))) < r["dpus"]]
+        short = [r for r in others if min(map(int, r["sizes"].split("x"))) // r["radix"] < 16]
+        causes = []
+        if idle:
+            causes.append(f"in {len(idle)} the large step has fewer vectors (N/n) than the {d} DPUs, so most DPUs "
+                          "idle in it")
+        if short:
+            causes.append(f"in {len(short)} the small step's vectors have fewer butterfly groups per stage (n/radix) "
+                          "than the 16 tasklets")
+        reason = (f"{len(lopsided)} of {len(others)} unbalanced pairs have one kernel over 1.5x the other; "
+                  + ("; ".join(causes) or "the longer step costs more per DPU")) if ok else (
+                  f"{best['sizes']} beat the balanced {bal['sizes']}: its steps' kernels "
+                  f"({_ms(best['kernel1_ns'])}, {_ms(best['kernel2_ns'])}) cost less than the balanced pair's")
+        return (f"{len(others) + 1} step-size pairs on {d} DPUs (radix {bal['radix']}): balanced {desc(bal)}; "
+                + "; ".join(desc(r) for r in others), _yn(ok), reason)
+    add("C5a", "step sizes of a 2D NTT (Fig. 13b)", "balanced step sizes best: unequal steps unbalance the two kernels", c5a)
     add("C6", "multi-DPU implementation", "16 tasklets/DPU, radix 16",
         lambda: (f"16 tasklets, radix {s.ntt_radix}", _yn(s.ntt_radix == 16), "same" if s.ntt_radix == 16 else
                  "quick study: 64-point steps need radix 4"))

@@ -54,6 +54,15 @@ class PimRun:
         return sum(self.phases[p] for p in PHASES)
 
     @property
+    def dma_bytes(self) -> int:
+        """Bytes the DPUs' DMA engines moved between MRAM and WRAM in the launches."""
+        return sum(int(l.get("dma_bytes", 0)) for l in self.launches)
+
+    def launch_ns(self) -> list[int]:
+        """Each launch's duration on the rank timelines (ns), in launch order."""
+        return [int(l["end_ns"] - l["start_ns"]) for l in sorted(self.launches, key=lambda l: l["start_ns"])]
+
+    @property
     def ipc(self) -> float:
         """Instructions per cycle of the launches, weighted by their cycles."""
         cycles = sum(l["cycles"] for l in self.launches)
