@@ -7,7 +7,8 @@ reference at small sizes, run on the emulator as built by their own Makefiles.
   (the tables and lookups regenerated here from the same generator), the host program's own
   check, and the checksum of the OpenMP CPU baseline;
 - NTT: radix 2, 4 and 16 at several tasklet counts against the naive O(N^2) transform;
-  2-, 3- and 4-step hierarchical NTTs over DPUs (model and hybrid parallelism), the inverse
+  2-, 3- and 4-step hierarchical NTTs over DPUs (model and hybrid parallelism), steps of
+  different sizes (--sizes, up to 4,096-point vectors), the inverse
   NTT, polynomial add and multiply, against the O(N^2) transform or the fast CPU NTT, and the
   CPU baseline's checksum;
 - the exchange switch and bad options: exact error messages and exit status 2.
@@ -244,6 +245,21 @@ def main() -> int:
     ntt_case("intt 2D 64x64, 2 limbs, PID-Comm all-to-all on 64 DPUs",
              ["--op", "intt", "--n", "64", "--steps", "2", "--radix", "2", "--instances", "2", "--dpus", "64",
               "--exchange", "pidcomm"])
+    # --sizes: a size per step (Fig. 13b), against the naive transform where N allows it
+    ntt_case("ntt 2D 16x64 (unequal steps) radix 4 on 4 DPUs",
+             ["--sizes", "16x64", "--radix", "4", "--dpus", "4"], "naive")
+    ntt_case("intt 2D 64x16 radix 2, 2 limbs on 32 DPUs (hybrid in the first step only)",
+             ["--op", "intt", "--sizes", "64x16", "--radix", "2", "--instances", "2", "--dpus", "32"], "naive")
+    ntt_case("ntt 3D 4x8x16 radix 2, 3 limbs on 8 DPUs",
+             ["--sizes", "4x8x16", "--radix", "2", "--instances", "3", "--dpus", "8", "--tasklets", "7"], "naive")
+    ntt_case("ntt 2D 16x256 on 64 DPUs (the 256-point step keeps 16 DPUs busy, 48 idle)",
+             ["--sizes", "16x256", "--radix", "4", "--dpus", "64"], "naive")
+    ntt_case("ntt one 4,096-point step radix 16 on 1 DPU (the largest vector in WRAM)",
+             ["--n", "4096", "--radix", "16", "--tasklets", "24"], "naive")
+    ntt_case("intt 2D 4096x16 (65,536 points) radix 4 on 256 DPUs, 24 tasklets (output twiddles streamed)",
+             ["--op", "intt", "--sizes", "4096x16", "--radix", "4", "--dpus", "256", "--tasklets", "24"])
+    ntt_case("ntt 2D 64x1024, 2 limbs, radix 4 on 128 DPUs",
+             ["--sizes", "64x1024", "--radix", "4", "--instances", "2", "--dpus", "128"])
     links_case("ntt 2D over what-if links (interconnect profile)",
                ["--n", "64", "--steps", "2", "--radix", "4", "--instances", "8", "--dpus", "128"])
     ntt_case("poly add, 3 limbs of 4,096", ["--op", "add", "--n", "64", "--steps", "2", "--instances", "3", "--dpus", "16"])
@@ -253,6 +269,8 @@ def main() -> int:
     exchange_case("ntt 2D: one host transpose reported as inter-DPU time", ["--n", "16", "--steps", "2", "--dpus", "4"], 1)
     exchange_case("ntt 4D: three host transposes reported as inter-DPU time",
                   ["--n", "4", "--steps", "4", "--radix", "4", "--dpus", "16"], 3)
+    exchange_case("ntt 2D 16x64: one host transpose reported as inter-DPU time",
+                  ["--sizes", "16x64", "--radix", "4", "--dpus", "4"], 1)
     links_case("embedding row-wise --exchange interconnect: the reduce-scatter goes over the links",
                ["--part", "row", "--dpus", "256", "--rows", "4096", "--batch", "16"], EMB, "reduce_scatter")
     error_case("embedding --exchange pidcomm with fp", EMB, ["--exchange", "pidcomm", "--dpus", "64", "--type", "fp"],
@@ -280,6 +298,21 @@ def main() -> int:
                "error: a 64-point step is not a power of radix 16")
     error_case("ntt DPUs that do not fit the vectors", NTT, ["--n", "16", "--steps", "2", "--dpus", "3"],
                "error: 3 DPUs for 1 instance(s) of 16 vectors per step")
+    error_case("ntt --sizes with a step that is not a power of the radix", NTT, ["--sizes", "64x1024", "--radix", "16"],
+               "error: a 64-point step is not a power of radix 16")
+    error_case("ntt --sizes with a step larger than WRAM holds", NTT, ["--sizes", "8x8192", "--radix", "2"],
+               "error: --sizes: step 2 has 8192 points; each step must be a power of two from 2 to 4096")
+    error_case("ntt --sizes with --n", NTT, ["--sizes", "16x16", "--n", "16"],
+               "error: --sizes gives every step's size: do not combine it with --n or --steps")
+    error_case("ntt --sizes beyond 2^17 points", NTT, ["--sizes", "256x1024", "--radix", "4"],
+               "error: --sizes 256x1024: N = 256x1024 = 2^18 points; at most 2^17")
+    error_case("ntt --sizes malformed", NTT, ["--sizes", "16x"],
+               "error: --sizes wants step sizes separated by 'x' (e.g. 64x1024), got '16x'")
+    error_case("ntt --sizes with --op add", NTT, ["--op", "add", "--sizes", "64x64"],
+               "error: --sizes is for --op ntt|intt")
+    error_case("ntt --exchange pidcomm with unequal steps", NTT,
+               ["--exchange", "pidcomm", "--sizes", "16x256", "--radix", "4", "--dpus", "64"],
+               "error: --exchange pidcomm needs two steps of the same size (--n and --steps 2, not --sizes)")
     print(f"{'FAIL' if FAILED else 'OK'}: {len(FAILED)} failed")
     return 1 if FAILED else 0
 
