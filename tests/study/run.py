@@ -22,7 +22,8 @@ FIGS = ["fig05", "fig06", "fig07", "fig08", "fig09", "fig10", "fig11", "fig12", 
         "fig15", "fig16", "fig18", "exchange"]
 NUMBER_IDS = ([f"A{i}" for i in range(1, 9)] + ["B1", "B2", "B3", "B3a", "B3b"] + [f"B{i}" for i in range(4, 11)]
               + ["B11a", "B11b", "B11c", "B11d"] + [f"B{i}" for i in range(12, 21)]
-              + ["C1", "C2", "C3", "C4", "C5", "C5a"] + [f"C{i}" for i in range(6, 14)] + [f"D{i}" for i in range(1, 7)])
+              + ["C1", "C2", "C3", "C4", "C5", "C5a"] + [f"C{i}" for i in range(6, 14)]
+              + [f"D{i}" for i in range(1, 7)])
 
 
 def check(out: Path) -> list[str]:

@@ -243,7 +243,8 @@ def observations(res: Results) -> list[Line]:
                    "13b: an unbalanced pair was faster (see C5a)")
         return Line("7", "a balanced 2D NTT is best (higher dimensions: less compute, more communication)", "",
                     f"{a['dims']}D total {_ms(a['total_ns'])} (kernel {_ms(a['kernel_ns'])}, inter-DPU {_ms(a['inter_dpu_ns'])}) vs "
-                    f"{b['dims']}D {_ms(b['total_ns'])} (kernel {_ms(b['kernel_ns'])}, inter-DPU {_ms(b['inter_dpu_ns'])}); "
+                    f"{b['dims']}D {_ms(b['total_ns'])} (kernel {_ms(b['kernel_ns'])}, "
+                    f"inter-DPU {_ms(b['inter_dpu_ns'])}); "
                     f"step sizes: balanced {bal['sizes']} {_ms(bal['total_ns'])} vs best other {best['sizes']} "
                     f"{_ms(best['total_ns'])}", _yn(ok_a and ok_b), "; ".join(why))
     L.append(_guard(o7, "7", "2D", ""))
@@ -368,7 +369,8 @@ def numbers(res: Results) -> list[Line]:
                 ("the bandwidth estimate does not rise with dim: the kernel is compute-bound (IPC near 1), so "
                  "bytes per cycle stay what the adds allow" if steps_up else
                  "the kernel time does not rise with every dim step"))
-    add("B3a", "dimension sensitivity (Fig. 5b, seed text)", "time and MRAM bandwidth grow with dim (more data per lookup)", b3a)
+    add("B3a", "dimension sensitivity (Fig. 5b, seed text)",
+        "time and MRAM bandwidth grow with dim (more data per lookup)", b3a)
 
     def b3b() -> tuple[str, str, str]:
         rs = sorted(_sel(res["fig05"], sweep="height"), key=lambda r: r["rows"])
@@ -597,7 +599,8 @@ def numbers(res: Results) -> list[Line]:
         def desc(r: Row) -> str:
             return f"{r['sizes']} {_ms(r['total_ns'])} (kernels {_ms(r['kernel1_ns'])} + {_ms(r['kernel2_ns'])})"
 
-        lopsided = [r for r in others if max(r["kernel1_ns"], r["kernel2_ns"]) > 1.5 * min(r["kernel1_ns"], r["kernel2_ns"])]
+        lopsided = [r for r in others
+                    if max(r["kernel1_ns"], r["kernel2_ns"]) > 1.5 * min(r["kernel1_ns"], r["kernel2_ns"])]
         d = bal["dpus"]
         # why, from the configurations: the large step's vectors (N / n) against the DPUs, and the
         # small step's butterfly groups per stage (n / radix) against the 16 tasklets
@@ -616,7 +619,8 @@ def numbers(res: Results) -> list[Line]:
                   f"({_ms(best['kernel1_ns'])}, {_ms(best['kernel2_ns'])}) cost less than the balanced pair's")
         return (f"{len(others) + 1} step-size pairs on {d} DPUs (radix {bal['radix']}): balanced {desc(bal)}; "
                 + "; ".join(desc(r) for r in others), _yn(ok), reason)
-    add("C5a", "step sizes of a 2D NTT (Fig. 13b)", "balanced step sizes best: unequal steps unbalance the two kernels", c5a)
+    add("C5a", "step sizes of a 2D NTT (Fig. 13b)",
+        "balanced step sizes best: unequal steps unbalance the two kernels", c5a)
     add("C6", "multi-DPU implementation", "16 tasklets/DPU, radix 16",
         lambda: (f"16 tasklets, radix {s.ntt_radix}", _yn(s.ntt_radix == 16), "same" if s.ntt_radix == 16 else
                  "quick study: 64-point steps need radix 4"))
