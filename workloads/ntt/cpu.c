@@ -4,7 +4,8 @@
  * linked with the SDK). Prints the best of at least --reps runs (and 0.2 s), the threads and the checksum of
  * the results, which must equal the PIM run's.
  *
- *   ./bin/cpu --n 256 --steps 2 --instances 8 [--op ntt|intt|add|mul] [--reps 5] */
+ *   ./bin/cpu --n 256 --steps 2 --instances 8 [--op ntt|intt|add|mul] [--reps 5]
+ *   (--sizes 64x1024 is accepted too: only N, their product, matters to the CPU) */
 #include <omp.h>
 
 #include "ntt.h"

@@ -7,11 +7,14 @@
  *   ./bin/host --n 256 --steps 1 --radix 16 --tasklets 16            one 256-point NTT, 1 DPU
  *   ./bin/host --n 256 --steps 2 --instances 8 --dpus 256            8 x 2D 65,536-point NTTs
  *   ./bin/host --n 16 --steps 4 --dpus 2048                          4D
+ *   ./bin/host --sizes 64x1024 --radix 4 --dpus 256                  2D with unequal steps
  *   ./bin/host --op mul --n 256 --steps 2 --instances 24 --dpus 2048 CKKS poly mult, 24 limbs
  *
  * Vectors and DPUs: each step has V = N / n vectors per instance. With D <= V DPUs every
  * instance is spread over all DPUs (model parallelism); beyond, the DPUs form D / V groups,
- * each with its share of the instances (hybrid: model + input parallelism). */
+ * each with its share of the instances (hybrid: model + input parallelism). Steps of
+ * different sizes (--sizes) each have their own layout; a step with fewer instances than
+ * groups leaves the DPUs beyond one group per instance idle. */
 #include <dpu.h>
 #include <libgen.h>
 #if defined(__has_include)
