@@ -5,7 +5,8 @@
  * the results, which must equal the PIM run's.
  *
  *   ./bin/cpu --n 256 --steps 2 --instances 8 [--op ntt|intt|add|mul] [--reps 5]
- *   (--sizes 64x1024 is accepted too: only N, their product, matters to the CPU) */
+ *   (--sizes 64x1024 too, checked as bin/host checks it, radix included: only N, their
+ *   product, matters to the CPU) */
 #include <omp.h>
 
 #include "ntt.h"
