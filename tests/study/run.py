@@ -3,7 +3,9 @@
 another file, it must write every figure (a PNG per figure of the seed: 5-16 and 18), a CSV
 with data for each, and a REPORT.md whose observation rows are 1..10 (bare numbers in the first
 cell) and which has a row for every number of SCALABILITY-NOTES.md, every cell filled and every
-number measured; the other file must be left alone.
+number measured; the other file must be left alone. Fig. 5 must have its four sweeps (5a-5d)
+normalised to their first points with a bandwidth estimate, and Fig. 13b a balanced and an
+unbalanced step-size pair whose two kernels are the run report's two launches.
 
     tests/study/run.py [--keep DIR]      (--keep: write there and keep it)
 """
@@ -42,6 +44,30 @@ def check(out: Path) -> list[str]:
             if any(v == "" for v in r.values()) and fig not in ("fig11",):
                 errors.append(f"{fig}.csv: empty cell in {r}")
                 break
+    # Fig. 5: the seed's four sweeps (5a-5d), each normalised to its leftmost point.
+    with (out / "fig05.csv").open() as f:
+        f5 = list(csv.DictReader(f))
+    if {r["sweep"] for r in f5} != {"tasklets", "dim", "height", "pooling"}:
+        errors.append(f"fig05.csv: sweeps {sorted({r['sweep'] for r in f5})}, not tasklets, dim, height, pooling")
+    for sweep in ("tasklets", "dim", "height", "pooling"):
+        mine = [r for r in f5 if r["sweep"] == sweep]
+        if len(mine) < 2 or float(mine[0]["kernel_norm"]) != 1.0 or not all(float(r["mram_gbps"]) > 0 for r in mine):
+            errors.append(f"fig05.csv: the {sweep} sweep is not normalised to its first point or lacks bandwidth")
+    # Fig. 13b: a balanced and at least one unbalanced step-size pair; Kernel1 and Kernel2 are
+    # the two launches of the run report, which account for its whole kernel time.
+    with (out / "fig13.csv").open() as f:
+        f13 = list(csv.DictReader(f))
+    b = [r for r in f13 if r["panel"] == "b"]
+    if not any(len(set(r["sizes"].split("x"))) == 1 for r in b) or not any(len(set(r["sizes"].split("x"))) == 2
+                                                                            for r in b):
+        errors.append(f"fig13.csv: panel b lacks a balanced or an unbalanced pair: {[r['sizes'] for r in b]}")
+    for r in b:
+        steps = [int(x) for x in r["kernel_steps_ns"].split(";")]
+        if (len(steps) != 2 or int(r["kernel1_ns"]) != steps[0]
+                or int(r["kernel1_ns"]) + int(r["kernel2_ns"]) != int(r["kernel_ns"])
+                or abs(int(r["kernel2_ns"]) - steps[1]) > 0.01 * int(r["kernel_ns"])):
+            errors.append(f"fig13.csv: {r['sizes']}: kernels {r['kernel1_ns']} + {r['kernel2_ns']} vs "
+                          f"kernel {r['kernel_ns']}, launches {r['kernel_steps_ns']}")
     # Both workloads through each exchange path; at the smallest size every group fits the
     # what-if links' scope, so the interconnect runs must have gone over them.
     with (out / "exchange.csv").open() as f:
