@@ -138,11 +138,22 @@ static inline void ntt_parse(struct ntt_cfg *c, struct study_opts *o)
         for (;;) {
             char *end;
             unsigned long v = strtoul(p, &end, 10);
-            if (end == p || c->steps == NTT_MAX_STEPS || (*end && *end != 'x')) {
+            if (c->steps == NTT_MAX_STEPS) {
+                fprintf(stderr, "error: --sizes %s has more than %u steps\n", sizes, NTT_MAX_STEPS);
+                exit(2);
+            }
+            if (end == p || (*end && *end != 'x')) {
                 fprintf(stderr, "error: --sizes wants step sizes separated by 'x' (e.g. 64x1024), got '%s'\n", sizes);
                 exit(2);
             }
-            c->sizes[c->steps++] = (uint32_t)(v > 0xFFFFFFFFul ? 0 : v);
+            if (*p == '-' || v > NTT_MAX_STEP) { /* the step's own text: it may not fit 32 bits */
+                fprintf(stderr,
+                    "error: --sizes: step %u has %.*s points; each step must be a power of two from 2 to %u "
+                    "(a DPU's WRAM holds a %u-point vector and its twiddles)\n",
+                    c->steps + 1, (int)(end - p), p, NTT_MAX_STEP, NTT_MAX_STEP);
+                exit(2);
+            }
+            c->sizes[c->steps++] = (uint32_t)v;
             if (!*end)
                 break;
             p = end + 1;
