@@ -171,6 +171,9 @@ struct Connection {
     tenant: Tenant,
     manager: Arc<Manager>,
     held: HashMap<u32, Held>,
+    /// The tenant's pid once its in-place probe succeeded ([`crate::inplace`]): its
+    /// transfers may name buffers in its memory.
+    in_place: Option<u32>,
 }
 
 /// Sends a reply; `spent_ns` is the CPU time the request cost the daemon before it (reading
@@ -190,6 +193,7 @@ impl Connection {
             tenant,
             manager,
             held: HashMap::new(),
+            in_place: None,
         }
     }
 
@@ -304,7 +308,9 @@ impl Connection {
                     let w = h.worker.as_ref().expect("checked");
                     // The region checked is the one the operation uses, whatever the tenant
                     // sends next.
-                    if w.send((id, op, spent, h.staging.clone())).is_err() {
+                    if w.send((id, op, spent, h.staging.clone(), self.in_place))
+                        .is_err()
+                    {
                         error_reply(&Error::Internal("the rank's worker is gone".into()))
                     } else {
                         return;
@@ -332,6 +338,15 @@ impl Connection {
                 Ok(()) => Reply::Unit,
                 Err(e) => error_reply(&e),
             },
+            Request::InPlace { addr, value } => {
+                match crate::inplace::probe(self.tenant.pid, addr, value) {
+                    Ok(()) => {
+                        self.in_place = Some(self.tenant.pid);
+                        Reply::Unit
+                    }
+                    Err(e) => error_reply(&e),
+                }
+            }
         };
         send(writer, id, &reply, spent);
     }
@@ -438,7 +453,7 @@ impl Connection {
                 )));
             }
             seen.push(*rank);
-            check_op(op, h.nr_dpus, h.staging.as_deref())?;
+            check_op(op, h.nr_dpus, h.staging.as_deref(), self.in_place.is_some())?;
         }
         Ok(())
     }
@@ -455,6 +470,7 @@ impl Connection {
                 served: &a.served,
                 usage: &h.lease.usage,
                 staging: h.staging.as_deref(),
+                pid: self.in_place,
             }
             .run(op),
             Err(e) => failed(&e),
@@ -487,9 +503,9 @@ fn not_held(rank: u32) -> Error {
     ))
 }
 
-/// Checks one operation against the rank's DPUs, the memories' sizes and the rank's staging
-/// region.
-fn check_op(op: &WireOp, nr_dpus: u32, staging: Option<&Region>) -> Result<()> {
+/// Checks one operation against the rank's DPUs, the memories' sizes, the rank's staging
+/// region and whether the tenant's buffers may be named in place.
+fn check_op(op: &WireOp, nr_dpus: u32, staging: Option<&Region>, in_place: bool) -> Result<()> {
     let dpu_ok = |d: u32| {
         if d < nr_dpus {
             Ok(())
@@ -524,8 +540,19 @@ fn check_op(op: &WireOp, nr_dpus: u32, staging: Option<&Region>) -> Result<()> {
             ))),
         }
     };
+    let in_place_ok = || {
+        if in_place {
+            Ok(())
+        } else {
+            Err(Error::InvalidDpuSet(
+                "an in-place transfer from a program whose in-place probe did not succeed".into(),
+            ))
+        }
+    };
     match op {
-        WireOp::Batch(ops) => ops.iter().try_for_each(|op| check_op(op, nr_dpus, staging)),
+        WireOp::Batch(ops) => ops
+            .iter()
+            .try_for_each(|op| check_op(op, nr_dpus, staging, in_place)),
         WireOp::Load { dpus, .. } | WireOp::Launch { dpus } => {
             dpus.iter().try_for_each(|d| dpu_ok(*d))
         }
@@ -543,6 +570,19 @@ fn check_op(op: &WireOp, nr_dpus: u32, staging: Option<&Region>) -> Result<()> {
                 WriteBufs::Staged(offsets) => offsets
                     .iter()
                     .try_for_each(|o| staged_ok(*o, u64::from(*len)))?,
+                WriteBufs::InPlace(_) => in_place_ok()?,
+            }
+            Ok(())
+        }
+        WireOp::ReadInPlace { len, items, addrs } => {
+            in_place_ok()?;
+            items_ok(*len, items, None)?;
+            if addrs.len() != items.len() {
+                return Err(Error::Internal(format!(
+                    "an in-place read of {} items names {} buffers",
+                    items.len(),
+                    addrs.len()
+                )));
             }
             Ok(())
         }
@@ -600,6 +640,8 @@ struct Rank<'a> {
     served: &'a ServedRank,
     usage: &'a Usage,
     staging: Option<&'a Region>,
+    /// The tenant's pid, when its buffers may be named in place.
+    pid: Option<u32>,
 }
 
 impl Rank<'_> {
@@ -640,8 +682,27 @@ impl Rank<'_> {
                 items,
                 mut bufs,
             } => {
+                // In-place buffers are read from the tenant's memory first (the daemon's
+                // memory work, as the in-process backend reads the program's buffers).
+                let mut fetched: Vec<u8> = Vec::new();
+                if let WriteBufs::InPlace(addrs) = &bufs {
+                    let n = len as usize;
+                    fetched = vec![0u8; n * addrs.len()];
+                    let parts: Vec<(u64, &mut [u8])> = addrs
+                        .iter()
+                        .copied()
+                        .zip(fetched.chunks_mut(n.max(1)))
+                        .collect();
+                    if let Err(e) = crate::inplace::read(self.pid.unwrap_or(0), &parts) {
+                        return failed(&e);
+                    }
+                }
                 let ptrs: Vec<*mut u8> = match &mut bufs {
                     WriteBufs::Inline(b) => b.iter_mut().map(|b| b.as_mut_ptr()).collect(),
+                    WriteBufs::InPlace(addrs) => (0..addrs.len())
+                        // SAFETY: k * len is inside `fetched` (addrs.len() * len bytes).
+                        .map(|k| unsafe { fetched.as_mut_ptr().add(k * len as usize) })
+                        .collect(),
                     // Checked inside the region (`check_op`), which this operation holds.
                     WriteBufs::Staged(offsets) => offsets
                         .iter()
@@ -669,6 +730,7 @@ impl Rank<'_> {
                     items,
                 });
                 drop(bufs);
+                drop(fetched);
                 r
             }
             WireOp::Read { len, items, staged } => {
@@ -696,6 +758,31 @@ impl Rank<'_> {
                     .bytes
                     .fetch_add((len * items.len()) as u64, Ordering::Relaxed);
                 served.run(RankOp::Read { len, items })
+            }
+            WireOp::ReadInPlace { len, items, addrs } => {
+                let len = len as usize;
+                let mut buf = vec![0u8; len * items.len()];
+                let base = buf.as_mut_ptr();
+                let xfer = items
+                    .iter()
+                    .enumerate()
+                    .map(|(k, i)| XferItem {
+                        dpu: i.dpu,
+                        place: i.place,
+                        // SAFETY: k * len is inside `buf` (items.len() * len bytes).
+                        buf: HostPtr(unsafe { base.add(k * len) }),
+                    })
+                    .collect::<Vec<_>>();
+                usage
+                    .bytes
+                    .fetch_add((len * items.len()) as u64, Ordering::Relaxed);
+                let (r, f) = served.run(RankOp::Read { len, items: xfer });
+                let r = r.and_then(|()| {
+                    let parts: Vec<(u64, &[u8])> =
+                        addrs.iter().copied().zip(buf.chunks(len.max(1))).collect();
+                    crate::inplace::write(self.pid.unwrap_or(0), &parts)
+                });
+                (r, f)
             }
             WireOp::Launch { dpus } => {
                 usage.launches.fetch_add(1, Ordering::Relaxed);
@@ -731,8 +818,8 @@ impl Rank<'_> {
 }
 
 /// A request for a rank's worker: its id, its operation, the CPU time it cost so far, the
-/// staging region it was checked against.
-type Job = (u64, WireOp, u64, Option<Arc<Region>>);
+/// staging region it was checked against, the tenant's pid when it may be reached in place.
+type Job = (u64, WireOp, u64, Option<Arc<Region>>, Option<u32>);
 
 /// A rank's worker: runs the connection's single-rank requests in order, replies itself.
 fn spawn_worker(
@@ -745,13 +832,14 @@ fn spawn_worker(
     let _ = std::thread::Builder::new()
         .name(format!("openpim-served-rank-{rank}"))
         .spawn(move || {
-            while let Ok((id, op, spent, staging)) = rx.recv() {
+            while let Ok((id, op, spent, staging, pid)) = rx.recv() {
                 let start = Instant::now();
                 let outcome = match manager.enter(&lease) {
                     Ok(a) => Rank {
                         served: &a.served,
                         usage: &lease.usage,
                         staging: staging.as_deref(),
+                        pid,
                     }
                     .run(op),
                     Err(e) => failed(&e),

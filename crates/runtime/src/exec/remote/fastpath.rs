@@ -15,9 +15,15 @@
 //!
 //! - **zero-copy**: transfers' bytes go through the rank's shared staging region
 //!   ([`super::staging`]) instead of the messages.
+//! - **in place**: when the daemon may reach the program's memory (its probe at connection
+//!   succeeded), transfers of at least [`IN_PLACE_MIN`] bytes name the program's own
+//!   buffers, which the daemon reads or writes itself: the program copies nothing, as in
+//!   process. Smaller writes are still batched (copying a few KiB costs less than a
+//!   message), and a read that reads ahead still goes through the cache.
 //!
-//! Each is on by default; `OPENPIM_REMOTE_BATCH=0`, `OPENPIM_REMOTE_PREFETCH=0` and
-//! `OPENPIM_REMOTE_ZEROCOPY=0` switch them off (the ablation of `bench/remote`).
+//! Each is on by default; `OPENPIM_REMOTE_BATCH=0`, `OPENPIM_REMOTE_PREFETCH=0`,
+//! `OPENPIM_REMOTE_ZEROCOPY=0` and `OPENPIM_REMOTE_INPLACE=0` switch them off (the ablation
+//! of `bench/remote`).
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -32,6 +38,11 @@ const PAGE: usize = 4096;
 pub(crate) const BATCH_PAGES_PER_DPU: usize = 64;
 /// Largest read-ahead segment per DPU (vPIM: 16 pages).
 pub(crate) const PREFETCH_PAGES: usize = 16;
+/// Transfers of at least this many bytes (all buffers) go in place when they can: a
+/// message costs the program and the daemon about 10 us of CPU time, which copies about
+/// this much on a busy machine (and a fresh staging region's first touches cost 2 us per
+/// page more), so smaller writes are cheaper batched.
+pub(crate) const IN_PLACE_MIN: usize = 16 * PAGE;
 
 /// Which optimizations are on.
 #[derive(Debug, Clone, Copy)]
@@ -40,6 +51,8 @@ pub struct Switches {
     pub prefetch: bool,
     /// Large transfers through the rank's staging region ([`super::staging`]).
     pub zero_copy: bool,
+    /// Large transfers straight from and to the program's buffers, when the daemon may.
+    pub in_place: bool,
 }
 
 /// The switches of this process (from the environment, read once).
@@ -51,20 +64,32 @@ pub fn switches() -> Switches {
             batch: on("OPENPIM_REMOTE_BATCH"),
             prefetch: on("OPENPIM_REMOTE_PREFETCH"),
             zero_copy: on("OPENPIM_REMOTE_ZEROCOPY"),
+            in_place: on("OPENPIM_REMOTE_INPLACE"),
         }
     })
 }
 
-/// True for a write small enough to batch (not IRAM: IRAM writes change the program mirror).
-pub(crate) fn batchable(op: &RankOp) -> bool {
+/// True for a write small enough to batch (not IRAM: IRAM writes change the program mirror;
+/// with `in_place`, not one that goes in place: see [`in_place_bytes`]).
+pub(crate) fn batchable(op: &RankOp, in_place: bool) -> bool {
     match op {
         RankOp::Write { len, items } => {
             switches().batch
                 && *len <= BATCH_PAGES_PER_DPU * PAGE
                 && !items.iter().any(|i| matches!(i.place, Place::Iram(_)))
+                && !(in_place && in_place_bytes(*len, items))
         }
         _ => false,
     }
+}
+
+/// True when a transfer of `len` bytes per item is large enough to go in place (a
+/// broadcast's buffer counts once).
+pub(crate) fn in_place_bytes(len: usize, items: &[XferItem]) -> bool {
+    let mut bufs: Vec<*mut u8> = items.iter().map(|i| i.buf.0).collect();
+    bufs.sort_unstable();
+    bufs.dedup();
+    len.saturating_mul(bufs.len()) >= IN_PLACE_MIN
 }
 
 /// A rank's batch of writes.
@@ -177,6 +202,19 @@ impl ReadCache {
             // SAFETY: the caller's contract.
             let dst = unsafe { std::slice::from_raw_parts_mut(i.buf.0, len) };
             dst.copy_from_slice(&seg.data[off..off + len]);
+            seg.last_end = Some(a.0 + len as u32);
+        }
+    }
+
+    /// Notes a read of `len` bytes per item served without the cache (in place): where
+    /// each DPU's read ended, for the next read's read-ahead.
+    pub(crate) fn note(&mut self, len: usize, items: &[XferItem]) {
+        for i in items {
+            let Place::Mram(a) = i.place else { continue };
+            let seg = self.dpus.entry(i.dpu).or_default();
+            seg.ahead = len;
+            seg.start = a.0;
+            seg.data.clear();
             seg.last_end = Some(a.0 + len as u32);
         }
     }

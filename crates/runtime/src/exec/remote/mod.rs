@@ -32,7 +32,7 @@ use crate::exec::{
 use crate::program::Program;
 use crate::xfer::Place;
 use conn::{unexpected, Conn};
-use fastpath::{batchable, switches, Batch, ReadCache, ReadPlan};
+use fastpath::{batchable, in_place_bytes, switches, Batch, ReadCache, ReadPlan};
 use protocol::{thread_cpu_ns, RankOutcome, Reply, Request, WireItem, WireOp, WriteBufs};
 use staging::{grown_size, Region, MAX_STAGING};
 
@@ -259,7 +259,7 @@ impl Backend for RemoteBackend {
         let issue = timeline::issue_now(call_shape_of(&ops));
         let ids: Vec<u32> = ops.iter().map(|(r, _)| r.id).collect();
         let _join = timeline::JoinOnDrop(ids);
-        if ops.iter().all(|(_, op)| batchable(op)) {
+        if ops.iter().all(|(r, op)| batchable(op, r.conn.in_place)) {
             let results = ops
                 .into_iter()
                 .map(|(r, op)| timeline::with_sync_issue(issue, || r.add_to_batch(op)))
@@ -552,7 +552,18 @@ impl RemoteRank {
                     .collect();
                 // SAFETY: as above, for every distinct buffer.
                 let src = |p: *mut u8| unsafe { std::slice::from_raw_parts(p.cast_const(), len) };
-                let bufs = match self.reserve(&mut st, len * srcs.len()) {
+                let in_place = self.conn.in_place && in_place_bytes(len, &items);
+                let at = if in_place {
+                    None
+                } else {
+                    self.reserve(&mut st, len * srcs.len())
+                };
+                let bufs = match at {
+                    // The daemon reads the buffers themselves (valid until the transfer
+                    // has run, as above).
+                    _ if in_place => {
+                        WriteBufs::InPlace(srcs.iter().map(|p| *p as usize as u64).collect())
+                    }
                     Some(at) => {
                         let region = st.region.as_ref().expect("reserved");
                         let offsets = srcs
@@ -574,6 +585,14 @@ impl RemoteRank {
                     len: len as u32,
                     items: wire_items,
                     bufs,
+                }
+            }
+            RankOp::Read { len, items } if self.conn.in_place && in_place_bytes(len, &items) => {
+                // The daemon writes the buffers themselves: nothing to copy here.
+                WireOp::ReadInPlace {
+                    len: len as u32,
+                    items: wire_items_of(&items),
+                    addrs: items.iter().map(|i| i.buf.0 as usize as u64).collect(),
                 }
             }
             RankOp::Read { len, items } => {
@@ -655,14 +674,24 @@ impl RemoteRank {
     /// of one rank): a small write into the batch, a small read through the read-ahead
     /// cache, anything else after the batch.
     fn run_one(&self, op: RankOp) -> Result<()> {
-        if batchable(&op) {
+        if batchable(&op, self.conn.in_place) {
             return self.add_to_batch(op);
         }
         let hw = &self.machine.hardware;
         if let RankOp::Read { len, items } = &op {
-            let plan = lock(&self.cache).plan(*len, items);
-            if let Some(plan) = plan {
-                return self.read_through_cache(*len, items.clone(), plan);
+            let mut cache = lock(&self.cache);
+            match cache.plan(*len, items) {
+                // A large read that would fetch only its own bytes goes in place.
+                Some(ReadPlan::Fetch { len: fetch })
+                    if fetch == *len && self.conn.in_place && in_place_bytes(*len, items) =>
+                {
+                    cache.note(*len, items);
+                }
+                Some(plan) => {
+                    drop(cache);
+                    return self.read_through_cache(*len, items.clone(), plan);
+                }
+                None => {}
             }
         } else {
             lock(&self.cache).invalidate();

@@ -24,7 +24,7 @@ use crate::exec::OpFacts;
 use crate::xfer::Place;
 
 /// Protocol version: a daemon refuses a tenant of another version.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 
 /// Largest frame either side accepts (bytes).
 pub const MAX_FRAME: usize = 1 << 30;
@@ -85,6 +85,14 @@ pub enum WireOp {
         items: Vec<WireItem>,
         staged: Option<u64>,
     },
+    /// DPU -> host: `len` bytes per item, written by the daemon straight into the tenant's
+    /// buffers at `addrs` (item `k` to `addrs[k]`; in-place transfers, after the tenant's
+    /// [`Request::InPlace`] probe succeeded).
+    ReadInPlace {
+        len: u32,
+        items: Vec<WireItem>,
+        addrs: Vec<u64>,
+    },
     /// Run the DPUs with the programs they have.
     Launch { dpus: Vec<u32> },
     /// Small host -> DPU writes batched by the tenant, run in order (vPIM's request
@@ -93,19 +101,21 @@ pub enum WireOp {
     Batch(Vec<WireOp>),
 }
 
-/// A write's buffers: in the message, or in the rank's staging region ([`super::staging`])
-/// at these offsets (`len` bytes each).
+/// A write's buffers: in the message, in the rank's staging region ([`super::staging`]) at
+/// these offsets, or in the tenant's own memory at these addresses, which the daemon reads
+/// in place (`len` bytes each).
 #[derive(Debug, Clone, PartialEq)]
 pub enum WriteBufs {
     Inline(Vec<Vec<u8>>),
     Staged(Vec<u64>),
+    InPlace(Vec<u64>),
 }
 
 impl WriteBufs {
     pub fn count(&self) -> usize {
         match self {
             WriteBufs::Inline(b) => b.len(),
-            WriteBufs::Staged(o) => o.len(),
+            WriteBufs::Staged(o) | WriteBufs::InPlace(o) => o.len(),
         }
     }
 }
@@ -138,6 +148,10 @@ pub enum Request {
     /// The rank's staging region from now on: a memory file of `size` bytes whose
     /// descriptor comes with this message (`SCM_RIGHTS`).
     Staging { rank: u32, size: u64 },
+    /// Whether the daemon can reach this tenant's memory in place (`process_vm_readv`): it
+    /// reads the 8 bytes at `addr` and answers [`Reply::Unit`] when they are `value`, an
+    /// error otherwise (then transfers go through the staging region or the messages).
+    InPlace { addr: u64, value: u64 },
 }
 
 /// One rank's outcome in an [`Reply::Exec`].
@@ -530,6 +544,10 @@ impl WireOp {
                         e.u8(1);
                         e.u64s(offsets);
                     }
+                    WriteBufs::InPlace(addrs) => {
+                        e.u8(2);
+                        e.u64s(addrs);
+                    }
                 }
             }
             WireOp::Read { len, items, staged } => {
@@ -548,6 +566,12 @@ impl WireOp {
                 for op in ops {
                     op.encode(e);
                 }
+            }
+            WireOp::ReadInPlace { len, items, addrs } => {
+                e.u8(5);
+                e.u32(*len);
+                e.items(items);
+                e.u64s(addrs);
             }
         }
     }
@@ -568,6 +592,7 @@ impl WireOp {
                         WriteBufs::Inline((0..n).map(|_| d.bytes()).collect::<DResult<_>>()?)
                     }
                     1 => WriteBufs::Staged(d.u64s()?),
+                    2 => WriteBufs::InPlace(d.u64s()?),
                     tag => {
                         return Err(DecodeError::BadTag {
                             what: "buffers",
@@ -601,6 +626,11 @@ impl WireOp {
                     .collect::<DResult<_>>()?;
                 WireOp::Batch(ops)
             }
+            5 => WireOp::ReadInPlace {
+                len: d.u32()?,
+                items: d.items()?,
+                addrs: d.u64s()?,
+            },
             tag => {
                 return Err(DecodeError::BadTag {
                     what: "operation",
@@ -665,6 +695,11 @@ impl Request {
                 e.u32(*rank);
                 e.u64(*size);
             }
+            Request::InPlace { addr, value } => {
+                e.u8(9);
+                e.u64(*addr);
+                e.u64(*value);
+            }
         }
     }
 
@@ -704,6 +739,10 @@ impl Request {
             8 => Request::Staging {
                 rank: d.u32()?,
                 size: d.u64()?,
+            },
+            9 => Request::InPlace {
+                addr: d.u64()?,
+                value: d.u64()?,
             },
             tag => {
                 return Err(DecodeError::BadTag {
@@ -1193,13 +1232,33 @@ mod tests {
                 (4, WireOp::Launch { dpus: vec![0, 1] }),
                 (
                     5,
-                    WireOp::Batch(vec![WireOp::Write {
-                        len: 1,
-                        items: vec![],
-                        bufs: WriteBufs::Staged(vec![0, 4096]),
-                    }]),
+                    WireOp::Batch(vec![
+                        WireOp::Write {
+                            len: 1,
+                            items: vec![],
+                            bufs: WriteBufs::Staged(vec![0, 4096]),
+                        },
+                        WireOp::Write {
+                            len: 2,
+                            items: vec![],
+                            bufs: WriteBufs::InPlace(vec![0x7fff_0000]),
+                        },
+                        WireOp::ReadInPlace {
+                            len: 8,
+                            items: vec![WireItem {
+                                dpu: 2,
+                                place: Place::Mram(MramAddr(16)),
+                                buf: 0,
+                            }],
+                            addrs: vec![0x5555_0000],
+                        },
+                    ]),
                 ),
             ],
+        });
+        roundtrip_request(Request::InPlace {
+            addr: 0x7fff_1234,
+            value: 42,
         });
         roundtrip_request(Request::Staging {
             rank: 2,
