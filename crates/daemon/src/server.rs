@@ -2,10 +2,11 @@
 //! requests ([`openpim_runtime::exec::remote::protocol`]) that are checked against the ranks
 //! they hold and the memories' bounds before they run.
 //!
-//! One thread per connection reads requests. A request on one rank goes to that rank's
-//! worker thread (requests for different ranks run in parallel; `parallel = false` runs
-//! everything on the connection's thread); a request on several ranks runs them in parallel
-//! on the simulation pool. When a connection ends (the process exits, is killed, or just
+//! One thread per connection reads requests. A tenant holding one rank is served on that
+//! thread (no hand-off to another thread per request). A tenant holding several has each
+//! single-rank request run on that rank's worker thread, so that requests for different
+//! ranks run in parallel (`parallel = false` runs everything on the connection's thread); a
+//! request on several ranks runs them in parallel on the simulation pool. When a connection ends (the process exits, is killed, or just
 //! closes it) its ranks are released and wiped; at shutdown every connection is closed, so
 //! tenants get an error instead of waiting.
 
@@ -174,13 +175,24 @@ struct Connection {
     /// The tenant's pid once its in-place probe succeeded ([`crate::inplace`]): its
     /// transfers may name buffers in its memory.
     in_place: Option<u32>,
+    /// The connection thread's CPU clock when its last counted stretch ended (after an
+    /// operation's simulation, or after a request that is not an operation's).
+    mark: u64,
+    /// Remote-path CPU time measured but not reported yet (requests that are not an
+    /// operation's, and the reply before them).
+    carry: u64,
 }
 
-/// Sends a reply; `spent_ns` is the CPU time the request cost the daemon before it (reading
-/// and decoding it), for [`Reply::Exec`]'s `ipc_ns`.
-fn send(w: &Writer, id: u64, reply: &Reply, spent_ns: u64) {
+/// Sends a reply. `spent_ns`: for a reply made on a rank's worker, the CPU time the
+/// request cost the connection's thread, to which [`protocol::write_reply`] adds the
+/// encoding's; `None` for a reply whose `ipc_ns` is set already (or has none).
+fn send(w: &Writer, id: u64, reply: &Reply, spent_ns: Option<u64>) {
     let mut w = lock(w);
-    let _ = protocol::write_reply(&mut *w, id, reply, spent_ns).and_then(|()| w.flush());
+    let _ = match spent_ns {
+        Some(spent) => protocol::write_reply(&mut *w, id, reply, spent),
+        None => protocol::write_frame(&mut *w, id, |e| reply.encode(e)),
+    }
+    .and_then(|()| w.flush());
 }
 
 fn error_reply(e: &Error) -> Reply {
@@ -194,6 +206,8 @@ impl Connection {
             manager,
             held: HashMap::new(),
             in_place: None,
+            mark: 0,
+            carry: 0,
         }
     }
 
@@ -212,8 +226,8 @@ impl Connection {
         };
         let mut reader = BufReader::new(FdReader::new(stream));
         let mut hello = false;
+        self.mark = thread_cpu_ns();
         let why = loop {
-            let cpu0 = thread_cpu_ns();
             let (id, body) = match protocol::read_frame(&mut reader, protocol::MAX_FRAME) {
                 Ok(Some(f)) => f,
                 Ok(None) => break "disconnected".to_string(),
@@ -233,8 +247,9 @@ impl Connection {
                             &Reply::Hello {
                                 machine: self.manager.config().machine_keys(),
                             },
-                            0,
+                            None,
                         );
+                        self.mark = thread_cpu_ns();
                         continue;
                     }
                     Request::Hello { version, .. } => {
@@ -242,7 +257,7 @@ impl Connection {
                             "the daemon speaks protocol {} and this program's libdpu {version}: use the same OpenPIM build for both",
                             protocol::VERSION
                         ));
-                        send(&writer, id, &error_reply(&e), 0);
+                        send(&writer, id, &error_reply(&e), None);
                         break "protocol version mismatch".into();
                     }
                     _ => break "first request was not a hello".into(),
@@ -253,8 +268,7 @@ impl Connection {
                 Request::Staging { .. } => reader.get_mut().take_fd(),
                 _ => None,
             };
-            let spent = thread_cpu_ns().saturating_sub(cpu0);
-            self.handle(id, req, fd, &writer, spent);
+            self.handle(id, req, fd, &writer);
         };
         let held: Vec<u32> = self.held.keys().copied().collect();
         // Workers end when their channel closes; the ranks go back to the manager (a
@@ -271,14 +285,22 @@ impl Connection {
         );
     }
 
-    fn handle(
-        &mut self,
-        id: u64,
-        req: Request,
-        fd: Option<std::os::fd::OwnedFd>,
-        writer: &Writer,
-        spent: u64,
-    ) {
+    fn handle(&mut self, id: u64, req: Request, fd: Option<std::os::fd::OwnedFd>, writer: &Writer) {
+        // The remote path's cost, as the daemon reports it: its CPU time on this thread
+        // outside the DPU simulation (receiving and decoding requests, checking them,
+        // encoding and sending replies), one clock pair per operation: the clock is read
+        // before and after each operation's simulation, and the stretch between two
+        // operations (the previous reply, this request) is reported with the second.
+        // Requests that are not an operation's (allocation, logs, statistics, the rank
+        // table) are measured apart and not counted, only the stretch before them is.
+        let counted = matches!(
+            req,
+            Request::Exec { .. } | Request::Staging { .. } | Request::InPlace { .. }
+        );
+        if !counted {
+            let now = thread_cpu_ns();
+            self.carry += now.saturating_sub(self.mark);
+        }
         let reply = match req {
             Request::Hello { .. } => Reply::Hello {
                 machine: self.manager.config().machine_keys(),
@@ -302,7 +324,15 @@ impl Connection {
             Request::Exec { ops } => {
                 if let Err(e) = self.check_exec(&ops) {
                     error_reply(&e)
-                } else if ops.len() == 1 && self.held[&ops[0].0].worker.is_some() {
+                } else if ops.len() == 1
+                    && self.held.len() > 1
+                    && self.held[&ops[0].0].worker.is_some()
+                {
+                    // A tenant with several ranks: each rank's requests on its worker, so
+                    // that ranks run in parallel.
+                    let now = thread_cpu_ns();
+                    let spent = std::mem::take(&mut self.carry) + now.saturating_sub(self.mark);
+                    self.mark = now;
                     let (rank, op) = ops.into_iter().next().expect("one op");
                     let h = &self.held[&rank];
                     let w = h.worker.as_ref().expect("checked");
@@ -316,7 +346,13 @@ impl Connection {
                         return;
                     }
                 } else {
-                    self.exec_here(ops)
+                    // One rank (or a request on several): served here, without handing
+                    // the request to another thread.
+                    let now = thread_cpu_ns();
+                    let ipc = std::mem::take(&mut self.carry) + now.saturating_sub(self.mark);
+                    let reply = self.exec_here(ops, ipc);
+                    self.mark = thread_cpu_ns();
+                    reply
                 }
             }
             Request::Status { rank } => match self.enter(rank) {
@@ -348,7 +384,10 @@ impl Connection {
                 }
             }
         };
-        send(writer, id, &reply, spent);
+        send(writer, id, &reply, None);
+        if !counted {
+            self.mark = thread_cpu_ns();
+        }
     }
 
     /// Starts an operation on a rank this tenant holds (resuming it if it was suspended).
@@ -458,7 +497,9 @@ impl Connection {
         Ok(())
     }
 
-    fn exec_here(&self, ops: Vec<(u32, WireOp)>) -> Reply {
+    /// Runs a request's operations on this thread (a request on several ranks: in parallel
+    /// on the simulation pool); `ipc_ns` is the remote path's cost the reply reports.
+    fn exec_here(&self, ops: Vec<(u32, WireOp)>, ipc_ns: u64) -> Reply {
         let start = Instant::now();
         // Every rank resident (resumed if need be) before any runs.
         let work: Vec<(Result<crate::lease::Active>, &Held, WireOp)> = ops
@@ -482,7 +523,7 @@ impl Connection {
             work.into_iter().map(run).collect()
         };
         Reply::Exec {
-            ipc_ns: 0,
+            ipc_ns,
             emu_ns: start.elapsed().as_nanos() as u64,
             outcomes,
         }
@@ -849,7 +890,7 @@ fn spawn_worker(
                     emu_ns: start.elapsed().as_nanos() as u64,
                     outcomes: vec![outcome],
                 };
-                send(&writer, id, &reply, spent);
+                send(&writer, id, &reply, Some(spent));
             }
         });
     tx

@@ -26,6 +26,8 @@ struct Pending {
     replies: HashMap<u64, Reply>,
     /// Whether a thread is reading the socket.
     leader: bool,
+    /// Threads waiting on `arrived` (waking none is a system call saved per request).
+    waiting: usize,
     /// Why the connection is gone, once it is.
     closed: Option<String>,
 }
@@ -93,6 +95,7 @@ impl Conn {
             pending: Mutex::new(Pending {
                 replies: HashMap::new(),
                 leader: false,
+                waiting: 0,
                 closed: None,
             }),
             arrived: Condvar::new(),
@@ -204,7 +207,9 @@ impl Conn {
                 return Err(self.gone(why));
             }
             if p.leader {
+                p.waiting += 1;
                 p = self.arrived.wait(p).unwrap_or_else(|e| e.into_inner());
+                p.waiting -= 1;
                 continue;
             }
             p.leader = true;
@@ -234,7 +239,9 @@ impl Conn {
                 }
             };
             // A reply for another thread, or the reading to take over.
-            self.arrived.notify_all();
+            if p.waiting > 0 {
+                self.arrived.notify_all();
+            }
             if let Some(r) = mine {
                 return Ok(r);
             }
