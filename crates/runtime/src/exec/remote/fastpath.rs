@@ -12,6 +12,12 @@
 //!   DPU's previous read (a sequential scan), doubling the read-ahead each time up to 16
 //!   pages: an isolated tiny read moves only its own bytes. The segment is dropped at the
 //!   rank's next write, launch, load or free.
+//! - **read-across**: the other common pattern of small reads, one DPU after another at
+//!   the same place (`DPU_FOREACH` with `dpu_copy_from`: each DPU's result, in MRAM or
+//!   WRAM), fetches that place from every DPU of the rank at the second such read (when it
+//!   is at most [`PREFETCH_PAGES`] pages in all); the next DPUs' reads are served without a
+//!   message. The first read of a place fetches its own bytes only. Dropped as the
+//!   read-ahead segments are.
 //!
 //! - **zero-copy**: transfers' bytes go through the rank's shared staging region
 //!   ([`super::staging`]) instead of the messages.
@@ -119,6 +125,18 @@ pub(crate) enum ReadPlan {
     Hit,
     /// Fetch `len` bytes per item (at least the read's own).
     Fetch { len: usize },
+    /// A one-DPU read at the place the previous one-DPU read read on another DPU: fetch it
+    /// from every DPU of the rank.
+    Across,
+}
+
+/// The memory of a place, and its address.
+fn mem_of(p: Place) -> (u8, u32) {
+    match p {
+        Place::Wram(a) => (0, a.0),
+        Place::Mram(a) => (1, a.0),
+        Place::Iram(a) => (2, a.0),
+    }
 }
 
 /// A DPU's read-ahead state.
@@ -136,18 +154,70 @@ struct DpuSegment {
 #[derive(Default)]
 pub(crate) struct ReadCache {
     dpus: HashMap<u32, DpuSegment>,
+    /// Read-across segments: per DPU, places (memory, address) and their bytes, at most
+    /// [`SINGLES`], the latest last.
+    across: HashMap<u32, Vec<(u8, u32, Vec<u8>)>>,
+    /// The rank's last one-DPU reads of distinct places (their place, length and DPU),
+    /// the latest last: reads of a few places per DPU interleave (`DPU_FOREACH` reading
+    /// two results of each DPU).
+    singles: Vec<(Place, usize, u32)>,
 }
+
+/// One-DPU reads remembered for the read-across.
+const SINGLES: usize = 8;
 
 impl ReadCache {
     /// Drops every segment (the rank's memory may have changed).
     pub(crate) fn invalidate(&mut self) {
         self.dpus.clear();
+        self.across.clear();
     }
 
-    /// How to serve a read of `len` bytes per item.
-    pub(crate) fn plan(&self, len: usize, items: &[XferItem]) -> Option<ReadPlan> {
+    /// The read-across bytes of `len` bytes at `place` of `dpu`, if cached.
+    fn across_hit(&self, dpu: u32, place: Place, len: usize) -> Option<&[u8]> {
+        let (mem, a) = mem_of(place);
+        self.across
+            .get(&dpu)?
+            .iter()
+            .rev()
+            .find_map(|(m, start, data)| {
+                let off = a.checked_sub(*start)? as usize;
+                (*m == mem && off + len <= data.len()).then(|| &data[off..off + len])
+            })
+    }
+
+    /// How to serve a read of `len` bytes per item, on a rank of `nr_dpus` DPUs; notes the
+    /// read for the next one's plan.
+    pub(crate) fn plan(
+        &mut self,
+        len: usize,
+        items: &[XferItem],
+        nr_dpus: u32,
+    ) -> Option<ReadPlan> {
         if !switches().prefetch || len == 0 || len > PREFETCH_PAGES * PAGE {
             return None;
+        }
+        if let [i] = items {
+            // Another DPU read this place last: this one continues a read across DPUs.
+            let last = self
+                .singles
+                .iter()
+                .position(|&(p, l, _)| p == i.place && l == len)
+                .map(|k| self.singles.remove(k));
+            if self.singles.len() == SINGLES {
+                self.singles.remove(0);
+            }
+            self.singles.push((i.place, len, i.dpu));
+            if self.across_hit(i.dpu, i.place, len).is_some() {
+                return Some(ReadPlan::Hit);
+            }
+            if last.is_some_and(|(_, _, d)| d != i.dpu)
+                && nr_dpus > 1
+                && len * nr_dpus as usize <= PREFETCH_PAGES * PAGE
+                && !matches!(i.place, Place::Iram(_))
+            {
+                return Some(ReadPlan::Across);
+            }
         }
         let mut hit = true;
         let mut sequential = true;
@@ -195,6 +265,12 @@ impl ReadCache {
     /// Every item's buffer is valid for writes of `len` bytes.
     pub(crate) unsafe fn serve(&mut self, len: usize, items: &[XferItem]) {
         for i in items {
+            if let Some(bytes) = self.across_hit(i.dpu, i.place, len) {
+                // SAFETY: the caller's contract.
+                let dst = unsafe { std::slice::from_raw_parts_mut(i.buf.0, len) };
+                dst.copy_from_slice(bytes);
+                continue;
+            }
             let (Place::Mram(a), Some(seg)) = (i.place, self.dpus.get_mut(&i.dpu)) else {
                 continue;
             };
@@ -216,6 +292,19 @@ impl ReadCache {
             seg.start = a.0;
             seg.data.clear();
             seg.last_end = Some(a.0 + len as u32);
+        }
+    }
+
+    /// Keeps what a read-across fetch brought: `len` bytes at `place` of DPUs
+    /// `0..data.len() / len`, in order.
+    pub(crate) fn keep_across(&mut self, len: usize, place: Place, data: &[u8]) {
+        let (mem, a) = mem_of(place);
+        for (dpu, chunk) in data.chunks(len.max(1)).enumerate() {
+            let segs = self.across.entry(dpu as u32).or_default();
+            if segs.len() == SINGLES {
+                segs.remove(0);
+            }
+            segs.push((mem, a, chunk.to_vec()));
         }
     }
 
@@ -253,33 +342,33 @@ mod tests {
         let mut b = [0u8; 256];
         let it = [item(0, 1 << 20, &mut b)];
         // An isolated 256-byte read: 256 bytes, no more.
-        let Some(ReadPlan::Fetch { len }) = c.plan(256, &it) else {
+        let Some(ReadPlan::Fetch { len }) = c.plan(256, &it, 1) else {
             panic!()
         };
         assert_eq!(len, 256);
         c.keep(256, len, &it, &[7u8; 256]);
         // The next one continues it: read-ahead of twice as much, doubling up to 16 pages.
         let it2 = [item(0, (1 << 20) + 256, &mut b)];
-        let Some(ReadPlan::Fetch { len }) = c.plan(256, &it2) else {
+        let Some(ReadPlan::Fetch { len }) = c.plan(256, &it2, 1) else {
             panic!()
         };
         assert_eq!(len, 512);
         c.keep(256, len, &it2, &[8u8; 512]);
         // ... which the read after it finds in the cache.
         let it3 = [item(0, (1 << 20) + 512, &mut b)];
-        assert!(matches!(c.plan(256, &it3), Some(ReadPlan::Hit)));
+        assert!(matches!(c.plan(256, &it3, 1), Some(ReadPlan::Hit)));
         // SAFETY: `b` is 256 bytes.
         unsafe { c.serve(256, &it3) };
         assert_eq!(b, [8u8; 256]);
         // An unrelated read elsewhere: its own bytes only; invalidation drops the segment.
         let it4 = [item(0, 64, &mut b)];
         assert!(matches!(
-            c.plan(256, &it4),
+            c.plan(256, &it4, 1),
             Some(ReadPlan::Fetch { len: 256 })
         ));
         c.invalidate();
         assert!(matches!(
-            c.plan(256, &it3),
+            c.plan(256, &it3, 1),
             Some(ReadPlan::Fetch { len: 256 })
         ));
     }

@@ -259,6 +259,11 @@ impl Backend for RemoteBackend {
         let issue = timeline::issue_now(call_shape_of(&ops));
         let ids: Vec<u32> = ops.iter().map(|(r, _)| r.id).collect();
         let _join = timeline::JoinOnDrop(ids);
+        if ops.len() == 1 {
+            // One rank: as a queued operation runs (the batch, the read-ahead cache).
+            let (r, op) = ops.pop().expect("one operation");
+            return timeline::with_sync_issue(issue, || r.run_one(op));
+        }
         if ops.iter().all(|(r, op)| batchable(op, r.conn.in_place)) {
             let results = ops
                 .into_iter()
@@ -680,7 +685,7 @@ impl RemoteRank {
         let hw = &self.machine.hardware;
         if let RankOp::Read { len, items } = &op {
             let mut cache = lock(&self.cache);
-            match cache.plan(*len, items) {
+            match cache.plan(*len, items, self.nr_dpus) {
                 // A large read that would fetch only its own bytes goes in place.
                 Some(ReadPlan::Fetch { len: fetch })
                     if fetch == *len && self.conn.in_place && in_place_bytes(*len, items) =>
@@ -808,12 +813,27 @@ impl RemoteRank {
                 return Ok(());
             }
             ReadPlan::Fetch { len } => len,
+            ReadPlan::Across => len,
+        };
+        let across = matches!(plan, ReadPlan::Across).then(|| items[0].place);
+        // What the rank sends: the items, or the place on every DPU of the rank (their
+        // buffers are the cache's: the pointers only tell the bus model the DPUs' buffers
+        // are distinct, and are never used).
+        let fetched_items: Vec<XferItem> = match across {
+            Some(place) => (0..self.nr_dpus)
+                .map(|dpu| XferItem {
+                    dpu,
+                    place,
+                    buf: crate::exec::HostPtr(items[0].buf.0.wrapping_add(dpu as usize)),
+                })
+                .collect(),
+            None => items.clone(),
         };
         let cpu0 = thread_cpu_ns();
         // Small reads: in the reply (the segment is kept in the cache anyway).
         let wire = WireOp::Read {
             len: fetch as u32,
-            items: wire_items_of(&items),
+            items: wire_items_of(&fetched_items),
             staged: None,
         };
         let (mut o, ipc) = match self.send_after_batch(wire.clone()) {
@@ -830,7 +850,7 @@ impl RemoteRank {
             pending: Pending::Xfer {
                 dir: openpim_machine::Direction::FromDpu,
                 len: fetch,
-                items: items.clone(),
+                items: fetched_items.clone(),
             },
             read_into: Vec::new(),
             read_len: 0,
@@ -839,19 +859,29 @@ impl RemoteRank {
             mirror: Mirror::None,
         };
         if o.result.is_ok() {
-            if data.len() != fetch * items.len() {
+            if data.len() != fetch * fetched_items.len() {
                 return Err(Error::Internal(format!(
                     "the daemon returned {} bytes for a read of {}",
                     data.len(),
-                    fetch * items.len()
+                    fetch * fetched_items.len()
                 )));
             }
-            for (i, chunk) in items.iter().zip(data.chunks(fetch.max(1))) {
-                // SAFETY: as above.
-                let dst = unsafe { std::slice::from_raw_parts_mut(i.buf.0, len) };
-                dst.copy_from_slice(&chunk[..len]);
+            match across {
+                Some(place) => {
+                    let mut cache = lock(&self.cache);
+                    cache.keep_across(len, place, &data);
+                    // SAFETY: as above; the item's DPU's bytes are in the cache now.
+                    unsafe { cache.serve(len, &items) };
+                }
+                None => {
+                    for (i, chunk) in items.iter().zip(data.chunks(fetch.max(1))) {
+                        // SAFETY: as above.
+                        let dst = unsafe { std::slice::from_raw_parts_mut(i.buf.0, len) };
+                        dst.copy_from_slice(&chunk[..len]);
+                    }
+                    lock(&self.cache).keep(len, fetch, &items, &data);
+                }
             }
-            lock(&self.cache).keep(len, fetch, &items, &data);
         }
         self.complete(p, o, ipc)
     }
