@@ -532,6 +532,7 @@ fn crafted_requests_on_the_raw_socket_are_refused() {
     }
     drop(probe);
     staging_regions_carry_transfers_and_are_checked(&d);
+    in_place_transfers_need_the_probe(&d);
     openpim_daemon::server::request_stop();
     d.thread.take().unwrap().join().unwrap();
 }
@@ -716,4 +717,76 @@ fn staging_regions_carry_transfers_and_are_checked(d: &Daemon) {
     assert_eq!(got, [1, 2, 3, 4, 5, 6, 7, 8]);
     let e = a.error(&staged_read(u64::MAX - 3));
     assert!(matches!(e, Error::InvalidDpuSet(_)), "{e}");
+}
+
+/// In-place transfers on the raw socket: refused before the tenant's probe succeeded (a
+/// wrong value fails it); after it, a write's bytes are read from the tenant's buffer and a
+/// read's land in the tenant's buffer; a buffer the tenant does not have is an error of the
+/// operation. (The raw client is this process, which the daemon's thread may read.)
+fn in_place_transfers_need_the_probe(d: &Daemon) {
+    let mut a = Raw::connect(d);
+    let rank = a.alloc_one();
+    let src = vec![0x5Au8; 64];
+    let mut dst = vec![0u8; 64];
+    let item = WireItem {
+        dpu: 2,
+        place: Place::Mram(MramAddr(8192)),
+        buf: 0,
+    };
+    let write = |addr: u64| Request::Exec {
+        ops: vec![(
+            rank,
+            WireOp::Write {
+                len: 64,
+                items: vec![item],
+                bufs: WriteBufs::InPlace(vec![addr]),
+            },
+        )],
+    };
+    let read = |addr: u64| Request::Exec {
+        ops: vec![(
+            rank,
+            WireOp::ReadInPlace {
+                len: 64,
+                items: vec![item],
+                addrs: vec![addr],
+            },
+        )],
+    };
+    let e = a.error(&write(src.as_ptr() as u64));
+    assert!(e.to_string().contains("in-place probe"), "{e}");
+    let e = a.error(&read(dst.as_mut_ptr() as u64));
+    assert!(e.to_string().contains("in-place probe"), "{e}");
+    let value = Box::new(0x1234_5678_9abc_def1u64);
+    let addr = &*value as *const u64 as u64;
+    let wrong = a.call(&Request::InPlace {
+        addr,
+        value: *value + 1,
+    });
+    assert!(matches!(wrong, Reply::Error(_)), "{wrong:?}");
+    let right = a.call(&Request::InPlace {
+        addr,
+        value: *value,
+    });
+    assert!(matches!(right, Reply::Unit), "{right:?}");
+    let Reply::Exec { outcomes, .. } = a.call(&write(src.as_ptr() as u64)) else {
+        panic!("write refused")
+    };
+    assert!(outcomes[0].result.is_ok(), "{outcomes:?}");
+    let Reply::Exec { outcomes, .. } = a.call(&read(dst.as_mut_ptr() as u64)) else {
+        panic!("read refused")
+    };
+    assert!(outcomes[0].result.is_ok() && outcomes[0].data.is_empty());
+    // SAFETY: the daemon wrote `dst` before replying; read it as memory that changed.
+    let got = unsafe { std::ptr::read_volatile(dst.as_ptr() as *const [u8; 64]) };
+    assert_eq!(got, [0x5A; 64]);
+    // An address with nothing mapped: the operation's error, the connection still served.
+    let e = a.error(&read(8));
+    assert!(matches!(e, Error::System(_)), "{e}");
+    let e = a.error(&write(8));
+    assert!(matches!(e, Error::System(_)), "{e}");
+    let Reply::Exec { outcomes, .. } = a.call(&read(dst.as_mut_ptr() as u64)) else {
+        panic!("read refused")
+    };
+    assert!(outcomes[0].result.is_ok());
 }

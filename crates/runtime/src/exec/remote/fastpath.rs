@@ -372,4 +372,62 @@ mod tests {
             Some(ReadPlan::Fetch { len: 256 })
         ));
     }
+
+    #[test]
+    fn reads_of_one_place_across_dpus_fetch_the_rank_once() {
+        use openpim_machine::WramAddr;
+        let mut c = ReadCache::default();
+        let mut b = [0u8; 4];
+        let one = |dpu: u32, place: Place, b: &mut [u8]| XferItem {
+            dpu,
+            place,
+            buf: HostPtr(b.as_mut_ptr()),
+        };
+        let res = Place::Wram(WramAddr(64));
+        let other = Place::Mram(MramAddr(0));
+        // DPU 0 reads two places: their own bytes (WRAM outside the cache).
+        assert!(c.plan(4, &[one(0, res, &mut b)], 4).is_none());
+        assert!(matches!(
+            c.plan(4, &[one(0, other, &mut b)], 4),
+            Some(ReadPlan::Fetch { len: 4 })
+        ));
+        // DPU 1 reads the first place: the whole rank's, once.
+        assert!(matches!(
+            c.plan(4, &[one(1, res, &mut b)], 4),
+            Some(ReadPlan::Across)
+        ));
+        let data: Vec<u8> = (0..16).collect();
+        c.keep_across(4, res, &data);
+        // DPU 1's second place also goes across; both are then cached for DPUs 2 and 3.
+        assert!(matches!(
+            c.plan(4, &[one(1, other, &mut b)], 4),
+            Some(ReadPlan::Across)
+        ));
+        c.keep_across(4, other, &[9u8; 16]);
+        assert!(matches!(
+            c.plan(4, &[one(3, res, &mut b)], 4),
+            Some(ReadPlan::Hit)
+        ));
+        // SAFETY: `b` is 4 bytes.
+        unsafe { c.serve(4, &[one(3, res, &mut b)]) };
+        assert_eq!(b, [12, 13, 14, 15]);
+        // A shorter read inside a cached place is served too; too much in all (64 DPUs x
+        // 8 KiB) is not fetched across.
+        assert!(matches!(
+            c.plan(2, &[one(2, res, &mut b)], 4),
+            Some(ReadPlan::Hit)
+        ));
+        let mut big = vec![0u8; 8192];
+        let _ = c.plan(8192, &[one(0, other, &mut big)], 64);
+        assert!(matches!(
+            c.plan(8192, &[one(1, other, &mut big)], 64),
+            Some(ReadPlan::Fetch { len: 8192 })
+        ));
+        // Invalidation drops the cached places.
+        c.invalidate();
+        assert!(!matches!(
+            c.plan(4, &[one(2, other, &mut b)], 4),
+            Some(ReadPlan::Hit)
+        ));
+    }
 }
