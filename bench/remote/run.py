@@ -9,7 +9,8 @@ virtual time in process and through the daemon, the overhead (ratio), the remote
 by phase, and the wall time of both runs; then the geometric mean and the worst overhead.
 Then the ablation, each optimization off in turn (overhead geomean and worst): per-rank
 parallel handling (`openpim daemon --serial`), zero-copy (`OPENPIM_REMOTE_ZEROCOPY=0`), write
-batching (`OPENPIM_REMOTE_BATCH=0`), read-ahead (`OPENPIM_REMOTE_PREFETCH=0`); and the daemon's
+batching (`OPENPIM_REMOTE_BATCH=0`), read-ahead and read-across (`OPENPIM_REMOTE_PREFETCH=0`),
+in-place transfers (`OPENPIM_REMOTE_INPLACE=0`); and the daemon's
 allocation and wipe latencies (from its metrics). Every ratio is measured in this one run.
 Needs `make build`.
 """
@@ -66,6 +67,7 @@ ABLATION = [
     ("no 0-copy", "main", {"OPENPIM_REMOTE_ZEROCOPY": "0"}),
     ("no batch", "main", {"OPENPIM_REMOTE_BATCH": "0"}),
     ("no prefetch", "main", {"OPENPIM_REMOTE_PREFETCH": "0"}),
+    ("no in-place", "main", {"OPENPIM_REMOTE_INPLACE": "0"}),
 ]
 
 

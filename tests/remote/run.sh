@@ -86,6 +86,13 @@ if OPENPIM_SERVER="$sock" OPENPIM_REMOTE_BATCH=0 OPENPIM_REMOTE_PREFETCH=0 CONFO
 else
     fail "the same with batching and read-ahead off" "$tmp/conf0.log"
 fi
+# ... and with in-place transfers off (the staging regions carry the large transfers).
+if OPENPIM_SERVER="$sock" OPENPIM_REMOTE_INPLACE=0 CONFORMANCE_VERBOSE=1 \
+    "$root/tests/conformance/run.sh" vector_add transfers async checksum reduction >"$tmp/conf1.log" 2>&1; then
+    pass "the same with in-place transfers off ($(tail -n 1 "$tmp/conf1.log"))"
+else
+    fail "the same with in-place transfers off" "$tmp/conf1.log"
+fi
 # The Python API goes through libdpu, hence through the daemon too.
 if OPENPIM_SERVER="$sock" python3 -m pytest -q "$root/python/tests" >"$tmp/py.log" 2>&1; then
     pass "the Python API's tests through the daemon ($(tail -n 1 "$tmp/py.log"))"
