@@ -11,7 +11,8 @@
 //!   isolated 256-byte reads), a read fetches more than asked only when it continues the
 //!   DPU's previous read (a sequential scan), doubling the read-ahead each time up to 16
 //!   pages: an isolated tiny read moves only its own bytes. The segment is dropped at the
-//!   rank's next write, launch, load or free.
+//!   rank's next write, launch, load or free. A read of many DPUs reads ahead 16 pages in
+//!   all at most (the bytes come back in the reply).
 //! - **read-across**: the other common pattern of small reads, one DPU after another at
 //!   the same place (`DPU_FOREACH` with `dpu_copy_from`: each DPU's result, in MRAM or
 //!   WRAM), fetches that place from every DPU of the rank at the second such read (when it
@@ -239,7 +240,9 @@ impl ReadCache {
         if hit {
             return Some(ReadPlan::Hit);
         }
-        let limit = PREFETCH_PAGES * PAGE;
+        // vPIM's 16 pages per DPU, but at most 16 pages in all for a read of many DPUs: the
+        // bytes come back in the reply, copied on both sides.
+        let limit = (PREFETCH_PAGES * PAGE / items.len().max(1)).max(len);
         let len_fetch = if sequential {
             ahead.clamp(len, limit)
         } else {

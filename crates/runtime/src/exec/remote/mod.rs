@@ -686,9 +686,9 @@ impl RemoteRank {
         if let RankOp::Read { len, items } = &op {
             let mut cache = lock(&self.cache);
             match cache.plan(*len, items, self.nr_dpus) {
-                // A large read that would fetch only its own bytes goes in place.
-                Some(ReadPlan::Fetch { len: fetch })
-                    if fetch == *len && self.conn.in_place && in_place_bytes(*len, items) =>
+                // A large read goes in place (nothing copied), without reading ahead.
+                Some(ReadPlan::Fetch { .. })
+                    if self.conn.in_place && in_place_bytes(*len, items) =>
                 {
                     cache.note(*len, items);
                 }
