@@ -9,7 +9,8 @@
 //! - **read-ahead**: small MRAM reads are served from a per-DPU segment fetched earlier.
 //!   Unlike vPIM, which fetches 16 pages after every missed read (losing up to 145x on RED's
 //!   isolated 256-byte reads), a read fetches more than asked only when it continues the
-//!   DPU's previous read (a sequential scan), doubling the read-ahead each time up to 16
+//!   DPU's previous read which continued the one before (a sequential scan: a read in two
+//!   parts is not one), doubling the read-ahead each time up to 16
 //!   pages: an isolated tiny read moves only its own bytes. The segment is dropped at the
 //!   rank's next write, launch, load or free. A read of many DPUs reads ahead 16 pages in
 //!   all at most (the bytes come back in the reply).
@@ -17,8 +18,9 @@
 //!   the same place (`DPU_FOREACH` with `dpu_copy_from`: each DPU's result, in MRAM or
 //!   WRAM), fetches that place from every DPU of the rank at the second such read (when it
 //!   is at most [`PREFETCH_PAGES`] pages in all); the next DPUs' reads are served without a
-//!   message. The first read of a place fetches its own bytes only. Dropped as the
-//!   read-ahead segments are.
+//!   message. The first read of a place fetches its own bytes only, and so does a read after
+//!   a write to the rank (each DPU written then read: no scan). Dropped as the read-ahead
+//!   segments are.
 //!
 //! - **zero-copy**: transfers' bytes go through the rank's shared staging region
 //!   ([`super::staging`]) instead of the messages.
@@ -149,6 +151,8 @@ struct DpuSegment {
     /// Where the DPU's last read ended, and the read-ahead it used.
     last_end: Option<u32>,
     ahead: usize,
+    /// Reads in a row that each continued the one before.
+    streak: u32,
 }
 
 /// A rank's read-ahead cache, per DPU.
@@ -172,6 +176,9 @@ impl ReadCache {
     pub(crate) fn invalidate(&mut self) {
         self.dpus.clear();
         self.across.clear();
+        // Reads separated by a write are not a scan across DPUs (`DPU_FOREACH` writing then
+        // reading each DPU): fetching the rank at each would move more than they read.
+        self.singles.clear();
     }
 
     /// The read-across bytes of `len` bytes at `place` of `dpu`, if cached.
@@ -232,8 +239,11 @@ impl ReadCache {
                 a.0 >= s.start && a.0 as usize + len <= s.start as usize + s.data.len()
             });
             hit &= inside;
-            match seg.and_then(|s| s.last_end.map(|e| (e, s.ahead))) {
-                Some((end, prev)) if end == a.0 => ahead = ahead.max(prev.max(len) * 2),
+            // A scan is a third read in a row: one read in two parts is not one.
+            match seg.and_then(|s| s.last_end.map(|e| (e, s.ahead, s.streak))) {
+                Some((end, prev, streak)) if end == a.0 && streak >= 1 => {
+                    ahead = ahead.max(prev.max(len) * 2)
+                }
                 _ => sequential = false,
             }
         }
@@ -281,6 +291,11 @@ impl ReadCache {
             // SAFETY: the caller's contract.
             let dst = unsafe { std::slice::from_raw_parts_mut(i.buf.0, len) };
             dst.copy_from_slice(&seg.data[off..off + len]);
+            seg.streak = if seg.last_end == Some(a.0) {
+                seg.streak + 1
+            } else {
+                0
+            };
             seg.last_end = Some(a.0 + len as u32);
         }
     }
@@ -291,6 +306,11 @@ impl ReadCache {
         for i in items {
             let Place::Mram(a) = i.place else { continue };
             let seg = self.dpus.entry(i.dpu).or_default();
+            seg.streak = if seg.last_end == Some(a.0) {
+                seg.streak + 1
+            } else {
+                0
+            };
             seg.ahead = len;
             seg.start = a.0;
             seg.data.clear();
@@ -317,6 +337,7 @@ impl ReadCache {
             let Place::Mram(a) = i.place else { continue };
             let seg = self.dpus.entry(i.dpu).or_default();
             let sequential = seg.last_end == Some(a.0);
+            seg.streak = if sequential { seg.streak + 1 } else { 0 };
             seg.ahead = if sequential { fetched } else { len };
             seg.start = a.0;
             seg.data = chunk.to_vec();
@@ -350,15 +371,22 @@ mod tests {
         };
         assert_eq!(len, 256);
         c.keep(256, len, &it, &[7u8; 256]);
-        // The next one continues it: read-ahead of twice as much, doubling up to 16 pages.
-        let it2 = [item(0, (1 << 20) + 256, &mut b)];
+        // The next one continues it: still its own bytes (a read in two parts is no scan).
+        let it1 = [item(0, (1 << 20) + 256, &mut b)];
+        assert!(matches!(
+            c.plan(256, &it1, 1),
+            Some(ReadPlan::Fetch { len: 256 })
+        ));
+        c.note(256, &it1);
+        // The third in a row: read-ahead of twice as much, doubling up to 16 pages.
+        let it2 = [item(0, (1 << 20) + 512, &mut b)];
         let Some(ReadPlan::Fetch { len }) = c.plan(256, &it2, 1) else {
             panic!()
         };
         assert_eq!(len, 512);
         c.keep(256, len, &it2, &[8u8; 512]);
         // ... which the read after it finds in the cache.
-        let it3 = [item(0, (1 << 20) + 512, &mut b)];
+        let it3 = [item(0, (1 << 20) + 768, &mut b)];
         assert!(matches!(c.plan(256, &it3, 1), Some(ReadPlan::Hit)));
         // SAFETY: `b` is 256 bytes.
         unsafe { c.serve(256, &it3) };

@@ -686,9 +686,11 @@ impl RemoteRank {
         if let RankOp::Read { len, items } = &op {
             let mut cache = lock(&self.cache);
             match cache.plan(*len, items, self.nr_dpus) {
-                // A large read goes in place (nothing copied), without reading ahead.
-                Some(ReadPlan::Fetch { .. })
-                    if self.conn.in_place && in_place_bytes(*len, items) =>
+                // A read that fetches only its own bytes takes the usual path (the staging
+                // region, or in place: nothing copied through the messages), and so does a
+                // large one (in place, without reading ahead).
+                Some(ReadPlan::Fetch { len: fetch })
+                    if fetch == *len || (self.conn.in_place && in_place_bytes(*len, items)) =>
                 {
                     cache.note(*len, items);
                 }
