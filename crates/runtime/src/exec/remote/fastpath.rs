@@ -42,7 +42,7 @@ use crate::exec::{RankOp, XferItem};
 use crate::xfer::Place;
 
 /// A page, as vPIM counts its buffers.
-const PAGE: usize = 4096;
+pub(crate) const PAGE: usize = 4096;
 /// Batch capacity per DPU of the rank (vPIM: 64 pages).
 pub(crate) const BATCH_PAGES_PER_DPU: usize = 64;
 /// Largest read-ahead segment per DPU (vPIM: 16 pages).

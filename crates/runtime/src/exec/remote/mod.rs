@@ -470,10 +470,12 @@ enum Mirror {
 
 impl RemoteRank {
     /// Reserves `bytes` of the staging region (creating or growing it when nothing is in
-    /// it); `None` when the bytes must travel in the message (zero-copy off, a transfer
-    /// larger than any region, no region possible, or the room taken by a batch).
+    /// it); `None` when the bytes travel in the message (zero-copy off, a transfer of less
+    /// than a page or larger than any region, no region possible, or the room taken by a
+    /// batch). Less than a page costs less to copy through the message than the region's
+    /// first touches, and a program that moves only small data never makes a region.
     fn reserve(&self, st: &mut Staged, bytes: usize) -> Option<usize> {
-        if !switches().zero_copy || st.failed || bytes == 0 || bytes > MAX_STAGING {
+        if !switches().zero_copy || st.failed || bytes < fastpath::PAGE || bytes > MAX_STAGING {
             return None;
         }
         let cap = st.region.as_ref().map_or(0, Region::len);
