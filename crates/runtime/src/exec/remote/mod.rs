@@ -475,7 +475,7 @@ impl RemoteRank {
     /// batch). Less than a page costs less to copy through the message than the region's
     /// first touches, and a program that moves only small data never makes a region.
     fn reserve(&self, st: &mut Staged, bytes: usize) -> Option<usize> {
-        if !switches().zero_copy || st.failed || bytes < fastpath::PAGE || bytes > MAX_STAGING {
+        if !switches().zero_copy || st.failed || !(fastpath::PAGE..=MAX_STAGING).contains(&bytes) {
             return None;
         }
         let cap = st.region.as_ref().map_or(0, Region::len);
