@@ -131,7 +131,7 @@ for what in "spin 3000:a launch" "loop:transfers"; do
     mode=${what%%:*}
     OPENPIM_SERVER="$sock" ./bin/tenant $mode >"$tmp/victim.out" 2>&1 &
     victim=$!
-    for _ in $(seq 200); do grep -q ing "$tmp/victim.out" && break; sleep 0.05; done
+    for _ in $(seq 200); do grep -qs ing "$tmp/victim.out" && break; sleep 0.05; done
     sleep 0.3
     kill -9 "$victim"
     wait "$victim" 2>/dev/null
