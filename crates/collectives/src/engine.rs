@@ -11,10 +11,15 @@ use openpim_runtime::{
     MRAM_HEAP_SYMBOL,
 };
 
-use crate::cube::{dpu_of, Comm, Hypercube, CHIPS};
+use crate::cube::{dpu_of, Comm, Hypercube, CHIPS, RANK_DPUS};
 use crate::elem::{reduce_into, ElemType, ReduceOp};
 use crate::error::{Error, Result};
-use crate::line::{self, cpu_now, Modulation, Window};
+use crate::line::{self, cpu_now, Modulation, Window, Work};
+
+/// Lines of a window per rank for `words` 64-bit words per DPU (a rank's entangled groups).
+fn rank_lines(words: usize) -> usize {
+    (RANK_DPUS / CHIPS) as usize * words
+}
 use crate::plan::{self, Exchange, Layout};
 use crate::Options;
 
@@ -266,9 +271,12 @@ impl<'a> Ctx<'a> {
     }
 
     /// Charges the optimized host step: the lines it reads and writes on every rank at the
-    /// line rates, or its measured host work when longer.
-    fn charge_host_step(&self, read_per_dpu: u64, written_per_dpu: u64, measured_ns: u64) {
+    /// line rates, or its measured host work when longer — the work's pieces (one per rank)
+    /// each on its own core of the profile's host (`[host] cores`), as PID-Comm runs its host
+    /// step on host threads.
+    fn charge_host_step(&self, read_per_dpu: u64, written_per_dpu: u64, work: &Work) {
         let hw = &self.ranks[0].machine().hardware;
+        let measured_ns = work.on_cores(hw.host_spec().cores);
         let rates = LineRates::of(&hw.bus_spec(), self.ranks.len() as u32);
         let per_rank = |dpus: u64| {
             let rd = read_per_dpu * dpus;
@@ -352,7 +360,13 @@ pub(crate) fn over_links(ctx: &Ctx<'_>, c: &ExchangeCall, links: &LinkSpec) -> R
         ty: c.ty,
         op: c.op,
     };
-    line::run(&ops, &src, &mut dst, &m);
+    line::run(
+        &ops,
+        &src,
+        &mut dst,
+        &m,
+        rank_lines((c.target.len / 8) as usize),
+    );
     ctx.write_window(c.target, &dst)?;
     let ns = (per_dpu as f64 / links.link_gbps).ceil() as u64;
     let parts: Vec<(u32, u64)> = ctx.ranks.iter().map(|r| (r.id(), ns)).collect();
@@ -539,9 +553,15 @@ pub(crate) fn optimized(ctx: &Ctx<'_>, c: &ExchangeCall) -> Result<()> {
         ty: c.ty,
         op: c.op,
     };
-    let work = line::run(&ops, &src, &mut dst, &m);
+    let work = line::run(
+        &ops,
+        &src,
+        &mut dst,
+        &m,
+        rank_lines((host_dst.len / 8) as usize),
+    );
     ctx.write_window(host_dst, &dst)?;
-    ctx.charge_host_step(u64::from(host_src.len), u64::from(host_dst.len), work);
+    ctx.charge_host_step(u64::from(host_src.len), u64::from(host_dst.len), &work);
     if let Some(from) = post {
         ctx.relocate(from, c.target, chunk, c.total / chunk, 2)?;
     }
@@ -656,25 +676,31 @@ pub(crate) fn reduce_to_host(
         ty,
         op,
     };
-    let work = line::run(&ops, &src, &mut dst, &m);
-    // The reduced vectors to the host buffers (host memory: measured whole).
-    let start_cpu = cpu_now();
-    for (g, members) in groups.iter().enumerate() {
-        let l = members[0] as usize;
-        let (e, c) = (l / 8, l % 8);
-        let out = &mut *host[g];
-        for w in 0..words {
-            let line: [u64; 8] = dst[8 * (e * words + w)..8 * (e * words + w) + 8]
-                .try_into()
-                .unwrap();
-            out[8 * w..8 * w + 8].copy_from_slice(&line::transpose(line)[c].to_le_bytes());
-        }
+    let work = line::run(&ops, &src, &mut dst, &m, rank_lines(words));
+    // The reduced vectors to the host buffers (host memory: measured whole), by the rank of
+    // each group's first member (whose reduced line is read), one piece per rank.
+    let nr_ranks = ctx.ranks.len();
+    let mut per_rank: Vec<Vec<(usize, &mut [u8])>> = (0..nr_ranks).map(|_| Vec::new()).collect();
+    for (g, out) in host.iter_mut().enumerate() {
+        let l = groups[g][0] as usize;
+        per_rank[l / RANK_DPUS as usize].push((l, &mut **out));
     }
-    ctx.charge_host_step(
-        u64::from(source.len),
-        0,
-        work + cpu_now().saturating_sub(start_cpu),
-    );
+    let dst = &dst;
+    let copy = line::in_parallel(per_rank, |outs| {
+        let start = cpu_now();
+        for (l, out) in outs {
+            let (e, c) = (l / 8, l % 8);
+            for w in 0..words {
+                let line: [u64; 8] = dst[8 * (e * words + w)..8 * (e * words + w) + 8]
+                    .try_into()
+                    .unwrap();
+                out[8 * w..8 * w + 8].copy_from_slice(&line::transpose(line)[c].to_le_bytes());
+            }
+        }
+        cpu_now().saturating_sub(start)
+    });
+    let work = work.then(Work { phases: vec![copy] });
+    ctx.charge_host_step(u64::from(source.len), 0, &work);
     Ok(())
 }
 
@@ -714,36 +740,49 @@ pub(crate) fn gather_scatter(
         }
         return Ok(());
     }
-    // Lines straight between the windows and the host buffers: one transpose per line.
+    // Lines straight between the windows and the host buffers: one transpose per line, one
+    // piece per rank (its entangled groups).
     // The window stands for the ranks' memory (emulator work, touched before the timing).
     let mut win = if to_host {
         ctx.read_window(region)?
     } else {
         vec![u64::MAX; words * 8 * host.len()]
     };
-    let start_cpu = cpu_now();
-    for (e, h) in host.iter_mut().enumerate() {
-        for w in 0..words {
-            let i = 8 * (e * words + w);
-            if to_host {
-                let words8 = line::transpose(win[i..i + 8].try_into().unwrap());
-                for (c, v) in words8.iter().enumerate() {
-                    h[64 * w + 8 * c..64 * w + 8 * c + 8].copy_from_slice(&v.to_le_bytes());
+    let egs = (RANK_DPUS / CHIPS) as usize;
+    let pieces: Vec<(&mut [u64], &mut [&mut [u8]])> = win
+        .chunks_mut(8 * words * egs)
+        .zip(host.chunks_mut(egs))
+        .collect();
+    let pieces = line::in_parallel(pieces, |(win, host)| {
+        let start = cpu_now();
+        for (e, h) in host.iter_mut().enumerate() {
+            for w in 0..words {
+                let i = 8 * (e * words + w);
+                if to_host {
+                    let words8 = line::transpose(win[i..i + 8].try_into().unwrap());
+                    for (c, v) in words8.iter().enumerate() {
+                        h[64 * w + 8 * c..64 * w + 8 * c + 8].copy_from_slice(&v.to_le_bytes());
+                    }
+                } else {
+                    let words8: [u64; 8] = std::array::from_fn(|c| {
+                        u64::from_le_bytes(
+                            h[64 * w + 8 * c..64 * w + 8 * c + 8].try_into().unwrap(),
+                        )
+                    });
+                    win[i..i + 8].copy_from_slice(&line::transpose(words8));
                 }
-            } else {
-                let words8: [u64; 8] = std::array::from_fn(|c| {
-                    u64::from_le_bytes(h[64 * w + 8 * c..64 * w + 8 * c + 8].try_into().unwrap())
-                });
-                win[i..i + 8].copy_from_slice(&line::transpose(words8));
             }
         }
-    }
-    let work = cpu_now().saturating_sub(start_cpu);
+        cpu_now().saturating_sub(start)
+    });
+    let work = Work {
+        phases: vec![pieces],
+    };
     if to_host {
-        ctx.charge_host_step(u64::from(region.len), 0, work);
+        ctx.charge_host_step(u64::from(region.len), 0, &work);
     } else {
         ctx.write_window(region, &win)?;
-        ctx.charge_host_step(0, u64::from(region.len), work);
+        ctx.charge_host_step(0, u64::from(region.len), &work);
     }
     Ok(())
 }

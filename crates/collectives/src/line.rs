@@ -306,60 +306,239 @@ fn same_rotations(terms: &[(usize, u8)]) -> impl Iterator<Item = &[(usize, u8)]>
     terms.chunk_by(|a, b| a.1 == b.1)
 }
 
-/// Runs the host step: `ops` from `src` into `dst`.
-/// Runs the host step, `ops` from `src` into `dst`; returns the measured host work, ns.
+/// Source lines fetched per measured batch: the lines of several ops (or part of one) are
+/// fetched together, so that a host step is measured in few, large pieces (each measurement
+/// costs two CPU-clock reads, system calls).
+const BATCH_LINES: usize = 4096;
+
+/// The measured host work of a host step, ns: phases one after the other, each a list of
+/// pieces that may run at once (one per rank), each piece's work on one thread.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Work {
+    pub phases: Vec<Vec<u64>>,
+}
+
+impl Work {
+    /// One piece.
+    pub fn single(ns: u64) -> Work {
+        Work {
+            phases: vec![vec![ns]],
+        }
+    }
+
+    /// The pieces' work, ns, summed (one thread doing everything).
+    pub fn total(&self) -> u64 {
+        self.phases.iter().flatten().sum()
+    }
+
+    /// The time of the work on `threads` host cores: each phase's pieces on their own cores,
+    /// longest first on the least loaded core when there are more pieces than cores; the
+    /// phases one after the other.
+    pub fn on_cores(&self, threads: u32) -> u64 {
+        let threads = threads.max(1) as usize;
+        self.phases
+            .iter()
+            .map(|pieces| {
+                if pieces.len() <= threads {
+                    return pieces.iter().copied().max().unwrap_or(0);
+                }
+                let mut sorted = pieces.clone();
+                sorted.sort_unstable_by(|a, b| b.cmp(a));
+                let mut cores = vec![0u64; threads];
+                for p in sorted {
+                    let least = cores.iter_mut().min().expect("threads >= 1");
+                    *least += p;
+                }
+                cores.into_iter().max().unwrap_or(0)
+            })
+            .sum()
+    }
+
+    /// Appends the phases of `other` after this work's.
+    pub fn then(mut self, other: Work) -> Work {
+        self.phases.extend(other.phases);
+        self
+    }
+}
+
+/// Runs `f` on every item, the items spread over worker threads (at most the host's
+/// available cores); returns each item's measured work (its thread CPU time, as `f` measures
+/// it), in the items' order. What `f` computes does not depend on the thread it runs on.
+pub fn in_parallel<T: Send>(items: Vec<T>, f: impl Fn(T) -> u64 + Sync) -> Vec<u64> {
+    let n = items.len();
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |p| p.get())
+        .min(n);
+    if workers <= 1 {
+        return items.into_iter().map(f).collect();
+    }
+    let queue = std::sync::Mutex::new(items.into_iter().enumerate());
+    let out = std::sync::Mutex::new(vec![0u64; n]);
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| loop {
+                let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
+                let Some((i, item)) = next else { break };
+                let ns = f(item);
+                out.lock().unwrap_or_else(|e| e.into_inner())[i] = ns;
+            });
+        }
+    });
+    out.into_inner().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The ops of each destination rank (a rank's window holds `rank_lines` lines of `dst`), with
+/// their destination lines relative to the rank's: an op replicated to several ranks (a
+/// reduction given to a group across ranks) is computed by each, as each rank's thread does.
+fn by_rank(ops: &[Op], rank_lines: usize, ranks: usize) -> Vec<Vec<Op>> {
+    let mut out: Vec<Vec<Op>> = vec![Vec::new(); ranks];
+    for op in ops {
+        // (rank, index of this op's copy in the rank's list)
+        let mut copies: Vec<(usize, usize)> = Vec::new();
+        for d in &op.dst {
+            let r = d / rank_lines;
+            let rel = d - r * rank_lines;
+            debug_assert!(rel + op.words <= rank_lines, "a chunk across ranks");
+            match copies.iter().find(|(cr, _)| *cr == r) {
+                Some(&(_, k)) => out[r][k].dst.push(rel),
+                None => {
+                    copies.push((r, out[r].len()));
+                    out[r].push(Op {
+                        dst: vec![rel],
+                        words: op.words,
+                        body: op.body.clone(),
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Runs the host step, `ops` from `src` into `dst`, one piece per destination rank (`dst` holds
+/// `rank_lines` lines per rank), on worker threads; returns each piece's measured host work.
 ///
 /// With in-register modulation, the windows stand for the ranks' memory: every load and store
 /// on them is a bus access, which the bus model charges (`engine::charge_host_step`). What is
-/// measured is the work in registers: the lines an op needs are fetched into a small buffer
-/// (the emulator's work, not timed), modulated (timed: thread CPU time), and stored (not
-/// timed). Without it, the staging in host memory is real host work, and is measured whole.
-pub fn run(ops: &[Op], src: &[u64], dst: &mut [u64], m: &Modulation) -> u64 {
+/// measured is the work in registers: the lines of a batch of ops are fetched into a small
+/// buffer (the emulator's work, not timed), modulated (timed: thread CPU time), and stored (not
+/// timed). Without it, the staging in host memory is real host work, and is measured whole:
+/// the source ranks' lines to host memory in the DPUs' domain (a phase, one piece per source
+/// rank), then each destination rank's lines computed there and transposed back.
+///
+/// The bytes written do not depend on the threads: each piece writes only its rank's lines.
+pub fn run(ops: &[Op], src: &[u64], dst: &mut [u64], m: &Modulation, rank_lines: usize) -> Work {
+    let rank_lines = rank_lines.max(1);
+    let ranks = (dst.len() / 8).div_ceil(rank_lines);
+    let pieces = by_rank(ops, rank_lines, ranks);
+    let dst_ranks: Vec<&mut [u64]> = dst.chunks_mut(8 * rank_lines).collect();
     if !m.in_register {
-        let start = cpu_now();
         // The host-memory program: the source to host memory in the DPUs' domain, modulated
         // there, back to the destination window.
-        let staged: Vec<u64> = src
-            .chunks_exact(8)
-            .flat_map(|l| transpose(l.try_into().unwrap()))
+        // The source in as many pieces of whole lines as there are ranks.
+        let src_rank = 8 * (src.len() / 8).div_ceil(ranks.max(1)).max(1);
+        let mut staged = vec![0u64; src.len()];
+        let stage: Vec<(&[u64], &mut [u64])> = src
+            .chunks(src_rank)
+            .zip(staged.chunks_mut(src_rank))
             .collect();
-        let mut out = vec![0u64; dst.len()];
-        run_domain(ops, &staged, &mut out, m);
-        for (d, o) in dst.chunks_exact_mut(8).zip(out.chunks_exact(8)) {
-            d.copy_from_slice(&transpose(o.try_into().unwrap()));
-        }
-        return cpu_now().saturating_sub(start);
-    }
-    let mut work = 0;
-    let mut local_src: Vec<u64> = Vec::new();
-    let mut local_dst: Vec<u64> = Vec::new();
-    for op in ops {
-        let sources = op.body.sources();
-        // Up to 4,096 lines (256 KiB) fetched at a time.
-        let block = (4096 / sources.len().max(1)).clamp(8, 1024);
-        let local = op
-            .body
-            .remap(|s| sources.iter().position(|x| *x == s).unwrap_or(0) * block);
-        let mut w0 = 0;
-        while w0 < op.words {
-            let n = block.min(op.words - w0);
-            local_src.clear();
-            local_src.resize(8 * block * sources.len(), 0);
-            for (i, s) in sources.iter().enumerate() {
-                local_src[8 * i * block..8 * (i * block + n)]
-                    .copy_from_slice(&src[8 * (s + w0)..8 * (s + w0 + n)]);
-            }
-            local_dst.clear();
-            local_dst.resize(8 * n, 0);
+        let staging = in_parallel(stage, |(from, to)| {
             let start = cpu_now();
-            modulate(&local, n, &local_src, &mut local_dst, m);
-            work += cpu_now()
-                .saturating_sub(start)
-                .saturating_sub(clock_pair_ns());
-            for d in &op.dst {
-                dst[8 * (d + w0)..8 * (d + w0 + n)].copy_from_slice(&local_dst);
+            for (t, l) in to.chunks_exact_mut(8).zip(from.chunks_exact(8)) {
+                t.copy_from_slice(&transpose(l.try_into().unwrap()));
             }
+            cpu_now().saturating_sub(start)
+        });
+        let staged = &staged;
+        let compute = in_parallel(pieces.into_iter().zip(dst_ranks).collect(), |(ops, d)| {
+            let start = cpu_now();
+            let mut out = vec![0u64; d.len()];
+            run_domain(&ops, staged, &mut out, m);
+            for (d, o) in d.chunks_exact_mut(8).zip(out.chunks_exact(8)) {
+                d.copy_from_slice(&transpose(o.try_into().unwrap()));
+            }
+            cpu_now().saturating_sub(start)
+        });
+        return Work {
+            phases: vec![staging, compute],
+        };
+    }
+    let work = in_parallel(pieces.into_iter().zip(dst_ranks).collect(), |(ops, d)| {
+        run_rank(&ops, src, d, m)
+    });
+    Work { phases: vec![work] }
+}
+
+/// One part of an op in a batch: lines `w0 .. w0 + n` of op `op`, its sources renamed to the
+/// batch's buffer, its result at line `out` of the batch's output.
+struct Job {
+    op: usize,
+    w0: usize,
+    n: usize,
+    body: Body,
+    out: usize,
+}
+
+/// The in-register host step of one rank's ops into `dst` (the rank's lines); returns the
+/// measured work, ns.
+fn run_rank(ops: &[Op], src: &[u64], dst: &mut [u64], m: &Modulation) -> u64 {
+    let sources: Vec<Vec<usize>> = ops.iter().map(|o| o.body.sources()).collect();
+    let mut work = 0;
+    let mut local_src: Vec<u64> = Vec::with_capacity(8 * BATCH_LINES);
+    let mut local_dst: Vec<u64> = Vec::new();
+    let mut jobs: Vec<Job> = Vec::new();
+    let (mut i, mut w0) = (0, 0);
+    while i < ops.len() {
+        local_src.clear();
+        local_dst.clear();
+        jobs.clear();
+        // Fetch (emulator work): whole ops, or parts of a long one, up to a batch of lines.
+        while i < ops.len() && local_src.len() < 8 * BATCH_LINES {
+            let op = &ops[i];
+            let srcs = &sources[i];
+            let room = (BATCH_LINES - local_src.len() / 8) / srcs.len().max(1);
+            let n = room.max(8).min(op.words - w0);
+            let base = local_src.len() / 8;
+            for s in srcs {
+                local_src.extend_from_slice(&src[8 * (s + w0)..8 * (s + w0 + n)]);
+            }
+            let body = op
+                .body
+                .remap(|s| base + srcs.iter().position(|x| *x == s).unwrap_or(0) * n);
+            let out = local_dst.len() / 8;
+            local_dst.resize(local_dst.len() + 8 * n, 0);
+            jobs.push(Job {
+                op: i,
+                w0,
+                n,
+                body,
+                out,
+            });
             w0 += n;
+            if w0 == op.words {
+                i += 1;
+                w0 = 0;
+            }
+        }
+        let start = cpu_now();
+        for j in &jobs {
+            modulate(
+                &j.body,
+                j.n,
+                &local_src,
+                &mut local_dst[8 * j.out..8 * (j.out + j.n)],
+                m,
+            );
+        }
+        work += cpu_now()
+            .saturating_sub(start)
+            .saturating_sub(clock_pair_ns());
+        // Store (bus accesses, charged by the bus model).
+        for j in &jobs {
+            let lines = &local_dst[8 * j.out..8 * (j.out + j.n)];
+            for d in &ops[j.op].dst {
+                dst[8 * (d + j.w0)..8 * (d + j.w0 + j.n)].copy_from_slice(lines);
+            }
         }
     }
     work
@@ -563,7 +742,7 @@ mod tests {
                     op: ReduceOp::Sum,
                 };
                 let mut dst = vec![0u64; 8];
-                run(&ops, &src, &mut dst, &m);
+                run(&ops, &src, &mut dst, &m, 1);
                 got.push(dst);
             }
             assert_eq!(got[0], got[1], "{ty:?}");
@@ -628,7 +807,7 @@ mod tests {
                         op,
                     };
                     let mut dst = vec![0u64; 64];
-                    run(&ops, &src, &mut dst, &m);
+                    run(&ops, &src, &mut dst, &m, 2);
                     results.push(dst);
                 }
             }

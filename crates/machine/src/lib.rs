@@ -27,8 +27,8 @@ pub use memory::{
     MramStore, OutOfRange, Persist, StoreError, StoreSpec, StoreStats, WramAddr,
 };
 pub use profile::{
-    builtin_names, CostSpec, DmaSpec, DpuSpec, HardwareProfile, LaunchSpec, LinkSpec, MemorySpec,
-    ProfileError, TopologySpec, DEFAULT_PROFILE,
+    builtin_names, CostSpec, DmaSpec, DpuSpec, HardwareProfile, HostSpec, LaunchSpec, LinkSpec,
+    MemorySpec, ProfileError, TopologySpec, DEFAULT_PROFILE,
 };
 
 /// Re-exported memory map of the emulated DPU.

@@ -165,6 +165,25 @@ pub struct LinkSpec {
     pub link_gbps: f64,
 }
 
+/// The host CPU (`[host]`): what the host-side work of the collectives' optimized host step
+/// may run on in parallel (one piece per rank on its own core, as PID-Comm runs its host step
+/// on host threads; `docs/collectives.md`, "Paths and their costs").
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostSpec {
+    /// Physical cores of the host (all sockets; hardware threads of a core share its vector
+    /// units, so they are not counted).
+    pub cores: u32,
+}
+
+impl HostSpec {
+    /// The UPMEM server of the built-in profiles: 2 sockets of Intel Xeon Silver 4215 (8 cores
+    /// each), `profiles/upmem-v1a.toml`.
+    pub fn upmem_default() -> HostSpec {
+        HostSpec { cores: 16 }
+    }
+}
+
 fn default_ranks_per_group() -> u32 {
     4
 }
@@ -215,6 +234,9 @@ pub struct HardwareProfile {
     /// What-if DPU-to-DPU links (`[links]`; absent: none, as on UPMEM hardware).
     #[serde(default)]
     pub links: Option<LinkSpec>,
+    /// The host CPU (`[host]`; a file without it gets the `upmem-v1a` host).
+    #[serde(default)]
+    pub host: Option<HostSpec>,
     pub topology: TopologySpec,
 }
 
@@ -309,12 +331,20 @@ impl HardwareProfile {
         if let Some(l) = &self.links {
             l.validate()?;
         }
+        if self.host_spec().cores == 0 {
+            return Err("host.cores must be >= 1 (the host's physical cores)".into());
+        }
         Ok(())
     }
 
     /// The bus figures (the profile's `[bus]`, or the `upmem-v1a` defaults).
     pub fn bus_spec(&self) -> BusSpec {
         self.bus.clone().unwrap_or_else(BusSpec::upmem_default)
+    }
+
+    /// The host CPU (the profile's `[host]`, or the `upmem-v1a` host).
+    pub fn host_spec(&self) -> HostSpec {
+        self.host.clone().unwrap_or_else(HostSpec::upmem_default)
     }
 
     /// The launch figures (the profile's `[launch]`, or zeros).
@@ -615,6 +645,23 @@ mod tests {
         let e = HardwareProfile::parse("typo", &text.replace("per_rank_ns = 0", "per_rank = 0"))
             .unwrap_err();
         assert!(e.to_string().contains("per_rank"), "{e}");
+    }
+
+    #[test]
+    fn host_section_optional_and_checked() {
+        for name in builtin_names() {
+            let p = HardwareProfile::load(name).unwrap();
+            assert_eq!(p.host, Some(HostSpec::upmem_default()), "{name}");
+        }
+        let text = include_str!("../../../profiles/upmem-v1a.toml");
+        let start = text.find("\n[host]").unwrap();
+        let end = text.find("\n[topology]").unwrap();
+        let old = format!("{}{}", &text[..start], &text[end..]);
+        let p = HardwareProfile::parse("old", &old).unwrap();
+        assert_eq!(p.host_spec(), HostSpec::upmem_default());
+        let e =
+            HardwareProfile::parse("zero", &text.replace("cores = 16", "cores = 0")).unwrap_err();
+        assert!(e.to_string().contains("host.cores"), "{e}");
     }
 
     #[test]
