@@ -14,6 +14,7 @@ mod engine;
 pub mod error;
 pub mod line;
 pub mod plan;
+pub mod simd;
 
 use openpim_runtime::DpuSet;
 

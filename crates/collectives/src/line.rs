@@ -21,6 +21,7 @@
 //!   it the host gathers each chip's word from its own source line ([`Body::Gather`]).
 
 use crate::elem::{reduce_word, ElemType, ReduceOp};
+use crate::simd::{Kernel, Kernels, Portable};
 
 /// Lines of 8 lanes, line `i` at `[8i, 8i + 8)`.
 pub type Window = Vec<u64>;
@@ -60,24 +61,8 @@ pub struct Modulation {
 
 /// The 8x8 byte transpose: lanes <-> chips' words (its own inverse).
 #[inline]
-pub fn transpose(mut r: Line) -> Line {
-    // Swaps of 4x4, 2x2 and 1x1 byte blocks (row i = lane i, column j = byte j).
-    for i in 0..4 {
-        let t = ((r[i] >> 32) ^ r[i + 4]) & 0x0000_0000_ffff_ffff;
-        r[i] ^= t << 32;
-        r[i + 4] ^= t;
-    }
-    for i in [0, 1, 4, 5] {
-        let t = ((r[i] >> 16) ^ r[i + 2]) & 0x0000_ffff_0000_ffff;
-        r[i] ^= t << 16;
-        r[i + 2] ^= t;
-    }
-    for i in [0, 2, 4, 6] {
-        let t = ((r[i] >> 8) ^ r[i + 1]) & 0x00ff_00ff_00ff_00ff;
-        r[i] ^= t << 8;
-        r[i + 1] ^= t;
-    }
-    r
+pub fn transpose(r: Line) -> Line {
+    Portable::transpose(r)
 }
 
 /// Chip `c`'s word of a line.
@@ -91,9 +76,9 @@ fn extract(x: &Line, c: u8) -> u64 {
 }
 
 /// Moves chip `c`'s byte to chip `c + k` in every lane.
-#[inline]
-fn rotate(x: Line, k: u8) -> Line {
-    x.map(|v| v.rotate_left(8 * u32::from(k)))
+#[inline(always)]
+fn rotate<K: Kernels>(x: Line, k: u8) -> Line {
+    K::rotate(x, u32::from(k))
 }
 
 #[inline]
@@ -117,20 +102,21 @@ fn rotate_words(w: Line, k: u8) -> Line {
 }
 
 /// Lane-wise int8 reduction of two lines in the interleaved domain (one element per byte).
-#[inline]
-fn reduce_bytes(acc: &mut Line, x: &Line, op: ReduceOp) {
-    for (a, b) in acc.iter_mut().zip(x) {
-        *a = reduce_word(*a, *b, ElemType::I8, op);
-    }
+#[inline(always)]
+fn reduce_bytes<K: Kernels>(acc: &mut Line, x: &Line, op: ReduceOp) {
+    *acc = match op {
+        ReduceOp::Sum => K::add_bytes(*acc, *x),
+        ReduceOp::Max => K::max_bytes(*acc, *x),
+    };
 }
 
 /// The reduction of a line's 8 rotations in the interleaved domain (every chip gets the
 /// reduction of all 8 chips' bytes): 3 rotate-and-reduce steps.
-#[inline]
-fn all_rotations_bytes(mut x: Line, op: ReduceOp) -> Line {
+#[inline(always)]
+fn all_rotations_bytes<K: Kernels>(mut x: Line, op: ReduceOp) -> Line {
     for k in [1, 2, 4] {
-        let r = rotate(x, k);
-        reduce_bytes(&mut x, &r, op);
+        let r = rotate::<K>(x, k);
+        reduce_bytes::<K>(&mut x, &r, op);
     }
     x
 }
@@ -146,18 +132,18 @@ fn all_rotations_words(w: Line, m: &Modulation) -> Line {
 }
 
 /// One term of a reduction: a line (interleaved domain) with its rotation set.
-#[inline]
-fn term_bytes(x: Line, rots: u8, op: ReduceOp, acc: &mut Option<Line>) {
+#[inline(always)]
+fn term_bytes<K: Kernels>(x: Line, rots: u8, op: ReduceOp, acc: &mut Option<Line>) {
     let mut add = |v: Line| match acc {
-        Some(a) => reduce_bytes(a, &v, op),
+        Some(a) => reduce_bytes::<K>(a, &v, op),
         None => *acc = Some(v),
     };
     if rots == 0xff {
-        add(all_rotations_bytes(x, op));
+        add(all_rotations_bytes::<K>(x, op));
     } else {
         for k in 0..8 {
             if rots >> k & 1 == 1 {
-                add(rotate(x, k));
+                add(rotate::<K>(x, k));
             }
         }
     }
@@ -204,8 +190,6 @@ struct WideSum {
 }
 
 impl WideSum {
-    const LOW_BYTES: u64 = 0x00ff_00ff_00ff_00ff;
-
     fn new(ty: ElemType) -> WideSum {
         WideSum {
             ty,
@@ -216,47 +200,42 @@ impl WideSum {
         }
     }
 
-    #[inline]
-    fn add(&mut self, x: &Line) {
+    #[inline(always)]
+    fn add<K: Kernels>(&mut self, x: &Line) {
         // 257 lines of bytes <= 255 fill a 16-bit field exactly.
         if self.pending == 257 {
             self.fold();
         }
-        for ((e, o), v) in self.even.iter_mut().zip(self.odd.iter_mut()).zip(x) {
-            *e += v & Self::LOW_BYTES;
-            *o += (v >> 8) & Self::LOW_BYTES;
-        }
+        K::add_fields(&mut self.even, &mut self.odd, x);
         self.pending += 1;
     }
 
     /// Adds the unresolved sum `part` (no folded words) rotated by every `k` of `rots`:
     /// chip `c`'s fields to chip `c + k`. The fields of even and odd chips trade places for an
     /// odd `k`; all 8 rotations give every chip the sum of a lane's 8 fields (3 steps).
-    fn add_rotated(&mut self, part: &WideSum, rots: u8) {
+    #[inline(always)]
+    fn add_rotated<K: Kernels>(&mut self, part: &WideSum, rots: u8) {
         let lines = part.pending * rots.count_ones();
         if self.pending + lines > 257 {
             self.fold();
         }
-        let fields = self.even.iter_mut().zip(self.odd.iter_mut());
-        for (l, (e, o)) in fields.enumerate() {
-            let (pe, po) = (part.even[l], part.odd[l]);
-            if rots == 0xff {
-                let mut t = pe + po;
-                t += t.rotate_left(16);
-                t += t.rotate_left(32);
-                *e += t;
-                *o += t;
-                continue;
-            }
+        let (pe, po) = (part.even, part.odd);
+        if rots == 0xff {
+            let mut t = K::add_lanes(pe, po);
+            t = K::add_lanes(t, K::rotate(t, 2));
+            t = K::add_lanes(t, K::rotate(t, 4));
+            self.even = K::add_lanes(self.even, t);
+            self.odd = K::add_lanes(self.odd, t);
+        } else {
             for k in 0..8u32 {
                 if rots >> k & 1 == 1 {
-                    if k % 2 == 0 {
-                        *e += pe.rotate_left(8 * k);
-                        *o += po.rotate_left(8 * k);
+                    let (e, o) = if k % 2 == 0 {
+                        (K::rotate(pe, k), K::rotate(po, k))
                     } else {
-                        *e += po.rotate_left(8 * (k + 1));
-                        *o += pe.rotate_left(8 * (k - 1));
-                    }
+                        (K::rotate(po, k + 1), K::rotate(pe, k - 1))
+                    };
+                    self.even = K::add_lanes(self.even, e);
+                    self.odd = K::add_lanes(self.odd, o);
                 }
             }
         }
@@ -295,9 +274,10 @@ impl WideSum {
     }
 
     /// The sum as a line.
-    fn finish(mut self) -> Line {
+    #[inline(always)]
+    fn finish<K: Kernels>(mut self) -> Line {
         self.fold();
-        transpose(self.words.unwrap_or_default())
+        K::transpose(self.words.unwrap_or_default())
     }
 }
 
@@ -428,6 +408,18 @@ fn by_rank(ops: &[Op], rank_lines: usize, ranks: usize) -> Vec<Vec<Op>> {
 ///
 /// The bytes written do not depend on the threads: each piece writes only its rank's lines.
 pub fn run(ops: &[Op], src: &[u64], dst: &mut [u64], m: &Modulation, rank_lines: usize) -> Work {
+    run_with(Kernel::best(), ops, src, dst, m, rank_lines)
+}
+
+/// [`run`] with the line kernels of `kernel` (one of [`Kernel::available`]).
+pub fn run_with(
+    kernel: Kernel,
+    ops: &[Op],
+    src: &[u64],
+    dst: &mut [u64],
+    m: &Modulation,
+    rank_lines: usize,
+) -> Work {
     let rank_lines = rank_lines.max(1);
     let ranks = (dst.len() / 8).div_ceil(rank_lines);
     let pieces = by_rank(ops, rank_lines, ranks);
@@ -464,7 +456,7 @@ pub fn run(ops: &[Op], src: &[u64], dst: &mut [u64], m: &Modulation, rank_lines:
         };
     }
     let work = in_parallel(pieces.into_iter().zip(dst_ranks).collect(), |(ops, d)| {
-        run_rank(&ops, src, d, m)
+        run_rank(&ops, src, d, m, kernel)
     });
     Work { phases: vec![work] }
 }
@@ -481,7 +473,7 @@ struct Job {
 
 /// The in-register host step of one rank's ops into `dst` (the rank's lines); returns the
 /// measured work, ns.
-fn run_rank(ops: &[Op], src: &[u64], dst: &mut [u64], m: &Modulation) -> u64 {
+fn run_rank(ops: &[Op], src: &[u64], dst: &mut [u64], m: &Modulation, kernel: Kernel) -> u64 {
     let sources: Vec<Vec<usize>> = ops.iter().map(|o| o.body.sources()).collect();
     let mut work = 0;
     let mut local_src: Vec<u64> = Vec::with_capacity(8 * BATCH_LINES);
@@ -522,7 +514,8 @@ fn run_rank(ops: &[Op], src: &[u64], dst: &mut [u64], m: &Modulation) -> u64 {
         }
         let start = cpu_now();
         for j in &jobs {
-            modulate(
+            modulate_with(
+                kernel,
                 &j.body,
                 j.n,
                 &local_src,
@@ -606,8 +599,33 @@ impl Body {
     }
 }
 
+/// [`modulate`] with the kernels of `kernel` (one of [`Kernel::available`]).
+fn modulate_with(
+    kernel: Kernel,
+    body: &Body,
+    words: usize,
+    src: &[u64],
+    dst: &mut [u64],
+    m: &Modulation,
+) {
+    match kernel {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: Kernel::available lists Avx2 only on CPUs with AVX2.
+        Kernel::Avx2 => unsafe { modulate_avx2(body, words, src, dst, m) },
+        _ => modulate::<Portable>(body, words, src, dst, m),
+    }
+}
+
+/// [`modulate`] compiled for AVX2, with its kernels.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn modulate_avx2(body: &Body, words: usize, src: &[u64], dst: &mut [u64], m: &Modulation) {
+    modulate::<crate::simd::Avx2>(body, words, src, dst, m)
+}
+
 /// Modulates `words` lines of one destination: line `w` of `dst` from lines `s + w` of `src`.
-fn modulate(body: &Body, words: usize, src: &[u64], dst: &mut [u64], m: &Modulation) {
+#[inline(always)]
+fn modulate<K: Kernels>(body: &Body, words: usize, src: &[u64], dst: &mut [u64], m: &Modulation) {
     let interleaved_reduce = m.cross_domain && m.ty == ElemType::I8;
     // Wider sums in the interleaved domain: bytes added without carries, resolved once.
     let interleaved_wide_sum = m.cross_domain && m.ty != ElemType::I8 && m.op == ReduceOp::Sum;
@@ -616,9 +634,9 @@ fn modulate(body: &Body, words: usize, src: &[u64], dst: &mut [u64], m: &Modulat
             Body::Copy { src: s, rot } => {
                 let x = load(src, s + w);
                 if m.cross_domain {
-                    rotate(x, *rot)
+                    rotate::<K>(x, *rot)
                 } else {
-                    transpose(rotate_words(transpose(x), *rot))
+                    K::transpose(rotate_words(K::transpose(x), *rot))
                 }
             }
             Body::Reduce { terms } => {
@@ -629,9 +647,9 @@ fn modulate(body: &Body, words: usize, src: &[u64], dst: &mut [u64], m: &Modulat
                     for run in same_rotations(terms) {
                         let mut part = load(src, run[0].0 + w);
                         for (s, _) in &run[1..] {
-                            reduce_bytes(&mut part, &load(src, s + w), m.op);
+                            reduce_bytes::<K>(&mut part, &load(src, s + w), m.op);
                         }
-                        term_bytes(part, run[0].1, m.op, &mut acc);
+                        term_bytes::<K>(part, run[0].1, m.op, &mut acc);
                     }
                     acc.unwrap_or_default()
                 } else if interleaved_wide_sum {
@@ -641,21 +659,21 @@ fn modulate(body: &Body, words: usize, src: &[u64], dst: &mut [u64], m: &Modulat
                         for piece in run.chunks(32) {
                             let mut part = WideSum::new(m.ty);
                             for (s, _) in piece {
-                                part.add(&load(src, s + w));
+                                part.add::<K>(&load(src, s + w));
                             }
-                            wide.add_rotated(&part, piece[0].1);
+                            wide.add_rotated::<K>(&part, piece[0].1);
                         }
                     }
-                    wide.finish()
+                    wide.finish::<K>()
                 } else {
                     for run in same_rotations(terms) {
-                        let mut part = transpose(load(src, run[0].0 + w));
+                        let mut part = K::transpose(load(src, run[0].0 + w));
                         for (s, _) in &run[1..] {
-                            reduce_words(&mut part, &transpose(load(src, s + w)), m);
+                            reduce_words(&mut part, &K::transpose(load(src, s + w)), m);
                         }
                         term_words(part, run[0].1, m, &mut acc);
                     }
-                    transpose(acc.unwrap_or_default())
+                    K::transpose(acc.unwrap_or_default())
                 }
             }
             Body::Gather { chips } => {
@@ -667,7 +685,7 @@ fn modulate(body: &Body, words: usize, src: &[u64], dst: &mut [u64], m: &Modulat
                     }
                     words[c] = acc;
                 }
-                transpose(words)
+                K::transpose(words)
             }
         };
         store(dst, w, out);
@@ -716,7 +734,7 @@ mod tests {
         let lanes = transpose(words);
         assert_eq!(transpose(lanes), words);
         assert_eq!(extract(&lanes, 3), words[3]);
-        let r = transpose(rotate(lanes, 3));
+        let r = transpose(rotate::<Portable>(lanes, 3));
         assert_eq!(r[3], words[0]);
         assert_eq!(r, rotate_words(words, 3));
     }
@@ -741,11 +759,13 @@ mod tests {
                     ty,
                     op: ReduceOp::Sum,
                 };
-                let mut dst = vec![0u64; 8];
-                run(&ops, &src, &mut dst, &m, 1);
-                got.push(dst);
+                for kernel in Kernel::available() {
+                    let mut dst = vec![0u64; 8];
+                    run_with(kernel, &ops, &src, &mut dst, &m, 1);
+                    got.push(dst);
+                }
             }
-            assert_eq!(got[0], got[1], "{ty:?}");
+            assert!(got.windows(2).all(|w| w[0] == w[1]), "{ty:?}");
             // Every element is -1 summed 600 times.
             let words = transpose(got[0][..8].try_into().unwrap());
             let want = match ty {
@@ -806,9 +826,11 @@ mod tests {
                         ty,
                         op,
                     };
-                    let mut dst = vec![0u64; 64];
-                    run(&ops, &src, &mut dst, &m, 2);
-                    results.push(dst);
+                    for kernel in Kernel::available() {
+                        let mut dst = vec![0u64; 64];
+                        run_with(kernel, &ops, &src, &mut dst, &m, 2);
+                        results.push(dst);
+                    }
                 }
             }
             assert!(results.windows(2).all(|w| w[0] == w[1]));

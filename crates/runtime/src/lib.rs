@@ -31,6 +31,7 @@ mod testutil;
 pub use clock::stats::{launch_history, launch_totals, DpuRunStats, LaunchRecord, LaunchTotals};
 pub use clock::{host_clock, inter_dpu, report, timeline};
 pub use error::{install_one_line_panic_hook, panic_message, quiet, Error, FaultInfo, Result};
+pub use exec::local::interleave::VectorUnit;
 pub use exec::local::threads::{
     host_cores, parse_threads, thread_setting, ThreadSetting, THREADS_ENV, THREADS_PER_CORE,
 };

@@ -110,6 +110,48 @@ const MAX_TAIL_STEP: usize = 2;
 struct ZeroRow([u8; CHUNK_WORDS * 8]);
 static ZEROS: ZeroRow = ZeroRow([0; CHUNK_WORDS * 8]);
 
+/// The host CPU's vector units, detected at run time: what host-side kernels (this
+/// transposition, the collectives' line kernels) may use. Each level includes the ones
+/// before it; `Portable` is plain 64-bit code, the reference the others are tested against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum VectorUnit {
+    Portable,
+    /// x86-64 SSE2 (every x86-64 CPU).
+    Sse2,
+    /// x86-64 AVX2.
+    Avx2,
+    /// x86-64 AVX-512 F and BW.
+    Avx512,
+}
+
+impl VectorUnit {
+    /// The widest unit this CPU supports (runtime detection; cached by the standard library).
+    pub fn best() -> VectorUnit {
+        *VectorUnit::available()
+            .last()
+            .expect("Portable is always available")
+    }
+
+    /// Every unit this CPU supports, narrowest first.
+    pub fn available() -> Vec<VectorUnit> {
+        let mut v = vec![VectorUnit::Portable];
+        #[cfg(target_arch = "x86_64")]
+        {
+            v.push(VectorUnit::Sse2);
+            if std::arch::is_x86_feature_detected!("avx2") {
+                v.push(VectorUnit::Avx2);
+            }
+            if std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("avx512f")
+                && std::arch::is_x86_feature_detected!("avx512bw")
+            {
+                v.push(VectorUnit::Avx512);
+            }
+        }
+        v
+    }
+}
+
 /// An implementation of the transposition. All produce the same bus words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
@@ -127,43 +169,26 @@ pub(crate) enum Kernel {
 }
 
 impl Kernel {
-    /// The fastest kernel this CPU supports (runtime detection; cached by the standard
-    /// library).
+    /// The fastest kernel this CPU supports ([`VectorUnit::best`]).
     pub(crate) fn best() -> Kernel {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx512f")
-                && std::arch::is_x86_feature_detected!("avx512bw")
-            {
-                Kernel::Avx512
-            } else if std::arch::is_x86_feature_detected!("avx2") {
-                Kernel::Avx2
-            } else {
-                Kernel::Sse2
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            Kernel::Portable
-        }
+        Kernel::of(VectorUnit::best())
     }
 
     /// Every kernel this CPU supports.
     pub(crate) fn available() -> Vec<Kernel> {
-        let mut v = vec![Kernel::Portable];
-        #[cfg(target_arch = "x86_64")]
-        {
-            v.push(Kernel::Sse2);
-            if std::arch::is_x86_feature_detected!("avx2") {
-                v.push(Kernel::Avx2);
-            }
-            if std::arch::is_x86_feature_detected!("avx512f")
-                && std::arch::is_x86_feature_detected!("avx512bw")
-            {
-                v.push(Kernel::Avx512);
-            }
+        VectorUnit::available()
+            .into_iter()
+            .map(Kernel::of)
+            .collect()
+    }
+
+    fn of(unit: VectorUnit) -> Kernel {
+        match unit {
+            VectorUnit::Portable => Kernel::Portable,
+            VectorUnit::Sse2 => Kernel::Sse2,
+            VectorUnit::Avx2 => Kernel::Avx2,
+            VectorUnit::Avx512 => Kernel::Avx512,
         }
-        v
     }
 
     /// Words per step: a kernel is called on a multiple of it.
