@@ -15,6 +15,7 @@ use crate::cube::{dpu_of, Comm, Hypercube, CHIPS, RANK_DPUS};
 use crate::elem::{reduce_into, ElemType, ReduceOp};
 use crate::error::{Error, Result};
 use crate::line::{self, cpu_now, Modulation, Window, Work};
+use crate::simd::Kernel;
 
 /// Lines of a window per rank for `words` 64-bit words per DPU (a rank's entangled groups).
 fn rank_lines(words: usize) -> usize {
@@ -686,16 +687,13 @@ pub(crate) fn reduce_to_host(
         per_rank[l / RANK_DPUS as usize].push((l, &mut **out));
     }
     let dst = &dst;
+    let kernel = Kernel::best();
     let copy = line::in_parallel(per_rank, |outs| {
         let start = cpu_now();
         for (l, out) in outs {
             let (e, c) = (l / 8, l % 8);
-            for w in 0..words {
-                let line: [u64; 8] = dst[8 * (e * words + w)..8 * (e * words + w) + 8]
-                    .try_into()
-                    .unwrap();
-                out[8 * w..8 * w + 8].copy_from_slice(&line::transpose(line)[c].to_le_bytes());
-            }
+            let lines = &dst[8 * e * words..8 * (e + 1) * words];
+            line::chip_words(kernel, lines, c, &mut out[..8 * words]);
         }
         cpu_now().saturating_sub(start)
     });
@@ -753,25 +751,11 @@ pub(crate) fn gather_scatter(
         .chunks_mut(8 * words * egs)
         .zip(host.chunks_mut(egs))
         .collect();
+    let kernel = Kernel::best();
     let pieces = line::in_parallel(pieces, |(win, host)| {
         let start = cpu_now();
-        for (e, h) in host.iter_mut().enumerate() {
-            for w in 0..words {
-                let i = 8 * (e * words + w);
-                if to_host {
-                    let words8 = line::transpose(win[i..i + 8].try_into().unwrap());
-                    for (c, v) in words8.iter().enumerate() {
-                        h[64 * w + 8 * c..64 * w + 8 * c + 8].copy_from_slice(&v.to_le_bytes());
-                    }
-                } else {
-                    let words8: [u64; 8] = std::array::from_fn(|c| {
-                        u64::from_le_bytes(
-                            h[64 * w + 8 * c..64 * w + 8 * c + 8].try_into().unwrap(),
-                        )
-                    });
-                    win[i..i + 8].copy_from_slice(&line::transpose(words8));
-                }
-            }
+        for (lines, h) in win.chunks_mut(8 * words).zip(host.iter_mut()) {
+            line::transpose_lines(kernel, lines, &mut h[..64 * words], to_host);
         }
         cpu_now().saturating_sub(start)
     });

@@ -65,6 +65,66 @@ pub fn transpose(r: Line) -> Line {
     Portable::transpose(r)
 }
 
+/// Between the window's lines and host memory, each line transposed (the kernels of
+/// `kernel`, one of [`Kernel::available`]): `bytes` holds 64 bytes per line, the line's 8
+/// chips' words in chip order, little-endian. `to_bytes`: from `lines` to `bytes` (a gather),
+/// else back (a scatter).
+pub fn transpose_lines(kernel: Kernel, lines: &mut [u64], bytes: &mut [u8], to_bytes: bool) {
+    match kernel {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: Kernel::available lists Avx2 only on CPUs with AVX2.
+        Kernel::Avx2 => unsafe { transpose_lines_avx2(lines, bytes, to_bytes) },
+        _ => transpose_lines_k::<Portable>(lines, bytes, to_bytes),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn transpose_lines_avx2(lines: &mut [u64], bytes: &mut [u8], to_bytes: bool) {
+    transpose_lines_k::<crate::simd::Avx2>(lines, bytes, to_bytes)
+}
+
+#[inline(always)]
+fn transpose_lines_k<K: Kernels>(lines: &mut [u64], bytes: &mut [u8], to_bytes: bool) {
+    for (l, b) in lines.chunks_exact_mut(8).zip(bytes.chunks_exact_mut(64)) {
+        if to_bytes {
+            let t = K::transpose(l.try_into().unwrap());
+            for (c, v) in t.iter().enumerate() {
+                b[8 * c..8 * c + 8].copy_from_slice(&v.to_le_bytes());
+            }
+        } else {
+            let w: Line = std::array::from_fn(|c| {
+                u64::from_le_bytes(b[8 * c..8 * c + 8].try_into().unwrap())
+            });
+            l.copy_from_slice(&K::transpose(w));
+        }
+    }
+}
+
+/// Chip `c`'s word of every line of `lines` into `out` (8 bytes a line, little-endian), with
+/// the kernels of `kernel`.
+pub fn chip_words(kernel: Kernel, lines: &[u64], c: usize, out: &mut [u8]) {
+    match kernel {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: Kernel::available lists Avx2 only on CPUs with AVX2.
+        Kernel::Avx2 => unsafe { chip_words_avx2(lines, c, out) },
+        _ => chip_words_k::<Portable>(lines, c, out),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn chip_words_avx2(lines: &[u64], c: usize, out: &mut [u8]) {
+    chip_words_k::<crate::simd::Avx2>(lines, c, out)
+}
+
+#[inline(always)]
+fn chip_words_k<K: Kernels>(lines: &[u64], c: usize, out: &mut [u8]) {
+    for (l, o) in lines.chunks_exact(8).zip(out.chunks_exact_mut(8)) {
+        o.copy_from_slice(&K::transpose(l.try_into().unwrap())[c].to_le_bytes());
+    }
+}
+
 /// Chip `c`'s word of a line.
 #[inline]
 fn extract(x: &Line, c: u8) -> u64 {
@@ -242,26 +302,25 @@ impl WideSum {
         self.pending += lines;
     }
 
-    /// Resolves the carries element by element (each wrapped at its width).
+    /// Resolves the carries element by element (each wrapped at its width): a chip's byte
+    /// sums at even byte positions are whole 16-bit fields of its word (`x`), those at odd
+    /// positions too once shifted by a byte (`y`), less what the last byte of an element
+    /// carries into the next one; the two add element-wise.
+    #[inline(always)]
     fn fold(&mut self) {
         let size = self.ty.bytes();
-        let mask = if size == 8 {
-            u64::MAX
-        } else {
-            (1u64 << (8 * size)) - 1
-        };
+        // The first byte of every element but the first: where `y`'s fields spill.
+        let keep = (size..8)
+            .step_by(size)
+            .fold(u64::MAX, |k, p| k & !(0xff << (8 * p)));
         let mut words = [0u64; 8];
         for (c, word) in words.iter_mut().enumerate() {
             let fields = if c % 2 == 0 { &self.even } else { &self.odd };
             let shift = 16 * (c / 2);
-            for e in 0..8 / size {
-                let mut v = 0u64;
-                for b in 0..size {
-                    let byte_sum = (fields[e * size + b] >> shift) & 0xffff;
-                    v = v.wrapping_add(byte_sum << (8 * b));
-                }
-                *word |= (v & mask) << (8 * e * size);
-            }
+            let field = |l: usize| (fields[l] >> shift) & 0xffff;
+            let x = field(0) | field(2) << 16 | field(4) << 32 | field(6) << 48;
+            let y = field(1) | field(3) << 16 | field(5) << 32 | field(7) << 48;
+            *word = reduce_word(x, (y << 8) & keep, self.ty, ReduceOp::Sum);
         }
         let ty = self.ty;
         self.words = Some(match self.words {
@@ -737,6 +796,45 @@ mod tests {
         let r = transpose(rotate::<Portable>(lanes, 3));
         assert_eq!(r[3], words[0]);
         assert_eq!(r, rotate_words(words, 3));
+    }
+
+    #[test]
+    fn fold_resolves_every_elements_carries() {
+        // Random 16-bit byte sums, resolved element by element from the definition: chip c's
+        // element e is the sum of its bytes' sums, each shifted to its byte, wrapped.
+        let mut s = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        for ty in [ElemType::I16, ElemType::I32, ElemType::I64] {
+            for _ in 0..200 {
+                let mut w = WideSum::new(ty);
+                w.even = std::array::from_fn(|_| next());
+                w.odd = std::array::from_fn(|_| next());
+                let (even, odd) = (w.even, w.odd);
+                w.fold();
+                let size = ty.bytes();
+                for c in 0..8 {
+                    let fields = if c % 2 == 0 { &even } else { &odd };
+                    let sum = |l: usize| (fields[l] >> (16 * (c / 2))) & 0xffff;
+                    let mut want = 0u64;
+                    for e in 0..8 / size {
+                        let v = (0..size)
+                            .fold(0u64, |v, b| v.wrapping_add(sum(e * size + b) << (8 * b)));
+                        let mask = if size == 8 {
+                            u64::MAX
+                        } else {
+                            (1 << (8 * size)) - 1
+                        };
+                        want |= (v & mask) << (8 * e * size);
+                    }
+                    assert_eq!(w.words.unwrap()[c], want, "{ty:?} chip {c}");
+                }
+            }
+        }
     }
 
     #[test]
