@@ -24,13 +24,6 @@ fn rank_lines(words: usize) -> usize {
 use crate::plan::{self, Exchange, Layout};
 use crate::Options;
 
-/// Measures `f`'s host work (thread CPU time).
-fn measured<T>(f: impl FnOnce() -> T) -> (T, u64) {
-    let start = cpu_now();
-    let out = f();
-    (out, cpu_now().saturating_sub(start))
-}
-
 /// The name of the relocation program's argument block.
 const RELOCATE_ARGS: &str = "relocate_args";
 
@@ -271,13 +264,18 @@ impl<'a> Ctx<'a> {
         Ok(())
     }
 
+    /// The profile's host cores (`[host] cores`).
+    fn host_cores(&self) -> u32 {
+        self.ranks[0].machine().hardware.host_spec().cores
+    }
+
     /// Charges the optimized host step: the lines it reads and writes on every rank at the
     /// line rates, or its measured host work when longer — the work's pieces (one per rank)
     /// each on its own core of the profile's host (`[host] cores`), as PID-Comm runs its host
     /// step on host threads.
     fn charge_host_step(&self, read_per_dpu: u64, written_per_dpu: u64, work: &Work) {
         let hw = &self.ranks[0].machine().hardware;
-        let measured_ns = work.on_cores(hw.host_spec().cores);
+        let measured_ns = work.on_cores(self.host_cores());
         let rates = LineRates::of(&hw.bus_spec(), self.ranks.len() as u32);
         let per_rank = |dpus: u64| {
             let rd = read_per_dpu * dpus;
@@ -592,45 +590,70 @@ pub(crate) fn baseline(ctx: &Ctx<'_>, c: &ExchangeCall) -> Result<()> {
     let count = if shared { groups.len() } else { ctx.dpus.len() };
     let mut out = vec![vec![0xa5u8; c.target.len as usize]; count];
     let mut which: Vec<usize> = (0..ctx.dpus.len()).collect();
-    let start_cpu = cpu_now();
-    for (g, members) in groups.iter().enumerate() {
-        let m: Vec<usize> = members.iter().map(|l| *l as usize).collect();
-        match c.x {
-            Exchange::AlltoAll | Exchange::AllGather => {
-                for (r, &d) in m.iter().enumerate() {
-                    let from = if c.x == Exchange::AlltoAll {
-                        r * chunk
-                    } else {
-                        0
-                    };
-                    for (j, &s) in m.iter().enumerate() {
-                        out[d][j * chunk..(j + 1) * chunk]
-                            .copy_from_slice(&src[s][from..from + chunk]);
-                    }
-                }
-            }
-            Exchange::ReduceScatter => {
-                for (r, &d) in m.iter().enumerate() {
-                    let acc = &mut out[d];
-                    acc.copy_from_slice(&src[m[0]][r * chunk..(r + 1) * chunk]);
-                    for &s in &m[1..] {
-                        reduce_into(acc, &src[s][r * chunk..(r + 1) * chunk], c.ty, c.op);
-                    }
-                }
-            }
-            Exchange::AllReduce => {
-                let acc = &mut out[g];
-                acc.copy_from_slice(&src[m[0]]);
-                for &s in &m[1..] {
-                    reduce_into(acc, &src[s], c.ty, c.op);
-                }
-                for &d in &m {
-                    which[d] = g;
-                }
+    if shared {
+        for (g, members) in groups.iter().enumerate() {
+            for &d in members {
+                which[d as usize] = g;
             }
         }
     }
-    inter_dpu::host_work(cpu_now().saturating_sub(start_cpu), "collective host work");
+    // The program's loop runs on the host's cores as the optimized host step does: one piece
+    // per rank (of each group's first member), each piece its groups' result buffers.
+    let mut slots: Vec<Option<&mut Vec<u8>>> = out.iter_mut().map(Some).collect();
+    let mut pieces: Vec<Vec<(usize, Vec<&mut Vec<u8>>)>> =
+        (0..ctx.ranks.len()).map(|_| Vec::new()).collect();
+    for (g, members) in groups.iter().enumerate() {
+        let outs: Vec<&mut Vec<u8>> = if shared {
+            vec![slots[g].take().expect("one group, one buffer")]
+        } else {
+            members
+                .iter()
+                .map(|&d| slots[d as usize].take().expect("groups are disjoint"))
+                .collect()
+        };
+        pieces[members[0] as usize / RANK_DPUS as usize].push((g, outs));
+    }
+    let pieces = line::in_parallel(pieces, |piece| {
+        let start_cpu = cpu_now();
+        for (g, mut outs) in piece {
+            let m: Vec<usize> = groups[g].iter().map(|l| *l as usize).collect();
+            match c.x {
+                Exchange::AlltoAll | Exchange::AllGather => {
+                    for (r, out) in outs.iter_mut().enumerate() {
+                        let from = if c.x == Exchange::AlltoAll {
+                            r * chunk
+                        } else {
+                            0
+                        };
+                        for (j, &s) in m.iter().enumerate() {
+                            out[j * chunk..(j + 1) * chunk]
+                                .copy_from_slice(&src[s][from..from + chunk]);
+                        }
+                    }
+                }
+                Exchange::ReduceScatter => {
+                    for (r, acc) in outs.iter_mut().enumerate() {
+                        acc.copy_from_slice(&src[m[0]][r * chunk..(r + 1) * chunk]);
+                        for &s in &m[1..] {
+                            reduce_into(acc, &src[s][r * chunk..(r + 1) * chunk], c.ty, c.op);
+                        }
+                    }
+                }
+                Exchange::AllReduce => {
+                    let acc = &mut outs[0];
+                    acc.copy_from_slice(&src[m[0]]);
+                    for &s in &m[1..] {
+                        reduce_into(acc, &src[s], c.ty, c.op);
+                    }
+                }
+            }
+        }
+        cpu_now().saturating_sub(start_cpu)
+    });
+    let work = Work {
+        phases: vec![pieces],
+    };
+    inter_dpu::host_work(work.on_cores(ctx.host_cores()), "collective host work");
     ctx.write_shared(c.target, &out, &which, false)
 }
 
@@ -646,16 +669,27 @@ pub(crate) fn reduce_to_host(
     let groups = ctx.cube.groups(comm);
     if ctx.opts.baseline {
         let src = ctx.read(source, false)?;
-        let ((), work) = measured(|| {
-            for (g, members) in groups.iter().enumerate() {
-                let out = &mut *host[g];
+        // On the host's cores, one piece per rank (of each group's first member).
+        let mut pieces: Vec<Vec<(usize, &mut [u8])>> =
+            (0..ctx.ranks.len()).map(|_| Vec::new()).collect();
+        for (g, out) in host.iter_mut().enumerate() {
+            pieces[groups[g][0] as usize / RANK_DPUS as usize].push((g, &mut **out));
+        }
+        let pieces = line::in_parallel(pieces, |piece| {
+            let start = cpu_now();
+            for (g, out) in piece {
+                let members = &groups[g];
                 out.copy_from_slice(&src[members[0] as usize]);
                 for &s in &members[1..] {
                     reduce_into(out, &src[s as usize], ty, op);
                 }
             }
+            cpu_now().saturating_sub(start)
         });
-        inter_dpu::host_work(work, "collective host work");
+        let work = Work {
+            phases: vec![pieces],
+        };
+        inter_dpu::host_work(work.on_cores(ctx.host_cores()), "collective host work");
         return Ok(());
     }
     // The AllReduce host step into a host-side window, then each group's vector from it.
@@ -719,20 +753,31 @@ pub(crate) fn gather_scatter(
         } else {
             vec![vec![0xa5u8; region.len as usize]; ctx.dpus.len()]
         };
-        let start_cpu = cpu_now();
-        for (e, h) in host.iter_mut().enumerate() {
-            for c in 0..8 {
-                let b = &mut bufs[8 * e + c];
-                for w in 0..words {
-                    if to_host {
-                        h[64 * w + 8 * c..64 * w + 8 * c + 8].copy_from_slice(&b[8 * w..8 * w + 8]);
-                    } else {
-                        b[8 * w..8 * w + 8].copy_from_slice(&h[64 * w + 8 * c..64 * w + 8 * c + 8]);
+        // On the host's cores, one piece per rank (its entangled groups).
+        let egs = (RANK_DPUS / CHIPS) as usize;
+        let pieces: Vec<(&mut [Vec<u8>], &mut [&mut [u8]])> =
+            bufs.chunks_mut(8 * egs).zip(host.chunks_mut(egs)).collect();
+        let pieces = line::in_parallel(pieces, |(bufs, host)| {
+            let start = cpu_now();
+            for (e, h) in host.iter_mut().enumerate() {
+                for c in 0..8 {
+                    let b = &mut bufs[8 * e + c];
+                    for w in 0..words {
+                        let (hw, bw) = (64 * w + 8 * c, 8 * w);
+                        if to_host {
+                            h[hw..hw + 8].copy_from_slice(&b[bw..bw + 8]);
+                        } else {
+                            b[bw..bw + 8].copy_from_slice(&h[hw..hw + 8]);
+                        }
                     }
                 }
             }
-        }
-        inter_dpu::host_work(cpu_now().saturating_sub(start_cpu), "collective host work");
+            cpu_now().saturating_sub(start)
+        });
+        let work = Work {
+            phases: vec![pieces],
+        };
+        inter_dpu::host_work(work.on_cores(ctx.host_cores()), "collective host work");
         if !to_host {
             ctx.write(region, bufs, false)?;
         }
