@@ -576,6 +576,14 @@ impl Region {
     }
 }
 
+/// A group's result buffers in a piece of the baseline: (group, buffers of its members, or
+/// its one shared buffer).
+type GroupOut<'a> = (usize, Vec<&'a mut Vec<u8>>);
+
+/// A rank's part of the baseline's gather or scatter: its DPUs' buffers, its entangled
+/// groups' host buffers.
+type RankBuffers<'a, 'b> = (&'a mut [Vec<u8>], &'a mut [&'b mut [u8]]);
+
 /// The host-mediated baseline of an exchange: every DPU's source to host memory (the SDK's
 /// parallel transfer), the result computed there, written back.
 pub(crate) fn baseline(ctx: &Ctx<'_>, c: &ExchangeCall) -> Result<()> {
@@ -600,8 +608,7 @@ pub(crate) fn baseline(ctx: &Ctx<'_>, c: &ExchangeCall) -> Result<()> {
     // The program's loop runs on the host's cores as the optimized host step does: one piece
     // per rank (of each group's first member), each piece its groups' result buffers.
     let mut slots: Vec<Option<&mut Vec<u8>>> = out.iter_mut().map(Some).collect();
-    let mut pieces: Vec<Vec<(usize, Vec<&mut Vec<u8>>)>> =
-        (0..ctx.ranks.len()).map(|_| Vec::new()).collect();
+    let mut pieces: Vec<Vec<GroupOut<'_>>> = (0..ctx.ranks.len()).map(|_| Vec::new()).collect();
     for (g, members) in groups.iter().enumerate() {
         let outs: Vec<&mut Vec<u8>> = if shared {
             vec![slots[g].take().expect("one group, one buffer")]
@@ -755,7 +762,7 @@ pub(crate) fn gather_scatter(
         };
         // On the host's cores, one piece per rank (its entangled groups).
         let egs = (RANK_DPUS / CHIPS) as usize;
-        let pieces: Vec<(&mut [Vec<u8>], &mut [&mut [u8]])> =
+        let pieces: Vec<RankBuffers<'_, '_>> =
             bufs.chunks_mut(8 * egs).zip(host.chunks_mut(egs)).collect();
         let pieces = line::in_parallel(pieces, |(bufs, host)| {
             let start = cpu_now();
