@@ -799,6 +799,27 @@ mod tests {
     }
 
     #[test]
+    fn work_is_charged_as_the_host_runs_its_pieces() {
+        let w = Work {
+            phases: vec![vec![5, 9, 3, 7], vec![4]],
+        };
+        assert_eq!(w.total(), 28);
+        // Enough cores: the longest piece of each phase.
+        assert_eq!(w.on_cores(16), 9 + 4);
+        assert_eq!(w.on_cores(4), 9 + 4);
+        // Two cores: 9 + 3 and 7 + 5, longest first on the least loaded core.
+        assert_eq!(w.on_cores(2), 12 + 4);
+        assert_eq!(w.on_cores(1), 24 + 4);
+        assert_eq!(Work::default().on_cores(16), 0);
+    }
+
+    #[test]
+    fn pieces_run_on_threads_in_order() {
+        let got = in_parallel((0..37u64).collect(), |i| i * i);
+        assert_eq!(got, (0..37u64).map(|i| i * i).collect::<Vec<_>>());
+    }
+
+    #[test]
     fn fold_resolves_every_elements_carries() {
         // Random 16-bit byte sums, resolved element by element from the definition: chip c's
         // element e is the sum of its bytes' sums, each shifted to its byte, wrapped.
