@@ -74,6 +74,8 @@ pub fn transpose_lines(kernel: Kernel, lines: &mut [u64], bytes: &mut [u8], to_b
         #[cfg(target_arch = "x86_64")]
         // SAFETY: Kernel::available lists Avx2 only on CPUs with AVX2.
         Kernel::Avx2 => unsafe { transpose_lines_avx2(lines, bytes, to_bytes) },
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Sse2 => transpose_lines_k::<crate::simd::Sse2>(lines, bytes, to_bytes),
         _ => transpose_lines_k::<Portable>(lines, bytes, to_bytes),
     }
 }
@@ -101,6 +103,31 @@ fn transpose_lines_k<K: Kernels>(lines: &mut [u64], bytes: &mut [u8], to_bytes: 
     }
 }
 
+/// Every line of `from` transposed into `to`, with the kernels of `kernel`.
+pub fn transpose_all(kernel: Kernel, from: &[u64], to: &mut [u64]) {
+    match kernel {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: Kernel::available lists Avx2 only on CPUs with AVX2.
+        Kernel::Avx2 => unsafe { transpose_all_avx2(from, to) },
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Sse2 => transpose_all_k::<crate::simd::Sse2>(from, to),
+        _ => transpose_all_k::<Portable>(from, to),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn transpose_all_avx2(from: &[u64], to: &mut [u64]) {
+    transpose_all_k::<crate::simd::Avx2>(from, to)
+}
+
+#[inline(always)]
+fn transpose_all_k<K: Kernels>(from: &[u64], to: &mut [u64]) {
+    for (t, l) in to.chunks_exact_mut(8).zip(from.chunks_exact(8)) {
+        t.copy_from_slice(&K::transpose(l.try_into().unwrap()));
+    }
+}
+
 /// Chip `c`'s word of every line of `lines` into `out` (8 bytes a line, little-endian), with
 /// the kernels of `kernel`.
 pub fn chip_words(kernel: Kernel, lines: &[u64], c: usize, out: &mut [u8]) {
@@ -108,6 +135,8 @@ pub fn chip_words(kernel: Kernel, lines: &[u64], c: usize, out: &mut [u8]) {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: Kernel::available lists Avx2 only on CPUs with AVX2.
         Kernel::Avx2 => unsafe { chip_words_avx2(lines, c, out) },
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Sse2 => chip_words_k::<crate::simd::Sse2>(lines, c, out),
         _ => chip_words_k::<Portable>(lines, c, out),
     }
 }
@@ -495,9 +524,7 @@ pub fn run_with(
             .collect();
         let staging = in_parallel(stage, |(from, to)| {
             let start = cpu_now();
-            for (t, l) in to.chunks_exact_mut(8).zip(from.chunks_exact(8)) {
-                t.copy_from_slice(&transpose(l.try_into().unwrap()));
-            }
+            transpose_all(kernel, from, to);
             cpu_now().saturating_sub(start)
         });
         let staged = &staged;
@@ -505,9 +532,7 @@ pub fn run_with(
             let start = cpu_now();
             let mut out = vec![0u64; d.len()];
             run_domain(&ops, staged, &mut out, m);
-            for (d, o) in d.chunks_exact_mut(8).zip(out.chunks_exact(8)) {
-                d.copy_from_slice(&transpose(o.try_into().unwrap()));
-            }
+            transpose_all(kernel, &out, d);
             cpu_now().saturating_sub(start)
         });
         return Work {
@@ -671,6 +696,8 @@ fn modulate_with(
         #[cfg(target_arch = "x86_64")]
         // SAFETY: Kernel::available lists Avx2 only on CPUs with AVX2.
         Kernel::Avx2 => unsafe { modulate_avx2(body, words, src, dst, m) },
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Sse2 => modulate::<crate::simd::Sse2>(body, words, src, dst, m),
         _ => modulate::<Portable>(body, words, src, dst, m),
     }
 }

@@ -1,13 +1,13 @@
 //! The line kernels of the host step ([`crate::line`]), one implementation per vector unit of
-//! the host: the portable one (plain 64-bit code, the reference) and AVX2 (a 64-byte line in
-//! two 256-bit registers), chosen at run time by the runtime's detection
+//! the host: the portable one (plain 64-bit code, the reference), SSE2 (a 64-byte line in four
+//! 128-bit registers; every x86-64 CPU) and AVX2 (two 256-bit registers), chosen at run time
+//! by the runtime's detection
 //! ([`openpim_runtime::VectorUnit`]). Every kernel gives the same bytes as the portable one
 //! (tests below, on random lines); the host step's code is written once, generic over
 //! [`Kernels`], and compiled once per implementation.
 //!
-//! x86-64's baseline, SSE2, has no byte shuffle: the portable code, compiled for it, is what an
-//! SSE2-only CPU runs. AVX-512 CPUs run the AVX2 kernels (a 512-bit version, one register per
-//! line as PID-Comm's, is not written yet).
+//! AVX-512 CPUs run the AVX2 kernels (a 512-bit version, one register per line as PID-Comm's,
+//! is not written yet).
 
 use crate::line::Line;
 
@@ -32,6 +32,7 @@ pub(crate) trait Kernels {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kernel {
     Portable,
+    Sse2,
     Avx2,
 }
 
@@ -45,8 +46,13 @@ impl Kernel {
 
     /// Every implementation this CPU supports (the portable one first).
     pub fn available() -> Vec<Kernel> {
+        use openpim_runtime::VectorUnit;
         let mut v = vec![Kernel::Portable];
-        if openpim_runtime::VectorUnit::best() >= openpim_runtime::VectorUnit::Avx2 {
+        let best = VectorUnit::best();
+        if cfg!(target_arch = "x86_64") && best >= VectorUnit::Sse2 {
+            v.push(Kernel::Sse2);
+        }
+        if cfg!(target_arch = "x86_64") && best >= VectorUnit::Avx2 {
             v.push(Kernel::Avx2);
         }
         v
@@ -112,6 +118,125 @@ impl Kernels for Portable {
             *e = e.wrapping_add(v & LOW_BYTES);
             *o = o.wrapping_add((v >> 8) & LOW_BYTES);
         }
+    }
+}
+
+/// SSE2: a line is four 128-bit registers (lanes 0-1, 2-3, 4-5, 6-7).
+#[cfg(target_arch = "x86_64")]
+pub(crate) struct Sse2;
+
+#[cfg(target_arch = "x86_64")]
+mod sse2 {
+    use std::arch::x86_64::*;
+
+    use super::Line;
+
+    #[inline]
+    #[target_feature(enable = "sse2")]
+    fn load(x: &Line) -> [__m128i; 4] {
+        let p = x.as_ptr().cast::<__m128i>();
+        // SAFETY: a line is 64 readable bytes; unaligned loads.
+        std::array::from_fn(|i| unsafe { _mm_loadu_si128(p.add(i)) })
+    }
+
+    #[inline]
+    #[target_feature(enable = "sse2")]
+    fn store(v: [__m128i; 4]) -> Line {
+        let mut out = [0u64; 8];
+        let p = out.as_mut_ptr().cast::<__m128i>();
+        for (i, x) in v.into_iter().enumerate() {
+            // SAFETY: a line is 64 writable bytes; unaligned stores.
+            unsafe { _mm_storeu_si128(p.add(i), x) };
+        }
+        out
+    }
+
+    #[inline]
+    #[target_feature(enable = "sse2")]
+    pub(super) fn rotate(x: Line, bytes: u32) -> Line {
+        // No byte shuffle in SSE2: each 64-bit lane shifted both ways (a shift by 64 gives 0).
+        let b = (8 * (bytes % 8)) as i32;
+        let (left, right) = (_mm_cvtsi32_si128(b), _mm_cvtsi32_si128(64 - b));
+        store(load(&x).map(|v| _mm_or_si128(_mm_sll_epi64(v, left), _mm_srl_epi64(v, right))))
+    }
+
+    #[inline]
+    #[target_feature(enable = "sse2")]
+    pub(super) fn transpose(x: Line) -> Line {
+        let r = load(&x);
+        // Bytes of each pair of rows interleaved: 16-bit pairs, byte position j at field j.
+        let p = r.map(|v| _mm_unpacklo_epi8(v, _mm_srli_si128::<8>(v)));
+        // 32-bit quads of rows 0-3 and 4-7, positions 0-3 then 4-7.
+        let (a_lo, a_hi) = (
+            _mm_unpacklo_epi16(p[0], p[1]),
+            _mm_unpackhi_epi16(p[0], p[1]),
+        );
+        let (b_lo, b_hi) = (
+            _mm_unpacklo_epi16(p[2], p[3]),
+            _mm_unpackhi_epi16(p[2], p[3]),
+        );
+        store([
+            _mm_unpacklo_epi32(a_lo, b_lo),
+            _mm_unpackhi_epi32(a_lo, b_lo),
+            _mm_unpacklo_epi32(a_hi, b_hi),
+            _mm_unpackhi_epi32(a_hi, b_hi),
+        ])
+    }
+
+    #[inline]
+    #[target_feature(enable = "sse2")]
+    pub(super) fn add_bytes(a: Line, b: Line) -> Line {
+        let (a, b) = (load(&a), load(&b));
+        store(std::array::from_fn(|i| _mm_add_epi8(a[i], b[i])))
+    }
+
+    #[inline]
+    #[target_feature(enable = "sse2")]
+    pub(super) fn max_bytes(a: Line, b: Line) -> Line {
+        // No signed byte maximum in SSE2: the unsigned one on bytes with the sign bit flipped.
+        let flip = _mm_set1_epi8(i8::MIN);
+        let (a, b) = (load(&a), load(&b));
+        store(std::array::from_fn(|i| {
+            let m = _mm_max_epu8(_mm_xor_si128(a[i], flip), _mm_xor_si128(b[i], flip));
+            _mm_xor_si128(m, flip)
+        }))
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Kernels for Sse2 {
+    #[inline(always)]
+    fn rotate(x: Line, bytes: u32) -> Line {
+        // SAFETY: SSE2 is part of x86-64.
+        unsafe { sse2::rotate(x, bytes) }
+    }
+
+    #[inline(always)]
+    fn transpose(x: Line) -> Line {
+        // SAFETY: as above.
+        unsafe { sse2::transpose(x) }
+    }
+
+    #[inline(always)]
+    fn add_bytes(a: Line, b: Line) -> Line {
+        // SAFETY: as above.
+        unsafe { sse2::add_bytes(a, b) }
+    }
+
+    #[inline(always)]
+    fn max_bytes(a: Line, b: Line) -> Line {
+        // SAFETY: as above.
+        unsafe { sse2::max_bytes(a, b) }
+    }
+
+    #[inline(always)]
+    fn add_lanes(a: Line, b: Line) -> Line {
+        Portable::add_lanes(a, b)
+    }
+
+    #[inline(always)]
+    fn add_fields(even: &mut Line, odd: &mut Line, x: &Line) {
+        Portable::add_fields(even, odd, x)
     }
 }
 
@@ -280,6 +405,35 @@ mod tests {
             .collect()
     }
 
+    /// Every kernel of `K` against the portable one, on random lines.
+    fn same_bytes_as_portable<K: Kernels>(name: &str) {
+        let lines = random_lines(1000);
+        for pair in lines.windows(2) {
+            let (a, b) = (pair[0], pair[1]);
+            for k in 0..9 {
+                assert_eq!(K::rotate(a, k), Portable::rotate(a, k), "{name} rotate {k}");
+            }
+            assert_eq!(K::transpose(a), Portable::transpose(a), "{name} transpose");
+            assert_eq!(K::add_bytes(a, b), Portable::add_bytes(a, b), "{name} add");
+            assert_eq!(K::max_bytes(a, b), Portable::max_bytes(a, b), "{name} max");
+            assert_eq!(
+                K::add_lanes(a, b),
+                Portable::add_lanes(a, b),
+                "{name} lanes"
+            );
+            let (mut e1, mut o1, mut e2, mut o2) = (a, b, a, b);
+            K::add_fields(&mut e1, &mut o1, &pair[1]);
+            Portable::add_fields(&mut e2, &mut o2, &pair[1]);
+            assert_eq!((e1, o1), (e2, o2), "{name} fields");
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn sse2_kernels_give_the_portable_bytes() {
+        same_bytes_as_portable::<Sse2>("sse2");
+    }
+
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn avx2_kernels_give_the_portable_bytes() {
@@ -287,21 +441,7 @@ mod tests {
             eprintln!("no AVX2 on this CPU: nothing to compare");
             return;
         }
-        let lines = random_lines(1000);
-        for pair in lines.windows(2) {
-            let (a, b) = (pair[0], pair[1]);
-            for k in 0..9 {
-                assert_eq!(Avx2::rotate(a, k), Portable::rotate(a, k), "rotate {k}");
-            }
-            assert_eq!(Avx2::transpose(a), Portable::transpose(a), "transpose");
-            assert_eq!(Avx2::add_bytes(a, b), Portable::add_bytes(a, b), "add");
-            assert_eq!(Avx2::max_bytes(a, b), Portable::max_bytes(a, b), "max");
-            assert_eq!(Avx2::add_lanes(a, b), Portable::add_lanes(a, b), "lanes");
-            let (mut e1, mut o1, mut e2, mut o2) = (a, b, a, b);
-            Avx2::add_fields(&mut e1, &mut o1, &pair[1]);
-            Portable::add_fields(&mut e2, &mut o2, &pair[1]);
-            assert_eq!((e1, o1), (e2, o2), "fields");
-        }
+        same_bytes_as_portable::<Avx2>("avx2");
     }
 
     #[test]
