@@ -19,6 +19,10 @@
 //! - PIM-assisted reordering makes the plan uniform (every chip of a destination line takes
 //!   the same source line with the same rotation: [`Body::Copy`], [`Body::Reduce`]); without
 //!   it the host gathers each chip's word from its own source line ([`Body::Gather`]).
+//!
+//! The step runs one piece per destination rank on worker threads, each piece's work measured
+//! on its own thread and charged as the host would run the pieces on its cores ([`Work`]),
+//! with the line kernels of the host's vector units ([`crate::simd`]).
 
 use crate::elem::{reduce_word, ElemType, ReduceOp};
 use crate::simd::{Kernel, Kernels, Portable};

@@ -1,10 +1,9 @@
-//! The line kernels of the host step ([`crate::line`]), one implementation per vector unit of
-//! the host: the portable one (plain 64-bit code, the reference), SSE2 (a 64-byte line in four
-//! 128-bit registers; every x86-64 CPU) and AVX2 (two 256-bit registers), chosen at run time
-//! by the runtime's detection
-//! ([`openpim_runtime::VectorUnit`]). Every kernel gives the same bytes as the portable one
-//! (tests below, on random lines); the host step's code is written once, generic over
-//! [`Kernels`], and compiled once per implementation.
+//! The line kernels of the host step ([`line`](mod@crate::line)), one implementation per
+//! vector unit of the host: the portable one (plain 64-bit code, the reference), SSE2 (a
+//! 64-byte line in four 128-bit registers; every x86-64 CPU) and AVX2 (two 256-bit registers),
+//! chosen at run time by the runtime's detection ([`openpim_runtime::VectorUnit`]). Every
+//! kernel gives the same bytes as the portable one (tests below, on random lines); the host
+//! step's code is written once, generic over `Kernels`, and compiled once per implementation.
 //!
 //! AVX-512 CPUs run the AVX2 kernels (a 512-bit version, one register per line as PID-Comm's,
 //! is not written yet).
