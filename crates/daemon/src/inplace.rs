@@ -19,7 +19,7 @@ const IOV_MAX: usize = 1024;
 /// Whether the 8 bytes at `addr` in process `pid` read as `value`.
 pub fn probe(pid: u32, addr: u64, value: u64) -> Result<()> {
     let mut got = [0u8; 8];
-    read(pid, &[(addr, &mut got[..])])?;
+    read(pid, &mut [(addr, &mut got[..])])?;
     if u64::from_le_bytes(got) == value {
         Ok(())
     } else {
@@ -29,24 +29,34 @@ pub fn probe(pid: u32, addr: u64, value: u64) -> Result<()> {
     }
 }
 
+/// The local and remote I/O vectors of one system call over `parts` (address in the tenant,
+/// local buffer, length), and the bytes they cover.
+fn iovecs(
+    parts: impl Iterator<Item = (u64, *mut u8, usize)>,
+) -> (Vec<libc::iovec>, Vec<libc::iovec>, usize) {
+    let mut local = Vec::new();
+    let mut remote = Vec::new();
+    let mut want = 0;
+    for (addr, buf, len) in parts {
+        local.push(libc::iovec {
+            iov_base: buf.cast(),
+            iov_len: len,
+        });
+        remote.push(libc::iovec {
+            iov_base: addr as usize as *mut libc::c_void,
+            iov_len: len,
+        });
+        want += len;
+    }
+    (local, remote, want)
+}
+
 /// Fills each buffer from the tenant's memory at its address.
-pub fn read(pid: u32, bufs: &[(u64, &mut [u8])]) -> Result<()> {
-    for chunk in bufs.chunks(IOV_MAX) {
-        let local: Vec<libc::iovec> = chunk
-            .iter()
-            .map(|(_, b)| libc::iovec {
-                iov_base: b.as_ptr() as *mut libc::c_void,
-                iov_len: b.len(),
-            })
-            .collect();
-        let remote: Vec<libc::iovec> = chunk
-            .iter()
-            .map(|(a, b)| libc::iovec {
-                iov_base: *a as usize as *mut libc::c_void,
-                iov_len: b.len(),
-            })
-            .collect();
-        let want: usize = chunk.iter().map(|(_, b)| b.len()).sum();
+pub fn read(pid: u32, bufs: &mut [(u64, &mut [u8])]) -> Result<()> {
+    for chunk in bufs.chunks_mut(IOV_MAX) {
+        let first = chunk.first().map_or(0, |c| c.0);
+        let (local, remote, want) =
+            iovecs(chunk.iter_mut().map(|(a, b)| (*a, b.as_mut_ptr(), b.len())));
         // SAFETY: each local iovec covers a buffer this function holds mutably; the kernel
         // checks the remote ones against the tenant's mappings.
         let n = unsafe {
@@ -59,7 +69,7 @@ pub fn read(pid: u32, bufs: &[(u64, &mut [u8])]) -> Result<()> {
                 0,
             )
         };
-        check(n, want, "read", chunk.first().map_or(0, |c| c.0))?;
+        check(n, want, "read", first)?;
     }
     Ok(())
 }
@@ -67,21 +77,12 @@ pub fn read(pid: u32, bufs: &[(u64, &mut [u8])]) -> Result<()> {
 /// Writes each buffer into the tenant's memory at its address.
 pub fn write(pid: u32, bufs: &[(u64, &[u8])]) -> Result<()> {
     for chunk in bufs.chunks(IOV_MAX) {
-        let local: Vec<libc::iovec> = chunk
-            .iter()
-            .map(|(_, b)| libc::iovec {
-                iov_base: b.as_ptr() as *mut libc::c_void,
-                iov_len: b.len(),
-            })
-            .collect();
-        let remote: Vec<libc::iovec> = chunk
-            .iter()
-            .map(|(a, b)| libc::iovec {
-                iov_base: *a as usize as *mut libc::c_void,
-                iov_len: b.len(),
-            })
-            .collect();
-        let want: usize = chunk.iter().map(|(_, b)| b.len()).sum();
+        let first = chunk.first().map_or(0, |c| c.0);
+        let (local, remote, want) = iovecs(
+            chunk
+                .iter()
+                .map(|(a, b)| (*a, b.as_ptr().cast_mut(), b.len())),
+        );
         // SAFETY: the local iovecs cover buffers this function borrows (the kernel only
         // reads them); the remote ones are checked by the kernel against the tenant's
         // mappings.
@@ -95,7 +96,7 @@ pub fn write(pid: u32, bufs: &[(u64, &[u8])]) -> Result<()> {
                 0,
             )
         };
-        check(n, want, "write", chunk.first().map_or(0, |c| c.0))?;
+        check(n, want, "write", first)?;
     }
     Ok(())
 }

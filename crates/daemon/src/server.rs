@@ -729,12 +729,12 @@ impl Rank<'_> {
                 if let WriteBufs::InPlace(addrs) = &bufs {
                     let n = len as usize;
                     fetched = vec![0u8; n * addrs.len()];
-                    let parts: Vec<(u64, &mut [u8])> = addrs
+                    let mut parts: Vec<(u64, &mut [u8])> = addrs
                         .iter()
                         .copied()
                         .zip(fetched.chunks_mut(n.max(1)))
                         .collect();
-                    if let Err(e) = crate::inplace::read(self.pid.unwrap_or(0), &parts) {
+                    if let Err(e) = crate::inplace::read(self.pid.unwrap_or(0), &mut parts) {
                         return failed(&e);
                     }
                 }

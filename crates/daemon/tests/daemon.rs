@@ -726,7 +726,7 @@ fn staging_regions_carry_transfers_and_are_checked(d: &Daemon) {
 fn in_place_transfers_need_the_probe(d: &Daemon) {
     let mut a = Raw::connect(d);
     let rank = a.alloc_one();
-    let src = vec![0x5Au8; 64];
+    let src = [0x5Au8; 64];
     let mut dst = vec![0u8; 64];
     let item = WireItem {
         dpu: 2,
