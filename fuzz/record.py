@@ -5,7 +5,7 @@ import pathlib
 import re
 
 here = pathlib.Path(__file__).resolve().parent
-print("| target | runs | wall hours | CPU hours | coverage (edges, last run) | crashes (fork-mode count) |")
+print("| target | runs | wall hours | CPU hours | coverage (edges, last run) | crashes (inputs saved) |")
 print("| --- | --- | --- | --- | --- | --- |")
 for tsv in sorted((here / "stats").glob("*.tsv")):
     rows = [line.split("\t") for line in tsv.read_text().splitlines() if line.strip()]

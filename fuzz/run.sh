@@ -26,6 +26,9 @@ seeds=()
 [ -d "seeds/$target" ] && seeds=("seeds/$target")
 log="stats/$target.log"
 start=$(date +%s)
+# Crash inputs saved during this run (the fork-mode counter misses one found as the run ends).
+marker=$(mktemp)
+trap 'rm -f "$marker"' EXIT
 # Built first, so that the compiler's CPU time is not counted as fuzzing.
 nice -n 19 cargo +nightly fuzz build "$target" >"$log" 2>&1 || {
     echo "fuzz $target: the build failed (log: fuzz/$log)"
@@ -45,6 +48,6 @@ ticks=$(getconf CLK_TCK)
 cpu_s=$(( (after - before) / ticks ))
 wall=$(( $(date +%s) - start ))
 cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | awk '{print $2}' || true)
-crashes=$(grep -o 'oom/timeout/crash: [0-9/]*' "$log" | tail -1 | awk -F/ '{print $NF}' || true)
+crashes=$(find "artifacts/$target" -type f -name 'crash-*' -newer "$marker" | wc -l)
 printf '%s\t%s\twall_s=%s\tcpu_s=%s\tcov=%s\tcrashes=%s\trc=%s\n' "$(date -u +%FT%TZ)" "$target" "$wall" "$cpu_s" "${cov:-?}" "${crashes:-0}" "$rc" >>"stats/$target.tsv"
 echo "fuzz $target: ${wall}s wall, ${cpu_s}s CPU, coverage ${cov:-?}, exit $rc (log: fuzz/$log)"
