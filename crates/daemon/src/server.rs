@@ -50,23 +50,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// The peer's (uid, pid) from SO_PEERCRED.
 fn peer_credentials(s: &UnixStream) -> Option<(u32, u32)> {
-    let mut cred = libc::ucred {
-        pid: 0,
-        uid: 0,
-        gid: 0,
-    };
-    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: `cred` and `len` are valid for writes of the sizes given; the fd is open.
-    let r = unsafe {
-        libc::getsockopt(
-            s.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            (&mut cred as *mut libc::ucred).cast(),
-            &mut len,
-        )
-    };
-    (r == 0).then_some((cred.uid, cred.pid as u32))
+    openpim_runtime::exec::remote::peer::credentials(s.as_raw_fd())
 }
 
 /// The program a pid runs (its command name), for the rank table.

@@ -121,31 +121,16 @@ impl Conn {
     /// daemon cannot (another user, a stricter scope): transfers then copy their bytes.
     fn probe_in_place(&self) -> bool {
         let fd = lock(&self.writer).0.as_raw_fd();
-        let mut cred = libc::ucred {
-            pid: 0,
-            uid: 0,
-            gid: 0,
+        let daemon_pid = match super::peer::credentials(fd) {
+            Some((_, pid)) if pid > 0 => pid,
+            _ => return false,
         };
-        let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-        // SAFETY: `cred` and `len` are valid for writes of the sizes given; the fd is open.
-        let r = unsafe {
-            libc::getsockopt(
-                fd,
-                libc::SOL_SOCKET,
-                libc::SO_PEERCRED,
-                (&mut cred as *mut libc::ucred).cast(),
-                &mut len,
-            )
-        };
-        if r != 0 || cred.pid <= 0 {
-            return false;
-        }
         let scope = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope")
             .ok()
             .and_then(|s| s.trim().parse::<u32>().ok());
         if scope == Some(1) {
             // SAFETY: PR_SET_PTRACER takes a pid and changes nothing else.
-            unsafe { libc::prctl(libc::PR_SET_PTRACER, cred.pid as libc::c_ulong, 0, 0, 0) };
+            unsafe { libc::prctl(libc::PR_SET_PTRACER, daemon_pid as libc::c_ulong, 0, 0, 0) };
         }
         // A value the daemon could not know without reading it: the time, mixed.
         let nanos = std::time::SystemTime::now()

@@ -12,6 +12,7 @@
 
 mod conn;
 pub mod fastpath;
+pub mod peer;
 pub mod protocol;
 pub mod staging;
 
