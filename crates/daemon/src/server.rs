@@ -53,6 +53,24 @@ fn peer_credentials(s: &UnixStream) -> Option<(u32, u32)> {
     openpim_runtime::exec::remote::peer::credentials(s.as_raw_fd())
 }
 
+/// The transfer items of a read whose DPUs' bytes go one after the other from `base`, `len`
+/// bytes each.
+///
+/// # Safety
+/// `base` must be valid for writes of `items.len() * len` bytes while the items are used.
+unsafe fn read_items(items: &[protocol::WireItem], base: *mut u8, len: usize) -> Vec<XferItem> {
+    items
+        .iter()
+        .enumerate()
+        .map(|(k, i)| XferItem {
+            dpu: i.dpu,
+            place: i.place,
+            // SAFETY: k < items.len(), so k * len is inside what the caller vouches for.
+            buf: HostPtr(unsafe { base.add(k * len) }),
+        })
+        .collect()
+}
+
 /// The program a pid runs (its command name), for the rank table.
 fn program_of(pid: u32) -> String {
     std::fs::read_to_string(format!("/proc/{pid}/comm"))
@@ -768,17 +786,8 @@ impl Rank<'_> {
                         data.as_mut_ptr()
                     }
                 };
-                let items = items
-                    .iter()
-                    .enumerate()
-                    .map(|(k, i)| XferItem {
-                        dpu: i.dpu,
-                        place: i.place,
-                        // SAFETY: k * len is inside `data` or the region's checked part, which
-                        // have items.len() * len bytes.
-                        buf: HostPtr(unsafe { base.add(k * len) }),
-                    })
-                    .collect::<Vec<_>>();
+                // SAFETY: `data` or the region's checked part has items.len() * len bytes.
+                let items = unsafe { read_items(&items, base, len) };
                 usage
                     .bytes
                     .fetch_add((len * items.len()) as u64, Ordering::Relaxed);
@@ -788,16 +797,8 @@ impl Rank<'_> {
                 let len = len as usize;
                 let mut buf = vec![0u8; len * items.len()];
                 let base = buf.as_mut_ptr();
-                let xfer = items
-                    .iter()
-                    .enumerate()
-                    .map(|(k, i)| XferItem {
-                        dpu: i.dpu,
-                        place: i.place,
-                        // SAFETY: k * len is inside `buf` (items.len() * len bytes).
-                        buf: HostPtr(unsafe { base.add(k * len) }),
-                    })
-                    .collect::<Vec<_>>();
+                // SAFETY: `buf` has items.len() * len bytes.
+                let xfer = unsafe { read_items(&items, base, len) };
                 usage
                     .bytes
                     .fetch_add((len * items.len()) as u64, Ordering::Relaxed);
