@@ -11,7 +11,10 @@ or, as Rust 2018 allows, a child module by its bare name (`child::item`); a path
 the longest module it names (`crate::exec::local::rank::X` is `exec::local::rank`). Comments
 and `#[cfg(test)]` code (`mod tests` at the end of a file, the `testutil` module) are not
 read: tests may use any layer. Declaring a child (`mod b;`) is not a dependency. Exits 1
-and names the cycle when some module depends, directly or not, on a module that depends on it.
+and names the cycle when some module depends, directly or not, on a module that depends on it,
+and also when the crate's top-level folders do (`exec::local::suspend -> checkpoint::file` and
+`checkpoint::file -> sdk::set` make `exec -> checkpoint -> sdk -> exec` among the folders, the
+layers, with no cycle among the modules).
 """
 
 import os
@@ -195,6 +198,15 @@ def find_cycle(edges):
     return None
 
 
+def folders(edges):
+    """The graph among the top-level modules (the folders: `exec::local::rank` is `exec`)."""
+    top = {}
+    for v, ws in edges.items():
+        a = v.split("::")[0]
+        top.setdefault(a, set()).update(w.split("::")[0] for w in ws if w.split("::")[0] != a)
+    return top
+
+
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     mermaid = "--mermaid" in sys.argv
@@ -218,6 +230,13 @@ def main():
         cycle = find_cycle(edges)
         if cycle:
             print(f"error: {crate}: import cycle: {' -> '.join(cycle)}", file=sys.stderr)
+            failed = True
+        cycle = find_cycle(folders(edges))
+        if cycle:
+            print(
+                f"error: {crate}: import cycle among the folders: {' -> '.join(cycle)}",
+                file=sys.stderr,
+            )
             failed = True
     sys.exit(1 if failed else 0)
 

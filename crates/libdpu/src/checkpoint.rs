@@ -13,7 +13,8 @@ use std::ffi::c_char;
 use std::path::Path;
 
 use openpim_machine::{crc32, map};
-use openpim_runtime::checkpoint::{self, file, DpuSnapshot, Parts};
+use openpim_runtime::checkpoint::{DpuSnapshot, Parts};
+use openpim_runtime::sdk::checkpoint;
 
 use crate::errors::{entry, entry_value, fail, Fail};
 use crate::types::{err::*, DpuError, DpuSetT};
@@ -525,7 +526,7 @@ pub unsafe extern "C" fn openpim_checkpoint_save_file(
     entry("openpim_checkpoint_save_file", || {
         // SAFETY: the caller's contract.
         let path = unsafe { crate::c_str(path, DPU_ERR_INVALID_MEMORY_TRANSFER, "path") }?;
-        file::save(&crate::set_of(&set)?, Path::new(path))?;
+        checkpoint::save_file(&crate::set_of(&set)?, Path::new(path))?;
         Ok(())
     })
 }
@@ -542,7 +543,7 @@ pub unsafe extern "C" fn openpim_checkpoint_restore_file(
     entry("openpim_checkpoint_restore_file", || {
         // SAFETY: the caller's contract.
         let path = unsafe { crate::c_str(path, DPU_ERR_INVALID_MEMORY_TRANSFER, "path") }?;
-        file::restore(&crate::set_of(&set)?, Path::new(path))?;
+        checkpoint::restore_file(&crate::set_of(&set)?, Path::new(path))?;
         Ok(())
     })
 }

@@ -21,9 +21,7 @@ use std::path::Path;
 
 use openpim_machine::{map, Crc32};
 
-use super::{iram_symbol, mram_symbol, restore_iram, wram_symbol, write_differences};
 use crate::error::{Error, Result};
-use crate::sdk::set::DpuSet;
 
 const MAGIC: &[u8; 16] = b"OPENPIM-CHECKPT1";
 /// Bytes of the pages MRAM is stored in.
@@ -153,7 +151,7 @@ fn trimmed(v: &[u8]) -> &[u8] {
 }
 
 /// Writes a checkpoint file, one DPU at a time ([`Writer::dpu`]), from wherever the DPUs'
-/// images come from: a set's transfers ([`save`]) or a rank's memories (the daemon
+/// images come from: a set's transfers (`sdk::checkpoint::save_file`) or a rank's memories (the daemon
 /// suspending a tenant's rank, `exec::local::suspend`).
 pub(crate) struct Writer {
     path: std::path::PathBuf,
@@ -302,29 +300,6 @@ impl Drop for Writer {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.tmp);
     }
-}
-
-/// Saves every DPU of the set (IRAM, WRAM, MRAM, fault flag) to `path`.
-pub fn save(set: &DpuSet, path: &Path) -> Result<Summary> {
-    set.sync()?;
-    let hardware = set
-        .machine()
-        .map(|m| m.hardware.name.clone())
-        .unwrap_or_default();
-    let mut w = Writer::create(path, set.nr_dpus(), &hardware)?;
-    let mut mram = vec![0u8; map::MRAM_SIZE as usize];
-    let mut iram = vec![0u8; map::IRAM_SIZE as usize];
-    let mut wram = vec![0u8; map::WRAM_SIZE as usize];
-    for dpu in set.dpus() {
-        iram.fill(0);
-        if dpu.program().is_some() {
-            dpu.copy_from(iram_symbol(), 0, &mut iram)?;
-        }
-        dpu.copy_from(wram_symbol(), 0, &mut wram)?;
-        dpu.copy_from(mram_symbol(), 0, &mut mram)?;
-        w.dpu(dpu.status().1, &wram, &iram, &mram)?;
-    }
-    w.finish()
 }
 
 /// One DPU record as read back.
@@ -477,39 +452,4 @@ pub(crate) fn read(
 /// Reads and checks a checkpoint file without using it (`openpim checkpoint inspect`).
 pub fn inspect(path: &Path) -> Result<Summary> {
     read(path, |_, _| Ok(()))
-}
-
-/// Restores every DPU of the set from `path` (same number of DPUs; any ranks). The whole
-/// file is checked first: a damaged file changes nothing.
-pub fn restore(set: &DpuSet, path: &Path) -> Result<Summary> {
-    let summary = inspect(path)?;
-    if summary.dpus != set.nr_dpus() {
-        return Err(Error::Checkpoint(format!(
-            "checkpoint file {} holds {} DPUs, the set has {}: restore into a set of the same size",
-            path.display(),
-            summary.dpus,
-            set.nr_dpus()
-        )));
-    }
-    set.sync()?;
-    let dpus = set.dpus();
-    let mut want = vec![0u8; map::MRAM_SIZE as usize];
-    read(path, |k, rec| {
-        let dpu = &dpus[k as usize];
-        if !rec.iram.is_empty() {
-            let mut iram = rec.iram;
-            iram.resize(map::IRAM_SIZE as usize, 0);
-            restore_iram(dpu, &iram)?;
-        }
-        let mut wram = rec.wram;
-        wram.resize(map::WRAM_SIZE as usize, 0);
-        dpu.copy_to(wram_symbol(), 0, &wram)?;
-        want.fill(0);
-        for (p, bytes) in &rec.pages {
-            let at = *p as usize * PAGE;
-            want[at..at + PAGE].copy_from_slice(bytes);
-        }
-        write_differences(dpu, &want)
-    })?;
-    Ok(summary)
 }

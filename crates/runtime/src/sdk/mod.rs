@@ -5,6 +5,7 @@
 //! requests on ranks ([`crate::exec::RankOp`]) for the backend that runs them
 //! ([`crate::exec::Backend`]); it never knows which backend that is.
 
+pub mod checkpoint;
 pub mod rank;
 pub mod set;
 pub mod system;
