@@ -1,8 +1,10 @@
 //! bench/collectives: each primitive at 1, 4 and 16 ranks, per-DPU sizes from 2 KiB to 2 MiB
 //! (at most 256 MiB of data per call: 2 MiB at 1 rank, 1 MiB at 4, 256 KiB at 16),
 //! int8 and int32, along x of a (32, R·2, 1) hypercube: the virtual time of one call on the
-//! optimized path and on the baseline (from the run's inter-DPU records), the speed-up, the
-//! wall time of both; then the ablation (each technique off in turn) and the geomeans.
+//! optimized path (reordering chosen per call by the cost model: `auto`) and on the baseline
+//! (from the run's inter-DPU records), the speed-up, the wall time of both, whether the call
+//! ran the relocation program; then the ablation (reordering never and always — PID-Comm's
+//! behaviour —, in-register and cross-domain modulation off) and the geomeans.
 //!
 //!     cargo run --release -p openpim-collectives --example bench [-- --quick]
 
@@ -10,7 +12,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
-use openpim_collectives::{self as coll, Hypercube, OFF_ENV, PATH_ENV};
+use openpim_collectives::{self as coll, Hypercube, OFF_ENV, PATH_ENV, PR_ENV};
 use openpim_runtime::{alloc_ranks, inter_dpu, timeline, DpuSet, SymbolRef, MRAM_HEAP_SYMBOL};
 
 fn user_program() -> PathBuf {
@@ -42,7 +44,8 @@ const PRIMS: [&str; 8] = [
     "broadcast",
 ];
 
-/// One call: (virtual ns, wall ns).
+/// One call: (virtual ns, wall ns, the path of its record).
+#[allow(clippy::too_many_arguments)]
 fn run(
     set: &DpuSet,
     cube: &Hypercube,
@@ -51,9 +54,11 @@ fn run(
     elem: u32,
     path: &str,
     off: &str,
-) -> (u64, u64) {
+    pr: &str,
+) -> (u64, u64, String) {
     std::env::set_var(PATH_ENV, path);
     std::env::set_var(OFF_ENV, off);
+    std::env::set_var(PR_ENV, pr);
     let n = cube.nr_dpus();
     let groups = n / cube.axes[0];
     let buffer = 2 * size + 4096;
@@ -84,7 +89,18 @@ fn run(
     r.unwrap_or_else(|e| panic!("{prim}: {e}"));
     let e = timeline::with_state(|s| s.inter_dpu.entries[before].clone());
     assert!(!inter_dpu::is_open());
-    (e.end_ns.unwrap() - e.start_ns, wall)
+    (e.end_ns.unwrap() - e.start_ns, wall, e.call.path)
+}
+
+/// Whether a path ran the relocation program (`-` where the call has none to run).
+fn reordered(path: &str) -> &'static str {
+    if !path.ends_with("(auto)") {
+        "-"
+    } else if path.contains("-pr") {
+        "no"
+    } else {
+        "yes"
+    }
 }
 
 fn geomean(v: &[f64]) -> f64 {
@@ -102,8 +118,9 @@ fn main() {
         &[2 << 10, 32 << 10, 256 << 10, 1 << 20, 2 << 20]
     };
     println!("virtual time of one call, x axis (group of 32 DPUs), optimized vs baseline");
+    println!("(optimized: reordering as the cost model chooses per call; PR: whether it ran)");
     println!(
-        "{:<15} {:>5} {:>9} {:>5} {:>12} {:>12} {:>8} {:>10} {:>10}",
+        "{:<15} {:>5} {:>9} {:>5} {:>12} {:>12} {:>8} {:>10} {:>10} {:>4}",
         "primitive",
         "ranks",
         "bytes/DPU",
@@ -112,10 +129,13 @@ fn main() {
         "baseline",
         "speed-up",
         "wall opt",
-        "wall base"
+        "wall base",
+        "PR"
     );
     let mut speedups = Vec::new();
-    let mut ablation: Vec<(String, [f64; 4])> = Vec::new();
+    // The speed-up with reordering always run (PID-Comm's behaviour), every case.
+    let mut speedups_always = Vec::new();
+    let mut ablation: Vec<(String, [f64; 5])> = Vec::new();
     for &ranks in rank_counts {
         let set = alloc_ranks(Some(ranks), "").unwrap();
         set.load_file(program.to_str().unwrap()).unwrap();
@@ -139,26 +159,33 @@ fn main() {
                     {
                         continue; // no arithmetic: the type does not matter
                     }
-                    let (vo, wo) = run(&set, &cube, prim, size, elem, "optimized", "");
-                    let (vb, wb) = run(&set, &cube, prim, size, elem, "baseline", "");
+                    let (vo, wo, po) = run(&set, &cube, prim, size, elem, "optimized", "", "");
+                    let (vb, wb, _) = run(&set, &cube, prim, size, elem, "baseline", "", "");
                     let s = vb as f64 / vo as f64;
-                    if prim != "broadcast" {
-                        speedups.push(s);
-                    }
                     println!(
-                        "{:<15} {:>5} {:>9} {:>5} {:>9.3} ms {:>9.3} ms {:>7.2}x {:>7.0} ms {:>7.0} ms",
-                        prim, ranks, size, if elem == 1 { "int8" } else { "int32" }, vo as f64 / 1e6, vb as f64 / 1e6, s, wo as f64 / 1e6, wb as f64 / 1e6
+                        "{:<15} {:>5} {:>9} {:>5} {:>9.3} ms {:>9.3} ms {:>7.2}x {:>7.0} ms {:>7.0} ms {:>4}",
+                        prim, ranks, size, if elem == 1 { "int8" } else { "int32" }, vo as f64 / 1e6, vb as f64 / 1e6, s, wo as f64 / 1e6, wb as f64 / 1e6, reordered(&po)
                     );
-                    if matches!(
+                    let exchange = matches!(
                         prim,
                         "all_reduce" | "reduce_scatter" | "alltoall" | "allgather"
-                    ) {
-                        let mut row = [0.0; 4];
-                        for (i, off) in ["pr", "im", "cm"].iter().enumerate() {
-                            row[i] = run(&set, &cube, prim, size, elem, "optimized", off).0 as f64
+                    );
+                    let mut always = s;
+                    if exchange {
+                        // Slowdowns against the optimized path as chosen: reordering never,
+                        // always, then each modulation off.
+                        let mut row = [0.0; 5];
+                        for (i, (off, pr)) in
+                            [("", "never"), ("", "always"), ("im", ""), ("cm", "")]
+                                .iter()
+                                .enumerate()
+                        {
+                            row[i] = run(&set, &cube, prim, size, elem, "optimized", off, pr).0
+                                as f64
                                 / vo as f64;
                         }
-                        row[3] = s;
+                        always = s / row[1];
+                        row[4] = s;
                         ablation.push((
                             format!(
                                 "{prim} R{ranks} {size}B {}",
@@ -166,6 +193,10 @@ fn main() {
                             ),
                             row,
                         ));
+                    }
+                    if prim != "broadcast" {
+                        speedups.push(s);
+                        speedups_always.push(always);
                     }
                 }
             }
@@ -177,25 +208,31 @@ fn main() {
         geomean(&speedups)
     );
     println!(
-        "\nablation: slowdown of the optimized path with one technique off (x1.00 = no effect)"
+        "  with reordering always run (PID-Comm's behaviour, OPENPIM_COLLECTIVES_PR=always): {:.2}x",
+        geomean(&speedups_always)
     );
     println!(
-        "{:<36} {:>8} {:>8} {:>8} {:>10}",
-        "case", "-PR", "-IM", "-CM", "vs base"
+        "\nablation: slowdown of the optimized path (reordering chosen per call) with reordering"
+    );
+    println!("never or always run, or one modulation off (x1.00 = no effect)");
+    println!(
+        "{:<36} {:>8} {:>8} {:>8} {:>8} {:>10}",
+        "case", "-PR", "always", "-IM", "-CM", "vs base"
     );
     for (name, r) in &ablation {
         println!(
-            "{:<36} {:>7.2}x {:>7.2}x {:>7.2}x {:>9.2}x",
-            name, r[0], r[1], r[2], r[3]
+            "{:<36} {:>7.2}x {:>7.2}x {:>7.2}x {:>7.2}x {:>9.2}x",
+            name, r[0], r[1], r[2], r[3], r[4]
         );
     }
     let col = |i: usize| geomean(&ablation.iter().map(|(_, r)| r[i]).collect::<Vec<_>>());
     println!(
-        "{:<36} {:>7.2}x {:>7.2}x {:>7.2}x {:>9.2}x",
+        "{:<36} {:>7.2}x {:>7.2}x {:>7.2}x {:>7.2}x {:>9.2}x",
         "geomean",
         col(0),
         col(1),
         col(2),
-        col(3)
+        col(3),
+        col(4)
     );
 }

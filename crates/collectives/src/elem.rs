@@ -4,7 +4,7 @@ use crate::error::{Error, Result};
 
 /// The element type, by size in bytes (PID-Comm's `size`). Signed and unsigned sums are the
 /// same bits (wrap-around); `max` compares as signed, as PID-Comm does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ElemType {
     I8,
     I16,
@@ -38,7 +38,7 @@ impl ElemType {
 }
 
 /// The reduction operator (PID-Comm's `reduce_type`: 0 sum, 1 max).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ReduceOp {
     Sum,
     Max,

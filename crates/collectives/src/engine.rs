@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use openpim_runtime::inter_dpu::{self, InterDpuCall};
-use openpim_runtime::machine::{BusSpec, LinkSpec};
+use openpim_runtime::machine::{BusSpec, HardwareProfile, LinkSpec};
 use openpim_runtime::{
     timeline, DpuSet, LaunchPolicy, Program, Rank, Symbol, SymbolRef, XferDirection, XferFlags,
     MRAM_HEAP_SYMBOL,
@@ -21,11 +21,12 @@ use crate::simd::Kernel;
 fn rank_lines(words: usize) -> usize {
     (RANK_DPUS / CHIPS) as usize * words
 }
+use crate::choice::{self, Prediction, RELOCATE_ARGS_BYTES};
 use crate::plan::{self, Exchange, Layout};
-use crate::Options;
+use crate::{Options, Reordering};
 
 /// The name of the relocation program's argument block.
-const RELOCATE_ARGS: &str = "relocate_args";
+pub(crate) const RELOCATE_ARGS: &str = "relocate_args";
 
 /// A set and its hypercube, ready for calls.
 pub(crate) struct Ctx<'a> {
@@ -234,7 +235,7 @@ impl<'a> Ctx<'a> {
             })
             .collect();
         for (d, b) in self.dpus.iter().zip(args.iter_mut()) {
-            // SAFETY: 28 bytes each, alive until the synchronous push returns.
+            // SAFETY: RELOCATE_ARGS_BYTES each, alive until the synchronous push returns.
             unsafe { d.prepare_xfer(b.as_mut_ptr()) };
         }
         // SAFETY: as above.
@@ -243,7 +244,7 @@ impl<'a> Ctx<'a> {
                 XferDirection::ToDpu,
                 SymbolRef::Name(RELOCATE_ARGS),
                 0,
-                28,
+                RELOCATE_ARGS_BYTES,
                 XferFlags::default(),
             )?
         };
@@ -274,8 +275,18 @@ impl<'a> Ctx<'a> {
     /// each on its own core of the profile's host (`[host] cores`), as PID-Comm runs its host
     /// step on host threads.
     fn charge_host_step(&self, read_per_dpu: u64, written_per_dpu: u64, work: &Work) {
-        let hw = &self.ranks[0].machine().hardware;
         let measured_ns = work.on_cores(self.host_cores());
+        let d = self
+            .host_step_bus_ns(read_per_dpu, written_per_dpu)
+            .max(measured_ns);
+        let parts: Vec<(u32, u64)> = self.ranks.iter().map(|r| (r.id(), d)).collect();
+        inter_dpu::rank_ops(&parts, "collective host step");
+    }
+
+    /// The bus time of a host step that reads and writes these bytes on every DPU: each
+    /// rank's lines at the line rates, at least the host-wide limit of all of them.
+    pub(crate) fn host_step_bus_ns(&self, read_per_dpu: u64, written_per_dpu: u64) -> u64 {
+        let hw = self.hardware();
         let rates = LineRates::of(&hw.bus_spec(), self.ranks.len() as u32);
         let per_rank = |dpus: u64| {
             let rd = read_per_dpu * dpus;
@@ -292,15 +303,57 @@ impl<'a> Ctx<'a> {
             parts.push((r.id(), rates.rank_ns(rd, wr)));
         }
         let host_wide = rates.host_wide_ns(total_r, total_w);
-        let d = parts
+        parts
             .iter()
             .map(|(_, d)| *d)
             .max()
             .unwrap_or(0)
             .max(host_wide)
-            .max(measured_ns);
-        let parts: Vec<(u32, u64)> = parts.into_iter().map(|(r, _)| (r, d)).collect();
-        inter_dpu::rank_ops(&parts, "collective host step");
+    }
+
+    /// The machine's hardware profile.
+    pub(crate) fn hardware(&self) -> &HardwareProfile {
+        &self.ranks[0].machine().hardware
+    }
+
+    /// Whether this exchange runs the relocation program: `None` where it has none to run
+    /// (no x axis with whole entangled groups, AllReduce), else the switch's answer, or the
+    /// cost model's in `auto` (`crate::choice`).
+    pub(crate) fn reorders(&self, c: &ExchangeCall) -> Result<Option<bool>> {
+        let layout = plan::reordering(c.x, self.cube, c.comm);
+        if layout == Layout::default() {
+            return Ok(None);
+        }
+        Ok(Some(match self.opts.reordering {
+            Reordering::Always => true,
+            Reordering::Never => false,
+            Reordering::Auto => self.predict(c, layout)?.reorder(),
+        }))
+    }
+
+    /// The cost model's prediction for this exchange with the relocation `layout`.
+    pub(crate) fn predict(&self, c: &ExchangeCall, layout: Layout) -> Result<Prediction> {
+        let relocation = relocation_program()?;
+        let inputs = choice::Inputs {
+            hw: self.hardware(),
+            cube: self.cube,
+            rank_dpus: self.ranks.iter().map(|r| r.nr_dpus()).collect(),
+            user_program: &self.program,
+            relocation: &relocation,
+            x: c.x,
+            comm: c.comm,
+            total: c.total,
+            read: c.source.len,
+            written: c.target.len,
+            modulation: Modulation {
+                in_register: self.opts.in_register,
+                cross_domain: self.opts.cross_domain,
+                ty: c.ty,
+                op: c.op,
+            },
+            bus_ns: self.host_step_bus_ns(u64::from(c.source.len), u64::from(c.target.len)),
+        };
+        choice::predict(&inputs, layout)
     }
 }
 
@@ -426,7 +479,7 @@ impl LineRates {
 }
 
 /// Where the relocation program is: `OPENPIM_COLLECTIVES_DIR`, else the SDK's build folder.
-fn relocation_program() -> Result<Arc<Program>> {
+pub(crate) fn relocation_program() -> Result<Arc<Program>> {
     use std::sync::OnceLock;
     static CACHE: OnceLock<std::result::Result<Arc<Program>, String>> = OnceLock::new();
     let dir = std::env::var("OPENPIM_COLLECTIVES_DIR")
@@ -511,10 +564,10 @@ pub(crate) struct ExchangeCall {
     pub op: ReduceOp,
 }
 
-/// The optimized path of an exchange.
-pub(crate) fn optimized(ctx: &Ctx<'_>, c: &ExchangeCall) -> Result<()> {
+/// The optimized path of an exchange, with the relocation program when `reorder`.
+pub(crate) fn optimized(ctx: &Ctx<'_>, c: &ExchangeCall, reorder: bool) -> Result<()> {
     let o = ctx.opts;
-    let layout = if o.reordering {
+    let layout = if reorder {
         plan::reordering(c.x, ctx.cube, c.comm)
     } else {
         Layout::default()

@@ -8,6 +8,7 @@
 //! Every call is one exchange on the virtual timeline (`openpim_runtime::inter_dpu`): its time
 //! is inter-DPU time, with its primitive, axes, bytes and path in the run report.
 
+mod choice;
 pub mod cube;
 pub mod elem;
 mod engine;
@@ -18,11 +19,25 @@ pub mod simd;
 
 use openpim_runtime::DpuSet;
 
+pub use choice::Prediction;
 pub use cube::Hypercube;
 pub use elem::{ElemType, ReduceOp};
 use engine::{Ctx, ExchangeCall, Region};
 pub use error::{Error, Result};
 use plan::Exchange;
+
+/// Whether the optimized path runs PIM-assisted reordering (the relocation program) where an
+/// exchange has one to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reordering {
+    /// Per call, where the cost model predicts the call faster with it (`choice`): the
+    /// default, and a departure from PID-Comm, which always runs it.
+    Auto,
+    /// Always (PID-Comm's behaviour).
+    Always,
+    /// Never (the ablation's `-pr`).
+    Never,
+}
 
 /// Which path a call takes, and which techniques the optimized path uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,7 +45,7 @@ pub struct Options {
     /// The host-mediated baseline instead of the optimized path.
     pub baseline: bool,
     /// PIM-assisted reordering (relocation programs).
-    pub reordering: bool,
+    pub reordering: Reordering,
     /// In-register modulation (no staging in host memory).
     pub in_register: bool,
     /// Cross-domain modulation (rotations instead of byte transposes).
@@ -39,14 +54,18 @@ pub struct Options {
 
 /// Environment variable: `optimized` (default) or `baseline`.
 pub const PATH_ENV: &str = "OPENPIM_COLLECTIVES_PATH";
-/// Environment variable: techniques switched off, comma-separated among `pr`, `im`, `cm`.
+/// Environment variable: techniques switched off, comma-separated among `pr`, `im`, `cm`
+/// (`pr` is [`PR_ENV`]`=never`).
 pub const OFF_ENV: &str = "OPENPIM_COLLECTIVES_OFF";
+/// Environment variable: `auto` (default), `always` or `never` — whether the optimized path
+/// runs PIM-assisted reordering ([`Reordering`]).
+pub const PR_ENV: &str = "OPENPIM_COLLECTIVES_PR";
 
 impl Default for Options {
     fn default() -> Options {
         Options {
             baseline: false,
-            reordering: true,
+            reordering: Reordering::Auto,
             in_register: true,
             cross_domain: true,
         }
@@ -54,7 +73,8 @@ impl Default for Options {
 }
 
 impl Options {
-    /// From [`PATH_ENV`] and [`OFF_ENV`] (read at each call: a program can switch).
+    /// From [`PATH_ENV`], [`PR_ENV`] and [`OFF_ENV`] (read at each call: a program can
+    /// switch).
     pub fn from_env() -> Result<Options> {
         let mut o = Options::default();
         match std::env::var(PATH_ENV).ok().as_deref() {
@@ -67,10 +87,28 @@ impl Options {
                 ))
             }
         }
+        let pr = std::env::var(PR_ENV).ok();
+        match pr.as_deref() {
+            None | Some("") | Some("auto") => {}
+            Some("always") => o.reordering = Reordering::Always,
+            Some("never") => o.reordering = Reordering::Never,
+            Some(v) => {
+                return Err(Error::invalid(
+                    PR_ENV,
+                    format!("\"{v}\": auto (the cost model chooses per call), always or never"),
+                ))
+            }
+        }
         if let Ok(off) = std::env::var(OFF_ENV) {
             for t in off.split(',').map(str::trim).filter(|t| !t.is_empty()) {
                 match t {
-                    "pr" => o.reordering = false,
+                    "pr" if o.reordering == Reordering::Always => {
+                        return Err(Error::invalid(
+                            OFF_ENV,
+                            format!("\"pr\" switches reordering off, but {PR_ENV} is \"always\": set one of them"),
+                        ))
+                    }
+                    "pr" => o.reordering = Reordering::Never,
                     "im" => o.in_register = false,
                     "cm" => o.cross_domain = false,
                     _ => {
@@ -86,19 +124,28 @@ impl Options {
     }
 
     /// The path's name in reports: `baseline`, `optimized`, or `optimized -pr -cm` ...
-    pub fn path_name(&self) -> String {
+    /// `reorder`: whether the call runs the relocation program, where it has one to run;
+    /// a choice of the cost model ends in ` (auto)` (`optimized -pr (auto)`).
+    pub fn path_name(&self, reorder: Option<bool>) -> String {
         if self.baseline {
             return "baseline".into();
         }
         let mut s = String::from("optimized");
+        let pr = match reorder {
+            Some(r) => r,
+            None => self.reordering != Reordering::Never,
+        };
         for (on, name) in [
-            (self.reordering, " -pr"),
+            (pr, " -pr"),
             (self.in_register, " -im"),
             (self.cross_domain, " -cm"),
         ] {
             if !on {
                 s.push_str(name);
             }
+        }
+        if reorder.is_some() && self.reordering == Reordering::Auto {
+            s.push_str(" (auto)");
         }
         s
     }
@@ -114,34 +161,36 @@ fn aligned(param: &'static str, v: u32) -> Result<()> {
     Ok(())
 }
 
-/// The primitives that exchange data between DPUs, with their checks.
-#[allow(clippy::too_many_arguments)]
-fn exchange_call(
-    set: &DpuSet,
-    cube: &Hypercube,
-    name: &str,
-    x: Exchange,
-    comm: &str,
+/// The arguments of an exchange primitive as the C interface gives them.
+struct Args<'a> {
+    comm: &'a str,
     total: u32,
     start: u32,
     target: u32,
     buffer: u32,
     size: u32,
     reduce_type: u32,
-) -> Result<()> {
-    let opts = Options::from_env()?;
-    let ctx = Ctx::new(set, cube, opts)?;
-    let c = cube.parse_comm(comm)?;
-    let ty = ElemType::from_size(size)?;
-    let op = ReduceOp::from_code(reduce_type)?;
+}
+
+/// Checks an exchange's arguments against the set and the hypercube; its call.
+fn checked_call(
+    ctx: &Ctx<'_>,
+    cube: &Hypercube,
+    x: Exchange,
+    a: &Args<'_>,
+) -> Result<ExchangeCall> {
+    let c = cube.parse_comm(a.comm)?;
+    let ty = ElemType::from_size(a.size)?;
+    let op = ReduceOp::from_code(a.reduce_type)?;
     let n = cube.group_size(c);
     for (p, v) in [
-        ("start_offset", start),
-        ("target_offset", target),
-        ("buffer_offset", buffer),
+        ("start_offset", a.start),
+        ("target_offset", a.target),
+        ("buffer_offset", a.buffer),
     ] {
         aligned(p, v)?;
     }
+    let total = a.total;
     let unit = if x == Exchange::AllReduce { 8 } else { 8 * n };
     if total == 0 || !total.is_multiple_of(unit) {
         let why = if unit == 8 {
@@ -165,15 +214,16 @@ fn exchange_call(
     } else {
         total
     };
-    let scratch_at = start
-        .checked_add(buffer)
+    let scratch_at = a
+        .start
+        .checked_add(a.buffer)
         .ok_or_else(|| Error::invalid("buffer_offset", "start_offset + buffer_offset overflows"))?;
     let call = ExchangeCall {
         x,
         comm: c,
         total,
         source: Region {
-            at: start,
+            at: a.start,
             len: src_len,
         },
         scratch: Region {
@@ -181,7 +231,7 @@ fn exchange_call(
             len: total,
         },
         target: Region {
-            at: target,
+            at: a.target,
             len: dst_len,
         },
         ty,
@@ -192,21 +242,78 @@ fn exchange_call(
         ("target_offset", call.target),
         ("buffer_offset", call.scratch),
     ])?;
-    let bytes = u64::from(total) * u64::from(cube.nr_dpus());
+    Ok(call)
+}
+
+/// The primitives that exchange data between DPUs, with their checks.
+fn exchange_call(
+    set: &DpuSet,
+    cube: &Hypercube,
+    name: &str,
+    x: Exchange,
+    a: &Args<'_>,
+) -> Result<()> {
+    let opts = Options::from_env()?;
+    let ctx = Ctx::new(set, cube, opts)?;
+    let call = checked_call(&ctx, cube, x, a)?;
+    let bytes = u64::from(a.total) * u64::from(cube.nr_dpus());
     // Links the profile describes carry what they cover (the library's path; the baseline
     // is how a program exchanges data without the library: through the host).
-    if let Some(links) = ctx.links_for(c).filter(|_| !opts.baseline) {
-        return engine::exchange(name, comm, bytes, engine::links_path(&links), || {
+    if let Some(links) = ctx.links_for(call.comm).filter(|_| !opts.baseline) {
+        return engine::exchange(name, a.comm, bytes, engine::links_path(&links), || {
             engine::over_links(&ctx, &call, &links)
         });
     }
-    engine::exchange(name, comm, bytes, opts.path_name(), || {
+    // Decided before the call, from the model (`choice`): the record names the path taken.
+    let reorder = if opts.baseline {
+        None
+    } else {
+        ctx.reorders(&call)?
+    };
+    engine::exchange(name, a.comm, bytes, opts.path_name(reorder), || {
         if opts.baseline {
             engine::baseline(&ctx, &call)
         } else {
-            engine::optimized(&ctx, &call)
+            engine::optimized(&ctx, &call, reorder.unwrap_or(false))
         }
     })
+}
+
+/// What the cost model predicts for an exchange on the optimized path with the switches of
+/// the environment (`in_register`, `cross_domain`): `None` where the exchange has no
+/// relocation program to run (AllReduce, or no x axis with whole entangled groups). The same
+/// checks as the call; nothing moves. `auto` runs the relocation program exactly when
+/// [`Prediction::reorder`] says so.
+#[allow(clippy::too_many_arguments)]
+pub fn predict_reordering(
+    set: &DpuSet,
+    cube: &Hypercube,
+    x: Exchange,
+    comm: &str,
+    total: u32,
+    start: u32,
+    target: u32,
+    buffer: u32,
+    size: u32,
+    reduce_type: u32,
+) -> Result<Option<Prediction>> {
+    let opts = Options::from_env()?;
+    let ctx = Ctx::new(set, cube, opts)?;
+    let a = Args {
+        comm,
+        total,
+        start,
+        target,
+        buffer,
+        size,
+        reduce_type,
+    };
+    let call = checked_call(&ctx, cube, x, &a)?;
+    let layout = plan::reordering(x, cube, call.comm);
+    if layout == plan::Layout::default() {
+        return Ok(None);
+    }
+    ctx.predict(&call, layout).map(Some)
 }
 
 /// AllReduce: every member's `[target, +total)` = the reduction of its group's
@@ -228,13 +335,15 @@ pub fn all_reduce(
         cube,
         "all_reduce",
         Exchange::AllReduce,
-        comm,
-        total,
-        start,
-        target,
-        buffer,
-        size,
-        reduce_type,
+        &Args {
+            comm,
+            total,
+            start,
+            target,
+            buffer,
+            size,
+            reduce_type,
+        },
     )
 }
 
@@ -255,13 +364,15 @@ pub fn reduce_scatter(
         cube,
         "reduce_scatter",
         Exchange::ReduceScatter,
-        comm,
-        total,
-        start,
-        target,
-        buffer,
-        size,
-        0,
+        &Args {
+            comm,
+            total,
+            start,
+            target,
+            buffer,
+            size,
+            reduce_type: 0,
+        },
     )
 }
 
@@ -280,13 +391,15 @@ pub fn alltoall(
         cube,
         "alltoall",
         Exchange::AlltoAll,
-        comm,
-        total,
-        start,
-        target,
-        buffer,
-        1,
-        0,
+        &Args {
+            comm,
+            total,
+            start,
+            target,
+            buffer,
+            size: 1,
+            reduce_type: 0,
+        },
     )
 }
 
@@ -305,13 +418,15 @@ pub fn allgather(
         cube,
         "allgather",
         Exchange::AllGather,
-        comm,
-        total,
-        start,
-        target,
-        buffer,
-        1,
-        0,
+        &Args {
+            comm,
+            total,
+            start,
+            target,
+            buffer,
+            size: 1,
+            reduce_type: 0,
+        },
     )
 }
 
@@ -356,7 +471,7 @@ pub fn reduce(
     let groups = (cube.nr_dpus() / cube.group_size(c)) as usize;
     host_buffers("host_buffer", host, groups, total as usize)?;
     let bytes = u64::from(total) * u64::from(cube.nr_dpus());
-    engine::exchange("reduce", comm, bytes, opts.path_name(), || {
+    engine::exchange("reduce", comm, bytes, opts.path_name(None), || {
         engine::reduce_to_host(&ctx, c, source, ty, ReduceOp::Sum, host)
     })
 }
@@ -398,7 +513,7 @@ fn gather_scatter(
         8 * total as usize,
     )?;
     let bytes = u64::from(total) * u64::from(cube.nr_dpus());
-    engine::exchange(name, comm, bytes, opts.path_name(), || {
+    engine::exchange(name, comm, bytes, opts.path_name(None), || {
         engine::gather_scatter(&ctx, region, host, to_host)
     })
 }

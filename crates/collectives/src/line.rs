@@ -656,6 +656,18 @@ pub fn cpu_now() -> u64 {
 }
 
 impl Body {
+    /// The body's work per destination line, in the unit of its kind (the host step's cost
+    /// model, `crate::choice`, counts work this way and prices each kind's unit by measuring
+    /// it): a line loaded and rotated for a copy, a source line for a reduction, a chip's
+    /// word extracted for a gather.
+    pub fn work_units(&self) -> u64 {
+        match self {
+            Body::Copy { .. } => 1,
+            Body::Reduce { terms } => terms.len() as u64,
+            Body::Gather { chips } => chips.iter().map(|l| l.len() as u64).sum(),
+        }
+    }
+
     /// The distinct source lines (first word) the body reads, in order.
     fn sources(&self) -> Vec<usize> {
         let mut v: Vec<usize> = match self {

@@ -8,7 +8,7 @@ use crate::cube::{Comm, Hypercube, CHIPS};
 use crate::line::{Body, Op};
 
 /// The primitives that move data between DPUs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Exchange {
     AlltoAll,
     AllGather,

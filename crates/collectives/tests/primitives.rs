@@ -9,7 +9,7 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 use openpim_collectives::cube::dpu_of;
-use openpim_collectives::{self as coll, Hypercube, OFF_ENV, PATH_ENV};
+use openpim_collectives::{self as coll, Hypercube, OFF_ENV, PATH_ENV, PR_ENV};
 use openpim_runtime::{alloc, DpuSet, Symbol, SymbolRef, MRAM_HEAP_SYMBOL};
 
 static LOCK: Mutex<()> = Mutex::new(());
@@ -167,7 +167,7 @@ fn check(
     size: usize,
     chunk: usize,
     seed: u64,
-    env: (&str, &str),
+    env: Env,
 ) {
     let mut ax = [1u32; 3];
     ax[..axes.len()].copy_from_slice(axes);
@@ -192,8 +192,7 @@ fn check(
     let guard = data(nr, span, seed ^ 0xabcd);
     m.push(0, &guard);
     m.push(start, &src);
-    std::env::set_var(PATH_ENV, env.0);
-    std::env::set_var(OFF_ENV, env.1);
+    set_env(env);
     let r = match prim {
         Prim::AllReduce { max } => coll::all_reduce(
             &m.set,
@@ -221,8 +220,7 @@ fn check(
             coll::allgather(&m.set, &cube, comm, total as u32, start, target, buffer)
         }
     };
-    std::env::remove_var(PATH_ENV);
-    std::env::remove_var(OFF_ENV);
+    clear_env();
     r.unwrap_or_else(|e| panic!("{prim:?} {axes:?} {comm}: {e}"));
     let dst_len = if matches!(prim, Prim::ReduceScatter) {
         chunk
@@ -275,13 +273,31 @@ fn check(
     }
 }
 
-const PATHS: [(&str, &str); 5] = [
-    ("optimized", ""),
-    ("baseline", ""),
-    ("optimized", "pr"),
-    ("optimized", "im"),
-    ("optimized", "cm"),
+/// A path: `OPENPIM_COLLECTIVES_PATH`, `_OFF`, `_PR`.
+type Env = (&'static str, &'static str, &'static str);
+
+/// The optimized path as the cost model chooses (the default), the baseline, reordering
+/// forced on (PID-Comm's behaviour) and off, and each technique off.
+const PATHS: [Env; 6] = [
+    ("optimized", "", ""),
+    ("baseline", "", ""),
+    ("optimized", "", "always"),
+    ("optimized", "pr", ""),
+    ("optimized", "im", ""),
+    ("optimized", "cm", ""),
 ];
+
+fn set_env(env: Env) {
+    std::env::set_var(PATH_ENV, env.0);
+    std::env::set_var(OFF_ENV, env.1);
+    std::env::set_var(PR_ENV, env.2);
+}
+
+fn clear_env() {
+    for v in [PATH_ENV, OFF_ENV, PR_ENV] {
+        std::env::remove_var(v);
+    }
+}
 
 fn comms(dims: usize) -> Vec<String> {
     (1..(1 << dims))
@@ -344,7 +360,7 @@ fn large_chunks_and_256_dpus() {
                 Prim::AlltoAll,
                 Prim::AllGather,
             ] {
-                for env in [PATHS[0], PATHS[1]] {
+                for env in [PATHS[0], PATHS[1], PATHS[2], PATHS[3]] {
                     for size in [1, 4] {
                         // 2 KiB blocks of the relocation program and tails.
                         let chunk = if comm == "100" { 2056 } else { 24 };
@@ -355,6 +371,129 @@ fn large_chunks_and_256_dpus() {
             }
         }
     }
+}
+
+/// `auto` runs the relocation program exactly where the cost model predicts the call faster
+/// with it, `always` and `never` force it, and every one gives the CPU reference's bytes
+/// (`check`); the model's loads, launches and kernel cycles are what the runtime charges.
+#[test]
+fn reordering_is_the_cost_models_choice() {
+    use coll::plan::Exchange;
+    use openpim_runtime::{launch_history, timeline};
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(p) = user_program() else { return };
+    // A fresh timeline: the spans of this test's calls are all kept.
+    timeline::reset();
+    let m = machine(64, &p);
+    let rank = m.set.ranks()[0].id();
+    let axes = [32u32, 2, 1];
+    let cube = Hypercube::new(&axes, 64, true).unwrap();
+    let mut seed = 9000;
+    // (primitive, element size, chunk bytes): 256 bytes per DPU, then 64 KiB.
+    for (prim, x, size, chunk) in [
+        (Prim::AlltoAll, Exchange::AlltoAll, 1, 8),
+        (Prim::ReduceScatter, Exchange::ReduceScatter, 4, 8),
+        (Prim::AllGather, Exchange::AllGather, 1, 8),
+        (Prim::ReduceScatter, Exchange::ReduceScatter, 4, 2048),
+        (Prim::ReduceScatter, Exchange::ReduceScatter, 1, 2048),
+        (Prim::AlltoAll, Exchange::AlltoAll, 1, 2048),
+        (Prim::AllGather, Exchange::AllGather, 1, 2048),
+    ] {
+        let total = 32 * chunk;
+        // check's regions.
+        let (start, target, buffer) = (4096, 4096 + 2 * total + 64, 8 * total + 256);
+        clear_env();
+        let pred = coll::predict_reordering(
+            &m.set, &cube, x, "100", total, start, target, buffer, size, 0,
+        )
+        .unwrap()
+        .expect("the x axis with whole entangled groups has a relocation program to run");
+        let what = format!("{x:?} {total} B/DPU int{}: {pred:?}", 8 * size);
+        if chunk == 8 {
+            // Small calls: the relocation program's fixed costs alone are more than the
+            // whole call without it.
+            assert!(pred.relocation_ns() > pred.without_ns(), "{what}");
+            assert!(!pred.reorder(), "{what}");
+        }
+        if x == Exchange::ReduceScatter && chunk == 2048 {
+            // A large reduction: the per-chip gathers of 32 members (256 words extracted
+            // per destination line, against 32 lines reduced with the relocation program)
+            // cost the host more than the relocation does.
+            assert!(
+                pred.host_without_ns > pred.host_with_ns + pred.relocation_ns(),
+                "{what}"
+            );
+            assert!(pred.reorder(), "{what}");
+        }
+        for (env, reorder, path) in [
+            (
+                PATHS[0],
+                pred.reorder(),
+                if pred.reorder() {
+                    "optimized (auto)"
+                } else {
+                    "optimized -pr (auto)"
+                },
+            ),
+            (PATHS[2], true, "optimized"),
+            (PATHS[3], false, "optimized -pr"),
+        ] {
+            let before = timeline::with_state(|s| s.inter_dpu.entries.len());
+            let launches = launch_history().len();
+            check(
+                &m,
+                &axes,
+                "100",
+                prim,
+                size as usize,
+                chunk as usize,
+                seed,
+                env,
+            );
+            seed += 1;
+            let e = timeline::with_state(|s| s.inter_dpu.entries[before].clone());
+            assert_eq!(e.call.path, path, "{env:?} {what}");
+            let runs = &launch_history()[launches..];
+            if !reorder {
+                assert!(runs.is_empty(), "{env:?} {what}");
+                continue;
+            }
+            // The kernel's cycles, the loads and launches: as the runtime charged them.
+            let cycles: Vec<u64> = runs.iter().map(|r| r.max_cycles).collect();
+            assert_eq!(cycles, pred.kernel_cycles, "{env:?} {what}");
+            let spans =
+                timeline::with_state(|s| s.clock.rank_track(rank).unwrap().spans().to_vec());
+            let charged = |name: &str| -> u64 {
+                spans
+                    .iter()
+                    .filter(|s| s.name == name && s.start >= e.start_ns)
+                    .filter(|s| s.end <= e.end_ns.unwrap())
+                    .map(|s| s.end - s.start)
+                    .sum()
+            };
+            assert_eq!(charged("dpu_load"), pred.load_ns, "{env:?} {what}");
+            assert_eq!(charged("dpu_launch"), pred.launch_ns, "{env:?} {what}");
+            // At least the modeled bus time (the runtime charges the host's interleaving
+            // when longer).
+            assert!(
+                charged("inter-DPU transfer to DPUs") >= pred.args_ns,
+                "{what}"
+            );
+        }
+    }
+    // The switch is checked.
+    std::env::set_var(PR_ENV, "sometimes");
+    let e = coll::alltoall(&m.set, &cube, "100", 256, 0, 4096, 8192)
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("OPENPIM_COLLECTIVES_PR:"), "{e}");
+    std::env::set_var(PR_ENV, "always");
+    std::env::set_var(OFF_ENV, "pr");
+    let e = coll::alltoall(&m.set, &cube, "100", 256, 0, 4096, 8192)
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("OPENPIM_COLLECTIVES_OFF:"), "{e}");
+    clear_env();
 }
 
 /// The full matrix at 1,024 DPUs (`make test-collectives`; minutes, not in `make test`).
@@ -399,8 +538,7 @@ fn host_side_primitives() {
         ax[..axes.len()].copy_from_slice(axes);
         let total = 48usize;
         for (k, env) in PATHS.iter().enumerate() {
-            std::env::set_var(PATH_ENV, env.0);
-            std::env::set_var(OFF_ENV, env.1);
+            set_env(*env);
             let src = data(nr, total, 77 + k as u64);
             m.push(512, &src);
             // Reduce (sum), int16, over "101": host[g] per group.
@@ -458,8 +596,7 @@ fn host_side_primitives() {
                 .to_string();
             assert!(e.starts_with("host_buffer:"), "{e}");
         }
-        std::env::remove_var(PATH_ENV);
-        std::env::remove_var(OFF_ENV);
+        clear_env();
     }
 }
 

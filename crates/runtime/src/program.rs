@@ -428,6 +428,13 @@ impl Program {
         self.origin.as_deref()
     }
 
+    /// The bytes a load writes to each DPU (its code, WRAM image and MRAM segments): what the
+    /// timeline charges a `dpu_load` for, as a broadcast of that many bytes.
+    pub fn image_bytes(&self) -> u64 {
+        let mram: usize = self.mram_segments.iter().map(|(_, b)| b.len()).sum();
+        (self.text.len() + self.wram_image.len() + mram) as u64
+    }
+
     /// NR_TASKLETS of the program.
     pub fn nr_tasklets(&self) -> u32 {
         self.boot.nr_tasklets

@@ -978,12 +978,30 @@ pub struct RemoteTotals {
     pub ipc_ns: [u64; 6],
 }
 
+/// What a rank is charged for loading a program of `image_bytes` bytes (code, WRAM image,
+/// MRAM segments: [`crate::Program::image_bytes`]) on `dpus` of its DPUs: a broadcast of the
+/// image. Public so that a library can predict the cost of the loads it would make.
+pub fn load_ns(hw: &HardwareProfile, image_bytes: u64, dpus: u32) -> Nanos {
+    hw.bus_model()
+        .rank_transfer_ns(XferKind::Broadcast, Direction::ToDpu, image_bytes, dpus)
+}
+
+/// What a rank is charged for a launch whose slowest DPU ran `max_cycles`, in a call on
+/// `call_ranks` ranks: the cycles at the DPUs' frequency and the launch's host-side cost
+/// (`[launch]` of the profile: per call, and per rank of the call one after the other).
+/// Public so that a library can predict the cost of the launches it would make.
+pub fn launch_ns(hw: &HardwareProfile, max_cycles: u64, call_ranks: u32) -> Nanos {
+    let mhz = u64::from(hw.dpu.frequency_mhz.max(1));
+    let launch = hw.launch_spec();
+    let host = launch.fixed_ns + launch.per_rank_ns * u64::from(call_ranks.max(1));
+    (max_cycles * 1000).div_ceil(mhz) + host
+}
+
 fn finish_issued(rank: u32, hw: &HardwareProfile, done: OpDone, issue: Issue) {
     match done {
         OpDone::Other => {}
         OpDone::Load { bytes, dpus } => {
-            let bus = hw.bus_model();
-            let d = bus.rank_transfer_ns(XferKind::Broadcast, Direction::ToDpu, bytes, dpus);
+            let d = load_ns(hw, bytes, dpus);
             with_state(|s| {
                 let phase = kernel_phase(s, &issue, Phase::AllocLoad);
                 s.clock.rank_op(rank, issue.at, d, phase, "dpu_load");
@@ -1046,12 +1064,7 @@ fn finish_issued(rank: u32, hw: &HardwareProfile, done: OpDone, issue: Issue) {
             let Some(record) = stats::take_launch(rank) else {
                 return;
             };
-            let mhz = u64::from(hw.dpu.frequency_mhz.max(1));
-            // The modeled cycles, and the launch's host-side cost (`[launch]` of the profile:
-            // per call, and per rank of the call one after the other).
-            let launch = hw.launch_spec();
-            let host = launch.fixed_ns + launch.per_rank_ns * u64::from(issue.call.ranks.max(1));
-            let d = (record.max_cycles * 1000).div_ceil(mhz) + host;
+            let d = launch_ns(hw, record.max_cycles, issue.call.ranks);
             with_state(|s| {
                 let phase = kernel_phase(s, &issue, Phase::DpuKernel);
                 let span = s.clock.rank_op(rank, issue.at, d, phase, "dpu_launch");

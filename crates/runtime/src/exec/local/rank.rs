@@ -98,7 +98,7 @@ impl Pending {
     pub(crate) fn of(op: &RankOp) -> Pending {
         match op {
             RankOp::Load { program, dpus } => Pending::Load {
-                bytes: image_bytes(program),
+                bytes: program.image_bytes(),
                 dpus: dpus.len() as u32,
             },
             RankOp::Write { len, items } => Pending::Xfer {
@@ -143,12 +143,6 @@ pub(crate) enum Reporting {
     /// To the caller, who takes them after each operation ([`LocalRank::take_facts`]): a
     /// daemon serving the rank to a tenant, whose clock is in the tenant's process.
     Caller(Mutex<OpFacts>),
-}
-
-/// Bytes a program load writes to each DPU (code, WRAM image, MRAM segments).
-fn image_bytes(p: &Arc<Program>) -> u64 {
-    let mram: usize = p.mram_segments().iter().map(|(_, b)| b.len()).sum();
-    (p.text().len() + p.wram_image().len() + mram) as u64
 }
 
 /// How a transfer's items use the bus.
