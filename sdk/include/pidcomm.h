@@ -6,7 +6,8 @@
  * offsets relative to the MRAM heap (DPU_MRAM_HEAP_POINTER_NAME) of the program loaded when
  * the call is made. docs/collectives.md is the user's guide: buffers each primitive reads,
  * writes and uses as scratch, the shapes supported, the optimized and baseline paths
- * (OPENPIM_COLLECTIVES_PATH, OPENPIM_COLLECTIVES_OFF), what the run report shows.
+ * (OPENPIM_COLLECTIVES_PATH, OPENPIM_COLLECTIVES_PR, OPENPIM_COLLECTIVES_OFF), what the run
+ * report shows.
  *
  * Errors end the program as DPU_ASSERT does (a message naming the parameter first); after
  * openpim_pidcomm_error_mode(OPENPIM_PIDCOMM_RETURN_ERRORS) the calls return instead and

@@ -2,8 +2,10 @@
  *  1. AllReduce (sum) along x of a 32x32x1 hypercube of 1,024 DPUs, 2 KiB of int32 per DPU,
  *     pushed and read in entangled order, checked against the CPU, on the optimized path and
  *     on the baseline (OPENPIM_COLLECTIVES_PATH);
- *  2. AlltoAll along x (runs the relocation programs), then the user's kernel launched again
- *     without dpu_load: it must still be loaded, its heap where it was;
+ *  2. AlltoAll along x, with the relocation programs (OPENPIM_COLLECTIVES_PR=always: the
+ *     library loads them, then the user's program back) and as the cost model chooses (the
+ *     default), then the user's kernel launched again without dpu_load: it must still be
+ *     loaded, its heap where it was;
  *  3. bad input: with openpim_pidcomm_error_mode(OPENPIM_PIDCOMM_RETURN_ERRORS) a wrong
  *     comm string returns DPU_ERR_INVALID_MEMORY_TRANSFER and leaves the data alone; in the
  *     default mode the same call ends the program with status 1 (checked in a child). */
@@ -78,23 +80,30 @@ int main(void)
         failed |= compare(p == 0 ? "all_reduce optimized" : "all_reduce baseline");
     }
     unsetenv("OPENPIM_COLLECTIVES_PATH");
-    /* 2. AlltoAll along x (16 words per chunk), then the user's kernel adds 1. */
-    push(set, data, 0);
-    pidcomm_alltoall(m, "100", bytes, 0, 1 << 20, buffer);
-    uint32_t words = WORDS;
-    DPU_ASSERT(dpu_broadcast_to(set, "words", 0, &words, sizeof(words), DPU_XFER_DEFAULT));
-    /* The kernel works on heap offset 0: move the result there first. */
-    pull(set, back, 1 << 20);
-    push(set, back, 0);
-    DPU_ASSERT(dpu_launch(set, DPU_SYNCHRONOUS));
-    pull(set, back, 0);
-    for (int d = 0; d < NR_DPUS; d++) {
-        int r = d % 32, g = 32 * (d / 32);
-        for (int j = 0; j < 32; j++)
-            for (int k = 0; k < 16; k++)
-                want[d][16 * j + k] = data[g + j][16 * r + k] + 1;
+    /* 2. AlltoAll along x (16 words per chunk), then the user's kernel adds 1: with the
+     *    relocation programs, then as the cost model chooses. */
+    const char *reordering[2] = {"always", "auto"};
+    for (int p = 0; p < 2; p++) {
+        setenv("OPENPIM_COLLECTIVES_PR", reordering[p], 1);
+        push(set, data, 0);
+        pidcomm_alltoall(m, "100", bytes, 0, 1 << 20, buffer);
+        uint32_t words = WORDS;
+        DPU_ASSERT(dpu_broadcast_to(set, "words", 0, &words, sizeof(words), DPU_XFER_DEFAULT));
+        /* The kernel works on heap offset 0: move the result there first. */
+        pull(set, back, 1 << 20);
+        push(set, back, 0);
+        DPU_ASSERT(dpu_launch(set, DPU_SYNCHRONOUS));
+        pull(set, back, 0);
+        for (int d = 0; d < NR_DPUS; d++) {
+            int r = d % 32, g = 32 * (d / 32);
+            for (int j = 0; j < 32; j++)
+                for (int k = 0; k < 16; k++)
+                    want[d][16 * j + k] = data[g + j][16 * r + k] + 1;
+        }
+        failed |= compare(p == 0 ? "alltoall (relocation programs), then the user's kernel"
+                                 : "alltoall (the model's choice), then the user's kernel");
     }
-    failed |= compare("alltoall, then the user's kernel");
+    unsetenv("OPENPIM_COLLECTIVES_PR");
     /* 3. Bad input. */
     openpim_pidcomm_error_mode(OPENPIM_PIDCOMM_RETURN_ERRORS);
     push(set, data, 0);
