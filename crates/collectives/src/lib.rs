@@ -316,6 +316,19 @@ pub fn predict_reordering(
     ctx.predict(&call, layout).map(Some)
 }
 
+/// The bus time of an optimized host step that reads `read_per_dpu` and writes
+/// `written_per_dpu` bytes on every DPU of the set (the line rates: "Paths and their costs"
+/// in docs/collectives.md): what the step is charged when its measured host work is shorter.
+pub fn host_step_bus_ns(
+    set: &DpuSet,
+    cube: &Hypercube,
+    read_per_dpu: u64,
+    written_per_dpu: u64,
+) -> Result<u64> {
+    let ctx = Ctx::new(set, cube, Options::default())?;
+    Ok(ctx.host_step_bus_ns(read_per_dpu, written_per_dpu))
+}
+
 /// AllReduce: every member's `[target, +total)` = the reduction of its group's
 /// `[start, +total)`.
 #[allow(clippy::too_many_arguments)]
