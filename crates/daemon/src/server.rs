@@ -297,7 +297,10 @@ impl Connection {
         // table) are measured apart and not counted, only the stretch before them is.
         let counted = matches!(
             req,
-            Request::Exec { .. } | Request::Staging { .. } | Request::InPlace { .. }
+            Request::Exec { .. }
+                | Request::Queue { .. }
+                | Request::Staging { .. }
+                | Request::InPlace { .. }
         );
         if !counted {
             let now = thread_cpu_ns();
@@ -326,26 +329,11 @@ impl Connection {
             Request::Exec { ops } => {
                 if let Err(e) = self.check_exec(&ops) {
                     error_reply(&e)
-                } else if ops.len() == 1
-                    && self.held.len() > 1
-                    && self.held[&ops[0].0].worker.is_some()
-                {
-                    // A tenant with several ranks: each rank's requests on its worker, so
-                    // that ranks run in parallel.
-                    let now = thread_cpu_ns();
-                    let spent = std::mem::take(&mut self.carry) + now.saturating_sub(self.mark);
-                    self.mark = now;
+                } else if ops.len() == 1 && self.on_worker(ops[0].0) {
                     let (rank, op) = ops.into_iter().next().expect("one op");
-                    let h = &self.held[&rank];
-                    let w = h.worker.as_ref().expect("checked");
-                    // The region checked is the one the operation uses, whatever the tenant
-                    // sends next.
-                    if w.send((id, op, spent, h.staging.clone(), self.in_place))
-                        .is_err()
-                    {
-                        error_reply(&Error::Internal("the rank's worker is gone".into()))
-                    } else {
-                        return;
+                    match self.to_worker(id, rank, vec![op]) {
+                        None => return,
+                        Some(reply) => reply,
                     }
                 } else {
                     // One rank (or a request on several): served here, without handing
@@ -353,6 +341,44 @@ impl Connection {
                     let now = thread_cpu_ns();
                     let ipc = std::mem::take(&mut self.carry) + now.saturating_sub(self.mark);
                     let reply = self.exec_here(ops, ipc);
+                    self.mark = thread_cpu_ns();
+                    reply
+                }
+            }
+            Request::Queue { rank, ops } => {
+                let checked = self
+                    .held
+                    .get(&rank)
+                    .ok_or_else(|| not_held(rank))
+                    .and_then(|h| {
+                        ops.iter().try_for_each(|op| {
+                            check_op(op, h.nr_dpus, h.staging.as_deref(), self.in_place.is_some())
+                        })
+                    });
+                if let Err(e) = checked {
+                    error_reply(&e)
+                } else if self.on_worker(rank) {
+                    match self.to_worker(id, rank, ops) {
+                        None => return,
+                        Some(reply) => reply,
+                    }
+                } else {
+                    let now = thread_cpu_ns();
+                    let ipc = std::mem::take(&mut self.carry) + now.saturating_sub(self.mark);
+                    let start = Instant::now();
+                    let h = &self.held[&rank];
+                    let outcomes = run_in_order(
+                        &self.manager,
+                        &h.lease,
+                        h.staging.as_deref(),
+                        self.in_place,
+                        ops,
+                    );
+                    let reply = Reply::Exec {
+                        ipc_ns: ipc,
+                        emu_ns: start.elapsed().as_nanos() as u64,
+                        outcomes,
+                    };
                     self.mark = thread_cpu_ns();
                     reply
                 }
@@ -389,6 +415,29 @@ impl Connection {
         send(writer, id, &reply, None);
         if !counted {
             self.mark = thread_cpu_ns();
+        }
+    }
+
+    /// Whether a (checked) request on `rank` alone runs on the rank's worker: a tenant with
+    /// several ranks has each rank's requests run there, so that its ranks run in parallel.
+    fn on_worker(&self, rank: u32) -> bool {
+        self.held.len() > 1 && self.held.get(&rank).is_some_and(|h| h.worker.is_some())
+    }
+
+    /// Hands a request's operations on `rank` to the rank's worker, which replies; `None`
+    /// once handed, else the reply to send (the worker is gone).
+    fn to_worker(&mut self, id: u64, rank: u32, ops: Vec<WireOp>) -> Option<Reply> {
+        let now = thread_cpu_ns();
+        let spent = std::mem::take(&mut self.carry) + now.saturating_sub(self.mark);
+        self.mark = now;
+        let h = &self.held[&rank];
+        let w = h.worker.as_ref()?;
+        // The region checked is the one the operations use, whatever the tenant sends next.
+        match w.send((id, ops, spent, h.staging.clone(), self.in_place)) {
+            Ok(()) => None,
+            Err(_) => Some(error_reply(&Error::Internal(
+                "the rank's worker is gone".into(),
+            ))),
         }
     }
 
@@ -843,9 +892,33 @@ impl Rank<'_> {
     }
 }
 
-/// A request for a rank's worker: its id, its operation, the CPU time it cost so far, the
-/// staging region it was checked against, the tenant's pid when it may be reached in place.
-type Job = (u64, WireOp, u64, Option<Arc<Region>>, Option<u32>);
+/// A request for a rank's worker: its id, its operations (run in order), the CPU time it cost
+/// so far, the staging region it was checked against, the tenant's pid when it may be
+/// reached in place.
+type Job = (u64, Vec<WireOp>, u64, Option<Arc<Region>>, Option<u32>);
+
+/// Runs a rank's operations in order, each whatever the outcome of the ones before (a
+/// rank that cannot be entered fails them all).
+fn run_in_order(
+    manager: &Arc<Manager>,
+    lease: &Arc<Lease>,
+    staging: Option<&Region>,
+    pid: Option<u32>,
+    ops: Vec<WireOp>,
+) -> Vec<RankOutcome> {
+    match manager.enter(lease) {
+        Ok(a) => {
+            let rank = Rank {
+                served: &a.served,
+                usage: &lease.usage,
+                staging,
+                pid,
+            };
+            ops.into_iter().map(|op| rank.run(op)).collect()
+        }
+        Err(e) => ops.iter().map(|_| failed(&e)).collect(),
+    }
+}
 
 /// A rank's worker: runs the connection's single-rank requests in order, replies itself.
 fn spawn_worker(
@@ -858,22 +931,13 @@ fn spawn_worker(
     let _ = std::thread::Builder::new()
         .name(format!("openpim-served-rank-{rank}"))
         .spawn(move || {
-            while let Ok((id, op, spent, staging, pid)) = rx.recv() {
+            while let Ok((id, ops, spent, staging, pid)) = rx.recv() {
                 let start = Instant::now();
-                let outcome = match manager.enter(&lease) {
-                    Ok(a) => Rank {
-                        served: &a.served,
-                        usage: &lease.usage,
-                        staging: staging.as_deref(),
-                        pid,
-                    }
-                    .run(op),
-                    Err(e) => failed(&e),
-                };
+                let outcomes = run_in_order(&manager, &lease, staging.as_deref(), pid, ops);
                 let reply = Reply::Exec {
                     ipc_ns: 0,
                     emu_ns: start.elapsed().as_nanos() as u64,
-                    outcomes: vec![outcome],
+                    outcomes,
                 };
                 send(&writer, id, &reply, Some(spent));
             }

@@ -21,7 +21,17 @@ use crate::exec::{CallbackJob, RankOp};
 pub(crate) trait RunsOps: Send + Sync + 'static {
     /// Runs `op` (a callback through [`RankQueue::run_callback`]).
     fn run_op(&self, op: RankOp) -> Result<()>;
+
+    /// Runs operations queued one after the other (no callback among them), in order, each
+    /// whatever the outcome of the ones before; their results in order. A backend that can
+    /// start them together does (the remote backend sends them in one message).
+    fn run_ops(&self, ops: Vec<RankOp>) -> Vec<Result<()>> {
+        ops.into_iter().map(|op| self.run_op(op)).collect()
+    }
 }
+
+/// At most this many queued operations are handed to the rank at once.
+const MAX_GROUP: usize = 256;
 
 /// A queued operation with the rank it runs on.
 type Job = (Arc<dyn RunsOps>, RankOp);
@@ -222,15 +232,48 @@ impl Counts {
 }
 
 fn worker(rx: mpsc::Receiver<Job>, queue: Arc<Counts>) {
-    while let Ok((rank, op)) = rx.recv() {
-        let r = catch_unwind(AssertUnwindSafe(|| rank.run_op(op))).unwrap_or_else(|p| {
-            Err(Error::Internal(format!(
-                "asynchronous job panicked: {}",
-                panic_message(&*p)
-            )))
-        });
-        // Drop the rank before reporting, so that a sync+free sees it released.
-        drop(rank);
-        queue.finish(r, false);
+    let panicked = |p: Box<dyn std::any::Any + Send>| {
+        format!("asynchronous job panicked: {}", panic_message(&*p))
+    };
+    while let Ok(first) = rx.recv() {
+        // What the queue holds now, up to and including the next callback: the operations
+        // before a callback run together (one message through a daemon), the callback
+        // after them (it may read what they did).
+        let mut jobs = vec![first];
+        while jobs.len() < MAX_GROUP && !matches!(jobs.last(), Some((_, RankOp::Callback(_)))) {
+            match rx.try_recv() {
+                Ok(j) => jobs.push(j),
+                Err(_) => break,
+            }
+        }
+        let callback = match jobs.last() {
+            Some((_, RankOp::Callback(_))) => jobs.pop(),
+            _ => None,
+        };
+        if let Some((rank, _)) = jobs.first() {
+            let rank = Arc::clone(rank);
+            let n = jobs.len();
+            let ops: Vec<RankOp> = jobs.into_iter().map(|(_, op)| op).collect();
+            let results =
+                catch_unwind(AssertUnwindSafe(|| rank.run_ops(ops))).unwrap_or_else(|p| {
+                    let why = panicked(p);
+                    (0..n).map(|_| Err(Error::Internal(why.clone()))).collect()
+                });
+            // Drop the rank before reporting, so that a sync+free sees it released.
+            drop(rank);
+            let mut results = results.into_iter();
+            for _ in 0..n {
+                let r = results.next().unwrap_or_else(|| {
+                    Err(Error::Internal("a queued operation has no result".into()))
+                });
+                queue.finish(r, false);
+            }
+        }
+        if let Some((rank, op)) = callback {
+            let r = catch_unwind(AssertUnwindSafe(|| rank.run_op(op)))
+                .unwrap_or_else(|p| Err(Error::Internal(panicked(p))));
+            drop(rank);
+            queue.finish(r, false);
+        }
     }
 }

@@ -287,14 +287,14 @@ impl Backend for RemoteBackend {
         let prepared: Vec<(Arc<RemoteRank>, Prepared)> = ops
             .into_iter()
             .map(|(r, op)| {
-                let mut p = r.prepare(op);
+                let (wire, mut p) = r.prepare(op, thread_cpu_ns());
                 let batch = std::mem::take(&mut *lock(&r.batch));
                 let wire = if batch.ops.is_empty() {
-                    p.wire.clone()
+                    wire
                 } else {
                     p.carried_ns += batch.copy_ns;
                     let mut ops = batch.ops;
-                    ops.push(p.wire.clone());
+                    ops.push(wire);
                     WireOp::Batch(ops)
                 };
                 wires.push((r.slot, wire));
@@ -445,10 +445,12 @@ impl Drop for RemoteRank {
     }
 }
 
-/// An operation turned into its request, with what its reply needs.
+/// An operation turned into its request ([`RemoteRank::prepare`] returns the two), with
+/// what its reply needs.
 struct Prepared {
-    wire: WireOp,
     pending: Pending,
+    /// A read's place in the staging region, when the daemon puts its bytes there.
+    staged: Option<u64>,
     /// A read's destinations, in the items' order.
     read_into: Vec<XferItem>,
     read_len: usize,
@@ -462,6 +464,9 @@ struct Prepared {
     /// A load's program, or IRAM writes' (DPU, place, bytes), for the program mirror.
     mirror: Mirror,
 }
+
+/// What an operation's preparation makes: its request, and what its reply needs.
+type PreparedOp = (WireOp, Prepared);
 
 enum Mirror {
     None,
@@ -517,8 +522,8 @@ impl RemoteRank {
     /// An operation as its request: a write's bytes copied into the staging region (or the
     /// message), a read's destination in the region (or the reply); after the batch's
     /// bytes, if any (the region's room is free again once a request is answered).
-    fn prepare(&self, op: RankOp) -> Prepared {
-        let cpu0 = thread_cpu_ns();
+    /// `start_cpu`: this thread's CPU clock when the operation's remote-path cost began.
+    fn prepare(&self, op: RankOp, start_cpu: u64) -> PreparedOp {
         let pending = Pending::of(&op);
         let mut read_into = Vec::new();
         let mut read_len = 0;
@@ -618,15 +623,20 @@ impl RemoteRank {
             },
             RankOp::Callback(_) => unreachable!("callbacks run in the tenant"),
         };
-        Prepared {
-            wire,
+        let staged = match wire {
+            WireOp::Read { staged, .. } => staged,
+            _ => None,
+        };
+        let p = Prepared {
             pending,
+            staged,
             read_into,
             read_len,
-            start_cpu: cpu0,
+            start_cpu,
             carried_ns: 0,
             mirror,
-        }
+        };
+        (wire, p)
     }
 
     /// Copies a read's `len` bytes per item (`data`, or the staging region from `staged`)
@@ -715,8 +725,8 @@ impl RemoteRank {
                 return Err(e);
             }
         }
-        let p = self.prepare(op);
-        let (o, ipc) = match self.send_after_batch(p.wire.clone()) {
+        let (wire, p) = self.prepare(op, thread_cpu_ns());
+        let (o, ipc) = match self.send_after_batch(wire) {
             Ok(r) => r,
             Err(e) => {
                 timeline::finish_remote(self.id, hw, timeline::OpDone::Other, 0);
@@ -772,11 +782,11 @@ impl RemoteRank {
         if !self.batch_has_room(bytes) {
             self.flush()?;
         }
-        let p = self.prepare(op);
+        let (wire, p) = self.prepare(op, thread_cpu_ns());
         timeline::finish_remote(self.id, &self.machine.hardware, p.pending.done_after(0), 0);
         let full = {
             let mut b = lock(&self.batch);
-            b.ops.push(p.wire);
+            b.ops.push(wire);
             b.bytes += bytes;
             b.copy_ns += thread_cpu_ns().saturating_sub(p.start_cpu);
             b.full(self.nr_dpus)
@@ -841,7 +851,7 @@ impl RemoteRank {
             items: wire_items_of(&fetched_items),
             staged: None,
         };
-        let (mut o, ipc) = match self.send_after_batch(wire.clone()) {
+        let (mut o, ipc) = match self.send_after_batch(wire) {
             Ok(r) => r,
             Err(e) => {
                 timeline::finish_remote(self.id, hw, timeline::OpDone::Other, 0);
@@ -851,7 +861,7 @@ impl RemoteRank {
         let data = std::mem::take(&mut o.data);
         // The bytes the rank really sends are the fetched ones: the bus model charges them.
         let p = Prepared {
-            wire,
+            staged: None,
             pending: Pending::Xfer {
                 dir: openpim_machine::Direction::FromDpu,
                 len: fetch,
@@ -896,26 +906,39 @@ impl RemoteRank {
     /// after its remote-path overhead: `daemon_ns` (the daemon's part, and what the message
     /// carried) and this thread's CPU time since the preparation.
     fn complete(&self, p: Prepared, o: RankOutcome, daemon_ns: u64) -> Result<()> {
+        let landed = self.land(&p, &o);
+        let ipc_ns = daemon_ns + p.carried_ns + thread_cpu_ns().saturating_sub(p.start_cpu);
+        self.account(p, o, landed, ipc_ns)
+    }
+
+    /// A read's bytes into the program's buffers (copying them in and out of the program's
+    /// buffers is the remote path's cost too).
+    fn land(&self, p: &Prepared, o: &RankOutcome) -> Result<()> {
+        if o.result.is_ok() && !p.read_into.is_empty() {
+            self.copy_out(p.read_len, &p.read_into, p.staged, &o.data)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The rest of [`RemoteRank::complete`] once the bytes have landed (`landed`): the
+    /// program mirror, the launch's statistics, the operation on the clock after `ipc_ns`
+    /// of remote path.
+    fn account(&self, p: Prepared, o: RankOutcome, landed: Result<()>, ipc_ns: u64) -> Result<()> {
         // The daemon names its own rank; the program knows it by its number.
-        let result = o.result.map_err(|w| match w.to_error() {
-            Error::DpuFault { mut first, count } => {
-                first.rank = self.id;
-                Error::DpuFault { first, count }
-            }
-            e => e,
-        });
+        let result = o
+            .result
+            .map_err(|w| match w.to_error() {
+                Error::DpuFault { mut first, count } => {
+                    first.rank = self.id;
+                    Error::DpuFault { first, count }
+                }
+                e => e,
+            })
+            .and(landed);
         if let (Err(e), Pending::Launch) = (&result, &p.pending) {
             print_fault_line(e);
         }
-        // Copying the bytes in and out of the program's buffers is the remote path's too.
-        if result.is_ok() && !p.read_into.is_empty() {
-            let staged = match p.wire {
-                WireOp::Read { staged, .. } => staged,
-                _ => None,
-            };
-            self.copy_out(p.read_len, &p.read_into, staged, &o.data)?;
-        }
-        let ipc_ns = daemon_ns + p.carried_ns + thread_cpu_ns().saturating_sub(p.start_cpu);
         if result.is_ok() {
             let mut programs = lock(&self.programs);
             match p.mirror {
@@ -930,8 +953,19 @@ impl RemoteRank {
                 Mirror::Iram(writes) => {
                     for (dpu, offset, bytes) in writes {
                         if let Some(Some(old)) = programs.get(dpu as usize) {
-                            let new = old.with_patched_text(offset, &bytes)?;
-                            programs[dpu as usize] = Some(new);
+                            match old.with_patched_text(offset, &bytes) {
+                                Ok(new) => programs[dpu as usize] = Some(new),
+                                Err(e) => {
+                                    drop(programs);
+                                    timeline::finish_remote(
+                                        self.id,
+                                        &self.machine.hardware,
+                                        timeline::OpDone::Other,
+                                        ipc_ns,
+                                    );
+                                    return Err(e);
+                                }
+                            }
                         }
                     }
                 }
@@ -946,6 +980,103 @@ impl RemoteRank {
         timeline::finish_remote(self.id, &self.machine.hardware, done, ipc_ns);
         result
     }
+
+    /// Runs operations queued on the rank one after the other (no callback among them): the
+    /// small writes at their head join the batch as usual; the others go to the daemon in
+    /// one message ([`Request::Queue`]), each run whatever the outcome of the ones before,
+    /// as the rank's queue runs them in process.
+    fn run_queued(&self, ops: Vec<RankOp>) -> Vec<Result<()>> {
+        let mut results = Vec::with_capacity(ops.len());
+        let mut rest = Vec::new();
+        for op in ops {
+            if rest.is_empty() && batchable(&op, self.conn.in_place) {
+                results.push(self.add_to_batch(op));
+            } else {
+                rest.push(op);
+            }
+        }
+        if rest.len() == 1 {
+            results.push(self.run_one(rest.pop().expect("one operation")));
+        } else if !rest.is_empty() {
+            results.extend(self.send_queue(rest));
+        }
+        results
+    }
+
+    /// Sends operations in one message and completes each. The message's remote-path cost
+    /// (this thread's CPU time from the first preparation to the last copy out, the
+    /// daemon's part, the batch's copies) is shared equally by the operations, each share
+    /// on the clock before its operation, in its phase.
+    fn send_queue(&self, ops: Vec<RankOp>) -> Vec<Result<()>> {
+        let n = ops.len();
+        let hw = &self.machine.hardware;
+        let all_failed = |e: &Error| -> Vec<Result<()>> {
+            // The same error for each (a dead daemon, say), variant and message kept.
+            let w = protocol::WireError::from_error(e);
+            (0..n)
+                .map(|_| {
+                    timeline::finish_remote(self.id, hw, timeline::OpDone::Other, 0);
+                    Err(w.to_error())
+                })
+                .collect()
+        };
+        // A read may be served by a cached segment that an earlier operation of the message
+        // makes stale: the message's reads go to the daemon, and the segments are dropped.
+        if ops.iter().any(|op| !matches!(op, RankOp::Read { .. })) {
+            lock(&self.cache).invalidate();
+        }
+        let cpu0 = thread_cpu_ns();
+        let (mut wires, prepared): (Vec<WireOp>, Vec<Prepared>) =
+            ops.into_iter().map(|op| self.prepare(op, cpu0)).unzip();
+        let batch = std::mem::take(&mut *lock(&self.batch));
+        let carried = batch.copy_ns;
+        if !batch.ops.is_empty() {
+            let mut with = batch.ops;
+            with.push(wires.remove(0));
+            wires.insert(0, WireOp::Batch(with));
+        }
+        let called = self.conn.call(&Request::Queue {
+            rank: self.slot,
+            ops: wires,
+        });
+        // The staging region's room is free again once the daemon has answered.
+        lock(&self.staging).used = 0;
+        let (outcomes, ipc_ns) = match called {
+            Ok(Reply::Exec {
+                outcomes, ipc_ns, ..
+            }) if outcomes.len() == n => (outcomes, ipc_ns),
+            Ok(Reply::Exec { outcomes, .. }) => {
+                return all_failed(&Error::Internal(format!(
+                    "the daemon answered {} operations for {n}",
+                    outcomes.len()
+                )))
+            }
+            Ok(other) => return all_failed(&unexpected(&other)),
+            Err(e) => return all_failed(&e),
+        };
+        let landed: Vec<Result<()>> = prepared
+            .iter()
+            .zip(&outcomes)
+            .map(|(p, o)| self.land(p, o))
+            .collect();
+        let total = thread_cpu_ns().saturating_sub(cpu0) + ipc_ns + carried;
+        let share = total / n as u64;
+        prepared
+            .into_iter()
+            .zip(outcomes)
+            .zip(landed)
+            .enumerate()
+            .map(|(k, ((p, o), landed))| {
+                // The division's remainder goes with the first.
+                let ns = if k == 0 {
+                    total - share * (n as u64 - 1)
+                } else {
+                    share
+                };
+                self.account(p, o, landed, ns)
+            })
+            .collect()
+    }
 }
 
 impl RunsOps for RemoteRank {
@@ -957,5 +1088,10 @@ impl RunsOps for RemoteRank {
                 self.run_one(op)
             }
         }
+    }
+
+    fn run_ops(&self, ops: Vec<RankOp>) -> Vec<Result<()>> {
+        let _op = lock(&self.op);
+        self.run_queued(ops)
     }
 }

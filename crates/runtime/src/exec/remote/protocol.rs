@@ -24,7 +24,7 @@ use crate::exec::OpFacts;
 use crate::xfer::Place;
 
 /// Protocol version: a daemon refuses a tenant of another version.
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 
 /// Largest frame either side accepts (bytes).
 pub const MAX_FRAME: usize = 1 << 30;
@@ -137,6 +137,11 @@ pub enum Request {
     Free { rank: u32 },
     /// One operation per rank (distinct ranks), run in parallel.
     Exec { ops: Vec<(u32, WireOp)> },
+    /// Operations queued on one rank (`DPU_ASYNCHRONOUS`), run in order, each whatever the
+    /// outcome of the ones before (as a rank's queue runs them in process): one message for
+    /// what the rank's queue held when it was sent. The reply is an [`Reply::Exec`] with one
+    /// outcome per operation, in order.
+    Queue { rank: u32, ops: Vec<WireOp> },
     /// Whether the rank's last launch faulted.
     Status { rank: u32 },
     /// One DPU's log.
@@ -700,6 +705,14 @@ impl Request {
                 e.u64(*addr);
                 e.u64(*value);
             }
+            Request::Queue { rank, ops } => {
+                e.u8(10);
+                e.u32(*rank);
+                e.len(ops.len());
+                for op in ops {
+                    op.encode(e);
+                }
+            }
         }
     }
 
@@ -744,6 +757,14 @@ impl Request {
                 addr: d.u64()?,
                 value: d.u64()?,
             },
+            10 => {
+                let rank = d.u32()?;
+                let n = d.count(5)?;
+                let ops = (0..n)
+                    .map(|_| WireOp::decode(&mut d))
+                    .collect::<DResult<_>>()?;
+                Request::Queue { rank, ops }
+            }
             tag => {
                 return Err(DecodeError::BadTag {
                     what: "request",
@@ -1254,6 +1275,21 @@ mod tests {
                         },
                     ]),
                 ),
+            ],
+        });
+        roundtrip_request(Request::Queue {
+            rank: 1,
+            ops: vec![
+                WireOp::Launch { dpus: vec![0, 3] },
+                WireOp::Read {
+                    len: 8,
+                    items: vec![WireItem {
+                        dpu: 3,
+                        place: Place::Wram(WramAddr(64)),
+                        buf: 0,
+                    }],
+                    staged: None,
+                },
             ],
         });
         roundtrip_request(Request::InPlace {
