@@ -10,16 +10,98 @@
 //! through the staging region or the messages. The addresses are the tenant's: the kernel
 //! checks them against its mappings, and a bad one is an error for the operation, never a
 //! read of anything but that tenant's memory.
+//!
+//! The system calls name the tenant by its pid, which the kernel gives to another process
+//! once the tenant has exited and been reaped. So the daemon holds a pidfd of the tenant
+//! ([`Target`]: the socket's `SO_PEERPIDFD` where the kernel has it, else `pidfd_open` on
+//! the pid of `SO_PEERCRED`), and each access checks it first: a pidfd is readable once its
+//! process has exited, before its pid can be reaped and reused, so a tenant that is gone is
+//! an error for the operation, never an access to the process that got its pid. A read
+//! checks again after the call (its bytes are dropped if the tenant went away meanwhile).
+//! Where no pidfd can be had, the probe is refused and transfers go through the staging
+//! region or the messages. (A `pidfd_open` made after the tenant died and its pid was
+//! reused would name another process: the probe, which reads a fresh value the tenant
+//! sent, then fails, so such a connection never gets in-place transfers.)
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use openpim_runtime::{Error, Result};
+
+/// A tenant's process as in-place transfers reach it: its pid, and a pidfd that says whether
+/// the process with that pid is still the tenant.
+#[derive(Debug)]
+pub struct Target {
+    pid: u32,
+    pidfd: OwnedFd,
+}
+
+impl Target {
+    /// The process at the other end of socket `fd`, whose pid is `pid` (from `SO_PEERCRED`):
+    /// the socket's own pidfd of it (`SO_PEERPIDFD`, Linux 6.5), else a pidfd opened on the
+    /// pid (Linux 5.3); `None` when neither can be had.
+    pub fn of_peer(fd: RawFd, pid: u32) -> Option<Target> {
+        let mut pidfd: libc::c_int = -1;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: `pidfd` and `len` are valid for writes of the sizes given.
+        let r = unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_PEERPIDFD,
+                (&mut pidfd as *mut libc::c_int).cast(),
+                &mut len,
+            )
+        };
+        if r == 0 && pidfd >= 0 {
+            // SAFETY: the kernel just gave this descriptor to us.
+            let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
+            return Some(Target { pid, pidfd });
+        }
+        Target::of_pid(pid)
+    }
+
+    /// The process `pid` now, through `pidfd_open`; `None` where the kernel has no pidfds or
+    /// no such process exists.
+    pub fn of_pid(pid: u32) -> Option<Target> {
+        if pid == 0 {
+            return None;
+        }
+        // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+        if fd < 0 {
+            return None;
+        }
+        // SAFETY: the kernel just gave this descriptor to us.
+        let pidfd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
+        Some(Target { pid, pidfd })
+    }
+
+    /// Ok while the tenant has not exited (its pid is still its own).
+    fn alive(&self) -> Result<()> {
+        let mut p = libc::pollfd {
+            fd: self.pidfd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd; a zero timeout does not block.
+        let n = unsafe { libc::poll(&mut p, 1, 0) };
+        if n == 0 {
+            return Ok(());
+        }
+        Err(Error::System(format!(
+            "in-place transfer refused: the program (pid {}) has exited",
+            self.pid
+        )))
+    }
+}
 
 /// At most this many buffers per system call (the kernel's `IOV_MAX`).
 const IOV_MAX: usize = 1024;
 
-/// Whether the 8 bytes at `addr` in process `pid` read as `value`.
-pub fn probe(pid: u32, addr: u64, value: u64) -> Result<()> {
+/// Whether the 8 bytes at `addr` in the tenant read as `value`.
+pub fn probe(target: &Target, addr: u64, value: u64) -> Result<()> {
     let mut got = [0u8; 8];
-    read(pid, &mut [(addr, &mut got[..])])?;
+    read(target, &mut [(addr, &mut got[..])])?;
     if u64::from_le_bytes(got) == value {
         Ok(())
     } else {
@@ -52,7 +134,9 @@ fn iovecs(
 }
 
 /// Fills each buffer from the tenant's memory at its address.
-pub fn read(pid: u32, bufs: &mut [(u64, &mut [u8])]) -> Result<()> {
+pub fn read(target: &Target, bufs: &mut [(u64, &mut [u8])]) -> Result<()> {
+    let pid = target.pid;
+    target.alive()?;
     for chunk in bufs.chunks_mut(IOV_MAX) {
         let first = chunk.first().map_or(0, |c| c.0);
         let (local, remote, want) =
@@ -71,12 +155,15 @@ pub fn read(pid: u32, bufs: &mut [(u64, &mut [u8])]) -> Result<()> {
         };
         check(n, want, "read", first)?;
     }
-    Ok(())
+    // The bytes are the tenant's only if it was still there after the reads.
+    target.alive()
 }
 
 /// Writes each buffer into the tenant's memory at its address.
-pub fn write(pid: u32, bufs: &[(u64, &[u8])]) -> Result<()> {
+pub fn write(target: &Target, bufs: &[(u64, &[u8])]) -> Result<()> {
+    let pid = target.pid;
     for chunk in bufs.chunks(IOV_MAX) {
+        target.alive()?;
         let first = chunk.first().map_or(0, |c| c.0);
         let (local, remote, want) = iovecs(
             chunk
@@ -114,4 +201,43 @@ fn check(n: isize, want: usize, what: &str, first: u64) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_and_writes_a_live_process() {
+        let me = Target::of_pid(std::process::id()).expect("pidfd_open works here");
+        let value: u64 = 0x1234_5678_9abc_def1;
+        probe(&me, &value as *const u64 as u64, value).unwrap();
+        let mut dst = [0u8; 8];
+        write(&me, &[(dst.as_mut_ptr() as u64, &value.to_le_bytes()[..])]).unwrap();
+        assert_eq!(u64::from_le_bytes(dst), value);
+        // Through a socket's peer (our own process at both ends).
+        let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let peer = Target::of_peer(a.as_raw_fd(), std::process::id()).unwrap();
+        probe(&peer, &value as *const u64 as u64, value).unwrap();
+    }
+
+    #[test]
+    fn refuses_a_process_that_has_exited() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let t = Target::of_pid(child.id()).unwrap();
+        assert!(t.alive().is_ok());
+        child.kill().unwrap();
+        child.wait().unwrap();
+        // Its pid may belong to anyone now: nothing is read or written.
+        let mut got = [0u8; 8];
+        let e = read(&t, &mut [(0x1000, &mut got[..])]).unwrap_err();
+        assert!(e.to_string().contains("has exited"), "{e}");
+        let e = write(&t, &[(0x1000, &got[..])]).unwrap_err();
+        assert!(e.to_string().contains("has exited"), "{e}");
+        let e = probe(&t, 0x1000, 1).unwrap_err();
+        assert!(e.to_string().contains("has exited"), "{e}");
+    }
 }

@@ -28,6 +28,7 @@ use openpim_runtime::exec::remote::tenant_machine;
 use openpim_runtime::exec::{HostPtr, OpFacts, RankOp, XferItem};
 use openpim_runtime::{Error, Program, Result};
 
+use crate::inplace::Target;
 use crate::lease::Lease;
 use crate::log;
 use crate::manager::{Granted, Manager, Tenant, Usage};
@@ -120,6 +121,9 @@ pub fn serve(listener: UnixListener, manager: Arc<Manager>) -> Result<()> {
                     program: program_of(pid),
                 };
                 next_id += 1;
+                // A pidfd of the tenant now, while the connection is fresh (in-place
+                // transfers check it before each access).
+                let peer = Target::of_peer(stream.as_raw_fd(), pid);
                 if let Ok(c) = stream.try_clone() {
                     lock(&conns).insert(tenant.id, c);
                 }
@@ -128,7 +132,7 @@ pub fn serve(listener: UnixListener, manager: Arc<Manager>) -> Result<()> {
                     .name(format!("openpim-tenant-{}", tenant.id))
                     .spawn(move || {
                         let id = tenant.id;
-                        Connection::new(tenant, m).run(stream);
+                        Connection::new(tenant, m, peer).run(stream);
                         lock(&cs).remove(&id);
                     });
                 if let Err(e) = spawned {
@@ -174,9 +178,12 @@ struct Connection {
     tenant: Tenant,
     manager: Arc<Manager>,
     held: HashMap<u32, Held>,
-    /// The tenant's pid once its in-place probe succeeded ([`crate::inplace`]): its
+    /// The tenant's process as in-place transfers reach it (a pidfd of it; `None` where the
+    /// kernel gives none: no in-place transfers).
+    peer: Option<Arc<Target>>,
+    /// The tenant's process once its in-place probe succeeded ([`crate::inplace`]): its
     /// transfers may name buffers in its memory.
-    in_place: Option<u32>,
+    in_place: Option<Arc<Target>>,
     /// The connection thread's CPU clock when its last counted stretch ended (after an
     /// operation's simulation, or after a request that is not an operation's).
     mark: u64,
@@ -202,11 +209,12 @@ fn error_reply(e: &Error) -> Reply {
 }
 
 impl Connection {
-    fn new(tenant: Tenant, manager: Arc<Manager>) -> Connection {
+    fn new(tenant: Tenant, manager: Arc<Manager>, peer: Option<Target>) -> Connection {
         Connection {
             tenant,
             manager,
             held: HashMap::new(),
+            peer: peer.map(Arc::new),
             in_place: None,
             mark: 0,
             carry: 0,
@@ -371,7 +379,7 @@ impl Connection {
                         &self.manager,
                         &h.lease,
                         h.staging.as_deref(),
-                        self.in_place,
+                        self.in_place.as_deref(),
                         ops,
                     );
                     let reply = Reply::Exec {
@@ -403,9 +411,15 @@ impl Connection {
                 Err(e) => error_reply(&e),
             },
             Request::InPlace { addr, value } => {
-                match crate::inplace::probe(self.tenant.pid, addr, value) {
+                let probed = match &self.peer {
+                    Some(peer) => crate::inplace::probe(peer, addr, value),
+                    None => Err(Error::System(
+                        "in-place transfers need a pidfd of the program, which this kernel does not give (Linux 5.3 or later); transfers use the staging region".into(),
+                    )),
+                };
+                match probed {
                     Ok(()) => {
-                        self.in_place = Some(self.tenant.pid);
+                        self.in_place = self.peer.clone();
                         Reply::Unit
                     }
                     Err(e) => error_reply(&e),
@@ -433,7 +447,7 @@ impl Connection {
         let h = &self.held[&rank];
         let w = h.worker.as_ref()?;
         // The region checked is the one the operations use, whatever the tenant sends next.
-        match w.send((id, ops, spent, h.staging.clone(), self.in_place)) {
+        match w.send((id, ops, spent, h.staging.clone(), self.in_place.clone())) {
             Ok(()) => None,
             Err(_) => Some(error_reply(&Error::Internal(
                 "the rank's worker is gone".into(),
@@ -562,7 +576,7 @@ impl Connection {
                 served: &a.served,
                 usage: &h.lease.usage,
                 staging: h.staging.as_deref(),
-                pid: self.in_place,
+                target: self.in_place.as_deref(),
             }
             .run(op),
             Err(e) => failed(&e),
@@ -727,13 +741,18 @@ fn check_place(place: openpim_runtime::Place, len: u32) -> Result<()> {
     Ok(())
 }
 
+/// The tenant's process for an in-place transfer (checked: the probe succeeded).
+fn in_place_target(t: Option<&Target>) -> Result<&Target> {
+    t.ok_or_else(|| Error::Internal("an in-place transfer without a successful probe".into()))
+}
+
 /// A held rank as an operation runs on it.
 struct Rank<'a> {
     served: &'a ServedRank,
     usage: &'a Usage,
     staging: Option<&'a Region>,
-    /// The tenant's pid, when its buffers may be named in place.
-    pid: Option<u32>,
+    /// The tenant's process, when its buffers may be named in place.
+    target: Option<&'a Target>,
 }
 
 impl Rank<'_> {
@@ -785,7 +804,9 @@ impl Rank<'_> {
                         .copied()
                         .zip(fetched.chunks_mut(n.max(1)))
                         .collect();
-                    if let Err(e) = crate::inplace::read(self.pid.unwrap_or(0), &mut parts) {
+                    if let Err(e) = in_place_target(self.target)
+                        .and_then(|t| crate::inplace::read(t, &mut parts))
+                    {
                         return failed(&e);
                     }
                 }
@@ -855,7 +876,7 @@ impl Rank<'_> {
                 let r = r.and_then(|()| {
                     let parts: Vec<(u64, &[u8])> =
                         addrs.iter().copied().zip(buf.chunks(len.max(1))).collect();
-                    crate::inplace::write(self.pid.unwrap_or(0), &parts)
+                    in_place_target(self.target).and_then(|t| crate::inplace::write(t, &parts))
                 });
                 (r, f)
             }
@@ -895,7 +916,13 @@ impl Rank<'_> {
 /// A request for a rank's worker: its id, its operations (run in order), the CPU time it cost
 /// so far, the staging region it was checked against, the tenant's pid when it may be
 /// reached in place.
-type Job = (u64, Vec<WireOp>, u64, Option<Arc<Region>>, Option<u32>);
+type Job = (
+    u64,
+    Vec<WireOp>,
+    u64,
+    Option<Arc<Region>>,
+    Option<Arc<Target>>,
+);
 
 /// Runs a rank's operations in order, each whatever the outcome of the ones before (a
 /// rank that cannot be entered fails them all).
@@ -903,7 +930,7 @@ fn run_in_order(
     manager: &Arc<Manager>,
     lease: &Arc<Lease>,
     staging: Option<&Region>,
-    pid: Option<u32>,
+    target: Option<&Target>,
     ops: Vec<WireOp>,
 ) -> Vec<RankOutcome> {
     match manager.enter(lease) {
@@ -912,7 +939,7 @@ fn run_in_order(
                 served: &a.served,
                 usage: &lease.usage,
                 staging,
-                pid,
+                target,
             };
             ops.into_iter().map(|op| rank.run(op)).collect()
         }
@@ -931,9 +958,10 @@ fn spawn_worker(
     let _ = std::thread::Builder::new()
         .name(format!("openpim-served-rank-{rank}"))
         .spawn(move || {
-            while let Ok((id, ops, spent, staging, pid)) = rx.recv() {
+            while let Ok((id, ops, spent, staging, target)) = rx.recv() {
                 let start = Instant::now();
-                let outcomes = run_in_order(&manager, &lease, staging.as_deref(), pid, ops);
+                let outcomes =
+                    run_in_order(&manager, &lease, staging.as_deref(), target.as_deref(), ops);
                 let reply = Reply::Exec {
                     ipc_ns: 0,
                     emu_ns: start.elapsed().as_nanos() as u64,
