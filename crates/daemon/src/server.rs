@@ -11,7 +11,7 @@
 //! tenants get an error instead of waiting.
 
 use std::collections::HashMap;
-use std::io::{BufReader, BufWriter, Write};
+use std::io::BufReader;
 use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -161,7 +161,9 @@ pub fn serve(listener: UnixListener, manager: Arc<Manager>) -> Result<()> {
     Ok(())
 }
 
-type Writer = Arc<Mutex<BufWriter<UnixStream>>>;
+/// The connection's sending side: each reply is one buffer written with one system call
+/// (no buffering layer: nothing to copy into it, nothing to flush).
+type Writer = Arc<Mutex<UnixStream>>;
 
 /// A rank this connection holds (resident or, oversubscribed, suspended: its lease knows).
 struct Held {
@@ -200,8 +202,7 @@ fn send(w: &Writer, id: u64, reply: &Reply, spent_ns: Option<u64>) {
     let _ = match spent_ns {
         Some(spent) => protocol::write_reply(&mut *w, id, reply, spent),
         None => protocol::write_frame(&mut *w, id, |e| reply.encode(e)),
-    }
-    .and_then(|()| w.flush());
+    };
 }
 
 fn error_reply(e: &Error) -> Reply {
@@ -231,7 +232,7 @@ impl Connection {
             t.program
         );
         let writer: Writer = match stream.try_clone() {
-            Ok(s) => Arc::new(Mutex::new(BufWriter::new(s))),
+            Ok(s) => Arc::new(Mutex::new(s)),
             Err(_) => return,
         };
         let mut reader = BufReader::new(FdReader::new(stream));

@@ -161,8 +161,7 @@ impl Conn {
         if let Some(why) = &lock(&self.pending).closed {
             return Err(self.gone(why));
         }
-        let mut frame = Vec::new();
-        protocol::write_frame(&mut frame, id, |e| req.encode(e))
+        let frame = protocol::frame(id, |e| req.encode(e))
             .map_err(|e| Error::System(format!("cannot encode a request: {e}")))?;
         let sent = {
             let mut w = lock(&self.writer);

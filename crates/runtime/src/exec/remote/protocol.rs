@@ -945,12 +945,9 @@ impl Reply {
 // ------------------------------------------------------------------------------------------
 // Frames.
 
-/// Writes one frame: `id` and the body `encode` writes.
-pub fn write_frame(
-    w: &mut impl Write,
-    id: u64,
-    encode: impl FnOnce(&mut Enc),
-) -> std::io::Result<()> {
+/// One frame's bytes: its length, `id` and the body `encode` writes (built in one buffer,
+/// sent with one system call and no further copy).
+pub fn frame(id: u64, encode: impl FnOnce(&mut Enc)) -> std::io::Result<Vec<u8>> {
     let mut e = Enc(Vec::with_capacity(64));
     e.0.extend_from_slice(&[0u8; 4]);
     e.u64(id);
@@ -958,7 +955,16 @@ pub fn write_frame(
     let len = u32::try_from(e.0.len() - 4)
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "message too large"))?;
     e.0[..4].copy_from_slice(&len.to_le_bytes());
-    w.write_all(&e.0)
+    Ok(e.0)
+}
+
+/// Writes one frame: `id` and the body `encode` writes.
+pub fn write_frame(
+    w: &mut impl Write,
+    id: u64,
+    encode: impl FnOnce(&mut Enc),
+) -> std::io::Result<()> {
+    w.write_all(&frame(id, encode)?)
 }
 
 /// Writes a reply; an [`Reply::Exec`]'s `ipc_ns` becomes `spent_ns` (the CPU time the
@@ -970,18 +976,13 @@ pub fn write_reply(
     spent_ns: u64,
 ) -> std::io::Result<()> {
     let start = thread_cpu_ns();
-    let mut e = Enc(Vec::with_capacity(64));
-    e.0.extend_from_slice(&[0u8; 4]);
-    e.u64(id);
-    reply.encode(&mut e);
-    let len = u32::try_from(e.0.len() - 4)
-        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "message too large"))?;
-    e.0[..4].copy_from_slice(&len.to_le_bytes());
+    let mut bytes = frame(id, |e| reply.encode(e))?;
     if let Reply::Exec { .. } = reply {
+        // After the length (4), the id (8) and the tag (1).
         let ipc = spent_ns + thread_cpu_ns().saturating_sub(start);
-        e.0[13..21].copy_from_slice(&ipc.to_le_bytes());
+        bytes[13..21].copy_from_slice(&ipc.to_le_bytes());
     }
-    w.write_all(&e.0)
+    w.write_all(&bytes)
 }
 
 /// Reads one frame: its id and body. `Ok(None)` at a clean end of the stream (between
