@@ -154,6 +154,29 @@ else
     fail "isolation between consecutive tenants" "$tmp/iso.log"
 fi
 
+# --- The printf log budget is each tenant's -------------------------------------------
+# A budget of 16 KiB per tenant: tenant A holds 12.8 KB of log while tenant B prints as
+# much (with one budget for all, B's would be cut after 3.2 KB); a tenant printing 25.6 KB
+# is cut at its own budget.
+OPENPIM_LOG_BUDGET=16K start_daemon logs --ranks 2 --alloc-timeout 5
+logsd=$pid
+OPENPIM_SERVER="$tmp/logs.sock" ./bin/tenant print 400 4 >"$tmp/print_a.out" 2>&1 &
+holder=$!
+for _ in $(seq 200); do grep -qs printed "$tmp/print_a.out" && break; sleep 0.05; done
+OPENPIM_SERVER="$tmp/logs.sock" ./bin/tenant print 400 >"$tmp/print_b.out" 2>&1
+OPENPIM_SERVER="$tmp/logs.sock" ./bin/tenant print 800 >"$tmp/print_c.out" 2>&1
+wait "$holder"
+a=$(grep -c '^printer line' "$tmp/print_a.out")
+b=$(grep -c '^printer line' "$tmp/print_b.out")
+if [ "$a" -eq 400 ] && [ "$b" -eq 400 ] && ! grep -q 'cut after' "$tmp/print_a.out" "$tmp/print_b.out" &&
+    grep -q 'cut after' "$tmp/print_c.out"; then
+    pass "printf log budget per tenant: B's 400 lines whole while A holds 400, a tenant over its own budget is cut"
+else
+    fail "printf log budget per tenant: A $a lines, B $b lines of 400" "$tmp/print_b.out"
+fi
+kill "$logsd"
+wait "$logsd" 2>/dev/null
+
 # --- The daemon stopped while a tenant runs: the tenant gets an error, not a hang --------
 OPENPIM_SERVER="$tmp/iso.sock" timeout 60 ./bin/tenant loop >"$tmp/loop.out" 2>"$tmp/loop.err" &
 looper=$!

@@ -5,6 +5,8 @@
  *   tenant hold S         allocate 1 rank and hold it S seconds, then free
  *   tenant loop           write/launch/read forever (until the daemon or a signal stops it)
  *   tenant spin N         one long launch of N rounds (to be killed in the middle)
+ *   tenant print N S      1 DPU prints N lines of 32 bytes; its log is read to stdout, then
+ *                         held S seconds (the log stays charged to the printf budget)
  * Exits 0 on success, 1 on a wrong result, 2 on an SDK error (message on stderr). */
 #include <dpu.h>
 #include <stdio.h>
@@ -115,6 +117,20 @@ int main(int argc, char **argv)
         printf("spinning\n");
         fflush(stdout);
         return roundtrip(set, 1, argc > 2 ? (uint32_t)atoi(argv[2]) : 1000);
+    }
+    if (!strcmp(mode, "print")) {
+        uint32_t lines = argc > 2 ? (uint32_t)atoi(argv[2]) : 10;
+        CHECK(dpu_alloc(1, NULL, &set));
+        CHECK(dpu_load(set, "./bin/dpu_printer", NULL));
+        CHECK(dpu_copy_to(set, "lines", 0, &lines, 4));
+        CHECK(dpu_launch(set, DPU_SYNCHRONOUS));
+        struct dpu_set_t dpu;
+        DPU_FOREACH(set, dpu) { CHECK(dpu_log_read(dpu, stdout)); }
+        printf("printed\n");
+        fflush(stdout);
+        sleep(argc > 3 ? (unsigned)atoi(argv[3]) : 0);
+        CHECK(dpu_free(set));
+        return 0;
     }
     fprintf(stderr, "tenant: unknown mode %s\n", mode);
     return 2;

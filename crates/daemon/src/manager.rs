@@ -24,13 +24,14 @@
 //! so no tenant starves another: a waiting request gets a rank once a holder is idle long
 //! enough (docs/sharing.md gives the bound).
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use openpim_machine::MachineConfig;
+use openpim_runtime::exec::local::logs::LogAccount;
 use openpim_runtime::exec::local::served::ServedRank;
 use openpim_runtime::exec::remote::protocol::PoolRank;
 use openpim_runtime::{Error, Result};
@@ -105,6 +106,10 @@ struct Inner {
     closed: bool,
     /// Leases suspended now (the pool view lists them).
     suspended: Vec<Arc<Lease>>,
+    /// Each connected tenant's printf log budget (`OPENPIM_LOG_BUDGET` of the daemon, per
+    /// tenant): its ranks' DPU output is charged to it, so that one tenant's output never
+    /// cuts another's.
+    log_accounts: HashMap<u64, Arc<LogAccount>>,
 }
 
 /// Count, total and longest of some timed event (ns).
@@ -176,6 +181,7 @@ impl Manager {
                 next_ticket: 0,
                 closed: false,
                 suspended: Vec::new(),
+                log_accounts: HashMap::new(),
             }),
             changed: Condvar::new(),
             config,
@@ -397,6 +403,9 @@ impl Manager {
             };
             e.state = State::Allo;
             e.owner = Some(tenant.clone());
+            let logs = Arc::clone(g.log_accounts.entry(tenant.id).or_default());
+            served.charge_logs_to(logs);
+            let e = &mut g.ranks[i];
             e.previous = None;
             e.since = Instant::now();
             e.usage = Arc::default();
@@ -510,6 +519,7 @@ impl Manager {
         }
         // Its released ranks waiting for reuse are wiped now.
         let mut g = lock(&self.inner);
+        g.log_accounts.remove(&tenant);
         for i in 0..g.ranks.len() {
             if g.ranks[i].state == State::Released && g.ranks[i].previous == Some(tenant) {
                 let e = &mut g.ranks[i];

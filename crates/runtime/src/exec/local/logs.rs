@@ -9,9 +9,13 @@
 //! changes: the launch's result, its cycles and the DPU's memories are as without the cut.
 //! A launch charges its DPUs' outputs in DPU order once the rank has run (see the rank's
 //! launch): which DPU is cut never depends on which simulation thread finished first.
+//!
+//! The budget is an account's ([`LogAccount`]): in a program, one for the whole process; in
+//! the rank-manager daemon, one per tenant (the daemon charges a rank's logs to the tenant
+//! holding it), so that one tenant's output cannot use up another's budget.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// The environment variable giving the budget (a size: bytes, or with K/M/G, e.g. `8G`).
 pub const LOG_BUDGET_ENV: &str = "OPENPIM_LOG_BUDGET";
@@ -19,8 +23,30 @@ pub const LOG_BUDGET_ENV: &str = "OPENPIM_LOG_BUDGET";
 /// 4 GiB: every DPU of a 2,560-DPU server printing its whole default 1 MiB buffer fits.
 pub const DEFAULT_LOG_BUDGET: u64 = 4 << 30;
 
-/// Bytes of log all DPUs of the process hold now.
-static HELD: AtomicU64 = AtomicU64::new(0);
+/// What the logs charged to one budget hold: the process's, or (in the daemon) one tenant's.
+#[derive(Debug, Default)]
+pub struct LogAccount {
+    /// Bytes of log held now.
+    held: AtomicU64,
+}
+
+impl LogAccount {
+    /// A fresh account of the whole budget.
+    pub fn new() -> Arc<LogAccount> {
+        Arc::default()
+    }
+
+    /// The process's account (every rank's, unless charged to another).
+    pub fn process() -> Arc<LogAccount> {
+        static PROCESS: OnceLock<Arc<LogAccount>> = OnceLock::new();
+        Arc::clone(PROCESS.get_or_init(LogAccount::new))
+    }
+
+    /// Bytes of log held now.
+    pub fn held(&self) -> u64 {
+        self.held.load(Ordering::Acquire)
+    }
+}
 
 /// The budget, read once; a bad value is reported once on stderr and the default is used
 /// (the logs are a diagnostic: a typo must not stop the program).
@@ -43,23 +69,29 @@ fn budget() -> u64 {
     })
 }
 
-/// One DPU's printf output, charged to the process-wide budget while it is held.
+/// One DPU's printf output, charged to an account's budget while it is held.
 #[derive(Default)]
 pub(crate) struct DpuLog {
     bytes: Vec<u8>,
+    /// The account the bytes are charged to.
+    account: Option<Arc<LogAccount>>,
 }
 
 impl DpuLog {
-    /// Replaces the output with a launch's `log`, cut at what the budget still allows.
-    pub(crate) fn replace(&mut self, log: Vec<u8>) {
+    /// Replaces the output with a launch's `log`, cut at what `account`'s budget still
+    /// allows.
+    pub(crate) fn replace(&mut self, log: Vec<u8>, account: &Arc<LogAccount>) {
         self.clear();
-        self.bytes = charge(&HELD, log, budget());
+        self.bytes = charge(&account.held, log, budget());
         self.bytes.shrink_to_fit();
+        self.account = Some(Arc::clone(account));
     }
 
     /// Drops the output (a new program, a new launch that failed before printing).
     pub(crate) fn clear(&mut self) {
-        HELD.fetch_sub(self.bytes.len() as u64, Ordering::AcqRel);
+        if let Some(a) = self.account.take() {
+            a.held.fetch_sub(self.bytes.len() as u64, Ordering::AcqRel);
+        }
         self.bytes = Vec::new();
     }
 
@@ -126,5 +158,22 @@ mod tests {
         assert!(
             String::from_utf8_lossy(&c).starts_with("\n[openpim: printf output cut after 0 of 10")
         );
+    }
+
+    #[test]
+    fn accounts_are_apart_and_freed_on_clear() {
+        let (a, b) = (LogAccount::new(), LogAccount::new());
+        let mut la = DpuLog::default();
+        la.replace(vec![b'a'; 700], &a);
+        assert_eq!((a.held(), b.held()), (700, 0));
+        let mut lb = DpuLog::default();
+        lb.replace(vec![b'b'; 300], &b);
+        assert_eq!((a.held(), b.held()), (700, 300));
+        // A new launch's output replaces the old one in the account it goes to.
+        la.replace(vec![b'a'; 10], &b);
+        assert_eq!((a.held(), b.held()), (0, 310));
+        drop(lb);
+        la.clear();
+        assert_eq!((a.held(), b.held()), (0, 0));
     }
 }

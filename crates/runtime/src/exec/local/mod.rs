@@ -6,7 +6,7 @@
 //! come from a process-wide pool ([`slots`]).
 
 pub(crate) mod interleave;
-pub(crate) mod logs;
+pub mod logs;
 pub(crate) mod memories;
 pub(crate) mod rank;
 pub mod served;

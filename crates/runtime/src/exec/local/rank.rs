@@ -21,7 +21,7 @@ use crate::clock::stats::{self, DpuRunStats, LaunchRecord};
 use crate::clock::timeline::{self, OpDone};
 use crate::error::panic_message;
 use crate::error::{quiet, Error, FaultInfo, Result};
-use crate::exec::local::logs::DpuLog;
+use crate::exec::local::logs::{DpuLog, LogAccount};
 use crate::exec::local::slots::SlotGuard;
 use crate::exec::local::threads::pool;
 use crate::exec::queue::{RankQueue, RunsOps};
@@ -66,6 +66,8 @@ pub(crate) struct LocalRank {
     faulted: AtomicBool,
     /// Where the rank reports what its operations did: the clock, or the caller.
     reporting: Reporting,
+    /// The budget its DPUs' printf output is charged to ([`LogAccount`]).
+    logs: Mutex<Arc<LogAccount>>,
     _slot: SlotGuard,
 }
 
@@ -216,6 +218,7 @@ impl LocalRank {
             queue: RankQueue::new(slot.0),
             faulted: AtomicBool::new(false),
             reporting,
+            logs: Mutex::new(LogAccount::process()),
             _slot: slot,
         })
     }
@@ -231,6 +234,17 @@ impl LocalRank {
     }
 
     /// The same, shared.
+    /// The account its DPUs' printf output is charged to.
+    pub(crate) fn log_account(&self) -> Arc<LogAccount> {
+        Arc::clone(&self.logs.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Charges its DPUs' printf output from now on to `account` (what they hold already
+    /// stays where it was charged until it is replaced or dropped).
+    pub(crate) fn charge_logs_to(&self, account: Arc<LogAccount>) {
+        *self.logs.lock().unwrap_or_else(|e| e.into_inner()) = account;
+    }
+
     pub(crate) fn machine_arc(&self) -> &Arc<MachineConfig> {
         &self.machine
     }
@@ -676,12 +690,13 @@ impl LocalRank {
                 })
                 .collect()
         });
+        let logs = self.log_account();
         let mut panics: Vec<String> = Vec::new();
         let mut refused = None;
         for o in outcomes {
             match o {
                 Ok((i, outcome)) => {
-                    state.dpus[i as usize].log.replace(outcome.log);
+                    state.dpus[i as usize].log.replace(outcome.log, &logs);
                     panics.extend(outcome.panic);
                 }
                 Err(e) => refused = refused.or(Some(e)),

@@ -13,6 +13,7 @@ use openpim_machine::MachineConfig;
 
 use crate::clock::stats::DpuRunStats;
 use crate::error::{Error, Result};
+use crate::exec::local::logs::LogAccount;
 use crate::exec::local::rank::LocalRank;
 use crate::exec::local::slots;
 use crate::exec::{OpFacts, RankOp};
@@ -44,6 +45,17 @@ impl ServedRank {
         Ok(ServedRank {
             rank: LocalRank::reporting_to_caller(guard, nr_dpus, machine)?,
         })
+    }
+
+    /// Charges the DPUs' printf output from now on to `account` (the daemon: the budget of
+    /// the tenant holding the rank).
+    pub fn charge_logs_to(&self, account: Arc<LogAccount>) {
+        self.rank.charge_logs_to(account);
+    }
+
+    /// The account the DPUs' printf output is charged to.
+    pub fn log_account(&self) -> Arc<LogAccount> {
+        self.rank.log_account()
     }
 
     /// The rank itself (suspending and resuming it).

@@ -23,6 +23,7 @@ use openpim_machine::{map, MachineConfig};
 use crate::checkpoint::file::{self as checkpoint_file, Summary};
 use crate::clock::stats::DpuRunStats;
 use crate::error::{Error, FaultInfo, Result};
+use crate::exec::local::logs::LogAccount;
 use crate::exec::local::served::ServedRank;
 use crate::program::Program;
 
@@ -43,6 +44,8 @@ pub struct SuspendedRank {
     programs: Vec<Option<Arc<Program>>>,
     last: Vec<LastLaunch>,
     faulted: bool,
+    /// The account its DPUs' printf output is charged to (the tenant's, in the daemon).
+    logs: Arc<LogAccount>,
     summary: Summary,
 }
 
@@ -101,6 +104,7 @@ impl ServedRank {
             programs,
             last,
             faulted: rank.faulted(),
+            logs: rank.log_account(),
             summary,
         })
     }
@@ -131,6 +135,7 @@ impl SuspendedRank {
     /// (checksums) and stays until this is dropped, so that a failed resume can be retried.
     pub fn resume(&self, slot: u32) -> Result<ServedRank> {
         let served = ServedRank::new(slot, self.nr_dpus, Arc::clone(&self.machine))?;
+        served.charge_logs_to(Arc::clone(&self.logs));
         let rank = served.local();
         {
             let mut state = rank.lock_state();
@@ -168,7 +173,7 @@ impl SuspendedRank {
                     i = j;
                 }
                 let last = self.last[k].clone();
-                dpu.log.replace(last.log);
+                dpu.log.replace(last.log, &self.logs);
                 dpu.stats = last.stats;
                 dpu.fault = last.fault;
                 dpu.dma_quirk = last.dma_quirk;
