@@ -141,6 +141,21 @@ for what in "spin 3000:a launch" "loop:transfers"; do
         fail "a tenant killed -9 in the middle of ${what#*:}" "$tmp/main.log"
     fi
 done
+# A tenant killed in the middle of an endless launch (no cycle limit): the launch is stopped
+# (the daemon sees the tenant's end of the socket close), the rank wiped and NAAV within 5 s,
+# and the next tenant gets it.
+OPENPIM_SERVER="$sock" ./bin/tenant spin 4000000000 >"$tmp/endless.out" 2>&1 &
+victim=$!
+for _ in $(seq 200); do grep -qs spinning "$tmp/endless.out" && break; sleep 0.05; done
+sleep 0.5
+kill -9 "$victim"
+wait "$victim" 2>/dev/null
+killed=$SECONDS
+if all_free "$sock" 5 && OPENPIM_SERVER="$sock" ./bin/tenant short >"$tmp/after.log" 2>&1; then
+    pass "a tenant killed -9 in an endless launch: the launch is stopped, its rank NAAV within $((SECONDS - killed)) s (bound 5 s), the next tenant served"
+else
+    fail "a tenant killed -9 in an endless launch: its rank is not back within 5 s" "$tmp/pool.txt"
+fi
 grep -q '^openpim_ranks{state="NAAV"}' "$tmp/metrics.prom" 2>/dev/null && pass "Prometheus metrics file written" ||
     fail "Prometheus metrics file written"
 

@@ -12,14 +12,14 @@
 
 use std::collections::HashMap;
 use std::io::BufReader;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use openpim_machine::map;
-use openpim_runtime::exec::local::served::{self, ServedRank};
+use openpim_runtime::exec::local::served::{self, ServedRank, StopCheck};
 use openpim_runtime::exec::remote::protocol::{
     self, thread_cpu_ns, RankOutcome, Reply, Request, WireError, WireItem, WireOp, WriteBufs,
 };
@@ -47,6 +47,18 @@ pub fn request_stop() {
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether the other end of socket `fd` is closed (checked without waiting).
+fn hung_up(fd: &OwnedFd) -> bool {
+    let mut p = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLRDHUP,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd; a zero timeout does not block.
+    let n = unsafe { libc::poll(&mut p, 1, 0) };
+    n > 0 && p.revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0
 }
 
 /// The peer's (uid, pid) from SO_PEERCRED.
@@ -186,6 +198,8 @@ struct Connection {
     /// The tenant's process once its in-place probe succeeded ([`crate::inplace`]): its
     /// transfers may name buffers in its memory.
     in_place: Option<Arc<Target>>,
+    /// True once the tenant is gone (or the daemon stops): its launches stop there.
+    gone: StopCheck,
     /// The connection thread's CPU clock when its last counted stretch ended (after an
     /// operation's simulation, or after a request that is not an operation's).
     mark: u64,
@@ -217,6 +231,7 @@ impl Connection {
             held: HashMap::new(),
             peer: peer.map(Arc::new),
             in_place: None,
+            gone: Arc::new(|| STOP.load(Ordering::Relaxed)),
             mark: 0,
             carry: 0,
         }
@@ -235,6 +250,15 @@ impl Connection {
             Ok(s) => Arc::new(Mutex::new(s)),
             Err(_) => return,
         };
+        // A launch running for this tenant stops within a few milliseconds of simulation
+        // once its end of the connection is closed (it exited, or was killed): the rank is
+        // then wiped and given to the next tenant instead of finishing a launch nobody
+        // waits for. The check holds its own descriptor of the socket (a worker may still
+        // be running a launch when this thread has closed its own).
+        if let Ok(s) = stream.try_clone() {
+            let fd = OwnedFd::from(s);
+            self.gone = Arc::new(move || STOP.load(Ordering::Relaxed) || hung_up(&fd));
+        }
         let mut reader = BufReader::new(FdReader::new(stream));
         let mut hello = false;
         self.mark = thread_cpu_ns();
@@ -381,6 +405,7 @@ impl Connection {
                         &h.lease,
                         h.staging.as_deref(),
                         self.in_place.as_deref(),
+                        &self.gone,
                         ops,
                     );
                     let reply = Reply::Exec {
@@ -510,6 +535,7 @@ impl Connection {
                     Arc::clone(&lease),
                     Arc::clone(&self.manager),
                     Arc::clone(writer),
+                    Arc::clone(&self.gone),
                 ))
             } else {
                 None
@@ -578,6 +604,7 @@ impl Connection {
                 usage: &h.lease.usage,
                 staging: h.staging.as_deref(),
                 target: self.in_place.as_deref(),
+                gone: &self.gone,
             }
             .run(op),
             Err(e) => failed(&e),
@@ -754,6 +781,8 @@ struct Rank<'a> {
     staging: Option<&'a Region>,
     /// The tenant's process, when its buffers may be named in place.
     target: Option<&'a Target>,
+    /// Whether the tenant is gone (its launches stop).
+    gone: &'a StopCheck,
 }
 
 impl Rank<'_> {
@@ -897,7 +926,9 @@ impl Rank<'_> {
                         Err(Error::NoProgramLoaded(format!("DPU {d} of the rank"))),
                         OpFacts::default(),
                     ),
-                    None => served.run(RankOp::Launch { dpus: with }),
+                    None => {
+                        served.run_stoppable(RankOp::Launch { dpus: with }, Arc::clone(self.gone))
+                    }
                 }
             }
         };
@@ -932,6 +963,7 @@ fn run_in_order(
     lease: &Arc<Lease>,
     staging: Option<&Region>,
     target: Option<&Target>,
+    gone: &StopCheck,
     ops: Vec<WireOp>,
 ) -> Vec<RankOutcome> {
     match manager.enter(lease) {
@@ -941,6 +973,7 @@ fn run_in_order(
                 usage: &lease.usage,
                 staging,
                 target,
+                gone,
             };
             ops.into_iter().map(|op| rank.run(op)).collect()
         }
@@ -954,6 +987,7 @@ fn spawn_worker(
     lease: Arc<Lease>,
     manager: Arc<Manager>,
     writer: Writer,
+    gone: StopCheck,
 ) -> mpsc::Sender<Job> {
     let (tx, rx) = mpsc::channel::<Job>();
     let _ = std::thread::Builder::new()
@@ -961,8 +995,14 @@ fn spawn_worker(
         .spawn(move || {
             while let Ok((id, ops, spent, staging, target)) = rx.recv() {
                 let start = Instant::now();
-                let outcomes =
-                    run_in_order(&manager, &lease, staging.as_deref(), target.as_deref(), ops);
+                let outcomes = run_in_order(
+                    &manager,
+                    &lease,
+                    staging.as_deref(),
+                    target.as_deref(),
+                    &gone,
+                    ops,
+                );
                 let reply = Reply::Exec {
                     ipc_ns: 0,
                     emu_ns: start.elapsed().as_nanos() as u64,

@@ -146,6 +146,8 @@ struct Dpu<'a> {
     wram: &'a mut [u8; WS],
     mram: &'a mut [u8],
     timing: &'a Timing,
+    /// Asked every `STOP_CHECK_CYCLES` whether to stop the run (`run_stoppable`).
+    stop: Option<&'a (dyn Fn() -> bool + Sync)>,
     nr: usize,
     rev: u64,
     state: [State; MAXT],
@@ -209,6 +211,7 @@ pub(crate) fn run(
     boot: &BootInfo,
     mem: DpuMemory<'_>,
     timing: &Timing,
+    stop: Option<&(dyn Fn() -> bool + Sync)>,
 ) -> RunOutcome {
     let nr = boot.nr_tasklets as usize;
     if nr == 0 || nr > MAXT {
@@ -248,6 +251,7 @@ pub(crate) fn run(
         wram,
         mram,
         timing,
+        stop,
         nr,
         rev: u64::from(timing.revolver_cycles.max(1)),
         regs: [[0; 32]; MAXT],
@@ -352,6 +356,11 @@ impl<'a> Dpu<'a> {
         let nr = self.nr;
         let rev = self.rev;
         let limit = self.timing.max_cycles.unwrap_or(u64::MAX);
+        // One comparison per slot: the cycle limit, or the next question to `stop` if
+        // that comes first (the first one at the start: a DPU of a stopped launch that has
+        // not started yet stops at once).
+        let every = crate::STOP_CHECK_CYCLES;
+        let mut check_at = if self.stop.is_some() { 0 } else { limit };
         let mut now: u64 = 0;
         let mut t: usize = nr - 1;
         macro_rules! fault {
@@ -384,13 +393,24 @@ impl<'a> Dpu<'a> {
                 }
             }
             t = next;
-            if now >= limit {
-                self.end_cycle = now;
-                return End::Fault {
-                    tasklet: t,
-                    pc_index: self.report_index(t),
-                    fault: Fault::CycleLimit { limit },
-                };
+            if now >= check_at {
+                if now >= limit {
+                    self.end_cycle = now;
+                    return End::Fault {
+                        tasklet: t,
+                        pc_index: self.report_index(t),
+                        fault: Fault::CycleLimit { limit },
+                    };
+                }
+                if self.stop.is_some_and(|stop| stop()) {
+                    self.end_cycle = now;
+                    return End::Fault {
+                        tasklet: t,
+                        pc_index: self.report_index(t),
+                        fault: Fault::Stopped,
+                    };
+                }
+                check_at = limit.min(now.saturating_add(every));
             }
             // One issue slot: one op, or the ops of a fused group, each executed in turn (the
             // earliest next issue `wait` is the latest any of them asks for).

@@ -135,8 +135,8 @@
 //!
 //! When a run stops on a fault raised by an instruction issued at cycle `c`,
 //! [`RunOutcome::cycles`] is `c + 1` and the faulting instruction is not counted in
-//! [`RunOutcome::instructions`]; for `Deadlock` and `CycleLimit` it is the cycle at which the
-//! condition was detected.
+//! [`RunOutcome::instructions`]; for `Deadlock`, `CycleLimit` and `Stopped` it is the cycle at
+//! which the condition was detected.
 //!
 //! # Faults
 //!
@@ -427,6 +427,9 @@ pub enum Fault {
     /// The run exceeded `Timing::max_cycles`.
     #[error("cycle limit of {limit} cycles reached (the kernel may loop forever; raise the limit if not)")]
     CycleLimit { limit: u64 },
+    /// The host stopped the run ([`run_stoppable`]: the program that launched it is gone).
+    #[error("launch stopped by the host: the program that launched it is gone")]
+    Stopped,
     /// The host gave the engine unusable boot information or memories (a host bug, not the
     /// DPU program's).
     #[error("invalid launch: {reason}")]
@@ -578,5 +581,22 @@ pub struct RunOutcome {
 
 /// Runs one DPU from boot until every tasklet has exited, HALT, or a fault.
 pub fn run(program: &Program, boot: &BootInfo, mem: DpuMemory<'_>, timing: &Timing) -> RunOutcome {
-    exec::run(program, boot, mem, timing)
+    exec::run(program, boot, mem, timing, None)
+}
+
+/// Simulated cycles between two calls of a [`run_stoppable`] run's `stop` (a few
+/// milliseconds of the engine's time).
+pub const STOP_CHECK_CYCLES: u64 = 1 << 20;
+
+/// [`run`], asking `stop` at the start and every [`STOP_CHECK_CYCLES`] simulated cycles whether to end the
+/// run there with [`Fault::Stopped`] (a launch whose program is gone, which would otherwise
+/// run to its end or its cycle limit). A run that is not stopped is exactly as with [`run`].
+pub fn run_stoppable(
+    program: &Program,
+    boot: &BootInfo,
+    mem: DpuMemory<'_>,
+    timing: &Timing,
+    stop: &(dyn Fn() -> bool + Sync),
+) -> RunOutcome {
+    exec::run(program, boot, mem, timing, Some(stop))
 }

@@ -588,6 +588,51 @@ fn cycle_limit() {
 }
 
 #[test]
+fn a_stoppable_run_ends_when_asked_and_is_unchanged_otherwise() {
+    use openpim_engine::{run_stoppable, STOP_CHECK_CYCLES};
+    use std::sync::atomic::{AtomicU32, Ordering};
+    let mut p = P::new();
+    p.i(asm::jal(ZERO, 0)); // forever
+    let program = p.program();
+    let mut tm = timing();
+    tm.max_cycles = Some(3 * STOP_CHECK_CYCLES + 5);
+    let (mut wram, mut mram) = (vec![0u8; map::WRAM_SIZE as usize], vec![0u8; 1 << 20]);
+    let mut go = |stop: &(dyn Fn() -> bool + Sync)| {
+        run_stoppable(
+            &program,
+            &boot(16),
+            DpuMemory {
+                wram: &mut wram,
+                mram: &mut mram,
+            },
+            &tm,
+            stop,
+        )
+    };
+    // Asked at the start, then every STOP_CHECK_CYCLES: stopped at the third question.
+    let asked = AtomicU32::new(0);
+    let out = go(&|| asked.fetch_add(1, Ordering::Relaxed) == 2);
+    assert_eq!(fault_of(&out).fault, Fault::Stopped);
+    assert_eq!(out.cycles, 2 * STOP_CHECK_CYCLES);
+    assert_eq!(asked.load(Ordering::Relaxed), 3);
+    // Stopped before it started.
+    assert_eq!(go(&|| true).cycles, 0);
+    // Never stopped: the run is the plain run's, to its cycle limit.
+    let out = go(&|| false);
+    let plain = Dpu::new().run(&p, &boot(16), &tm);
+    assert_eq!(
+        fault_of(&out).fault,
+        Fault::CycleLimit {
+            limit: 3 * STOP_CHECK_CYCLES + 5
+        }
+    );
+    assert_eq!(
+        (out.cycles, out.instructions),
+        (plain.cycles, plain.instructions)
+    );
+}
+
+#[test]
 fn cycle_limit_inside_an_arithmetic_call_reports_the_call() {
     let mut p = P::new();
     p.i(asm::addi(A0, ZERO, -1)).i(asm::addi(A1, ZERO, -1)); // 0, 1

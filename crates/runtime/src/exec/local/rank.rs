@@ -52,6 +52,9 @@ pub(crate) struct RankMeta {
     pub programs: Vec<Option<Arc<Program>>>,
 }
 
+/// Whether a running launch should stop now (asked every few milliseconds of simulation).
+pub type StopCheck = Arc<dyn Fn() -> bool + Send + Sync>;
+
 /// A rank of DPUs.
 pub(crate) struct LocalRank {
     id: u32,
@@ -68,6 +71,9 @@ pub(crate) struct LocalRank {
     reporting: Reporting,
     /// The budget its DPUs' printf output is charged to ([`LogAccount`]).
     logs: Mutex<Arc<LogAccount>>,
+    /// While set, a launch asks it every few milliseconds of simulation whether to stop
+    /// (a rank served for a program that is gone: [`crate::exec::local::served`]).
+    stop: Mutex<Option<StopCheck>>,
     _slot: SlotGuard,
 }
 
@@ -219,6 +225,7 @@ impl LocalRank {
             faulted: AtomicBool::new(false),
             reporting,
             logs: Mutex::new(LogAccount::process()),
+            stop: Mutex::new(None),
             _slot: slot,
         })
     }
@@ -234,6 +241,20 @@ impl LocalRank {
     }
 
     /// The same, shared.
+    /// Runs `f` with launches stopping when `stop` says so (their DPUs then end with the
+    /// engine's `Stopped` fault).
+    pub(crate) fn with_stop_check<T>(&self, stop: StopCheck, f: impl FnOnce() -> T) -> T {
+        *self.stop.lock().unwrap_or_else(|e| e.into_inner()) = Some(stop);
+        struct Clear<'a>(&'a Mutex<Option<StopCheck>>);
+        impl Drop for Clear<'_> {
+            fn drop(&mut self) {
+                *self.0.lock().unwrap_or_else(|e| e.into_inner()) = None;
+            }
+        }
+        let _clear = Clear(&self.stop);
+        f()
+    }
+
     /// The account its DPUs' printf output is charged to.
     pub(crate) fn log_account(&self) -> Arc<LogAccount> {
         Arc::clone(&self.logs.lock().unwrap_or_else(|e| e.into_inner()))
@@ -673,6 +694,7 @@ impl LocalRank {
         let timing = &self.timing;
         let rank_id = self.id;
         let store = &*self.store;
+        let stop = self.stop.lock().unwrap_or_else(|e| e.into_inner()).clone();
         // Each DPU is admitted by the store before it runs (it may touch all of its MRAM).
         // Each DPU's new printf output comes back from the parallel part and is charged to
         // the process's log budget afterwards, in DPU order: which DPU's output is cut when
@@ -686,7 +708,7 @@ impl LocalRank {
                 .filter_map(|(i, (d, p))| p.map(|p| (i as u32, d, p)))
                 .map(|(i, dpu, prog)| {
                     let _admitted = store.admit(dpu.mem.mram_region(), Access::Launch)?;
-                    Ok((i, run_one(rank_id, i, dpu, prog, timing)))
+                    Ok((i, run_one(rank_id, i, dpu, prog, timing, stop.as_deref())))
                 })
                 .collect()
         });
@@ -794,15 +816,23 @@ fn run_one(
     dpu: &mut DpuState,
     prog: &Arc<Program>,
     timing: &Timing,
+    stop: Option<&(dyn Fn() -> bool + Send + Sync)>,
 ) -> RunOutcome {
     dpu.log.clear();
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
-        openpim_engine::run(
+    let outcome = catch_unwind(AssertUnwindSafe(|| match stop {
+        Some(stop) => openpim_engine::run_stoppable(
             prog.decoded(),
             prog.boot_info(),
             dpu.mem.engine_view(),
             timing,
-        )
+            stop,
+        ),
+        None => openpim_engine::run(
+            prog.decoded(),
+            prog.boot_info(),
+            dpu.mem.engine_view(),
+            timing,
+        ),
     }));
     match outcome {
         Ok(out) => {

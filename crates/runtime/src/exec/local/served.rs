@@ -15,6 +15,7 @@ use crate::clock::stats::DpuRunStats;
 use crate::error::{Error, Result};
 use crate::exec::local::logs::LogAccount;
 use crate::exec::local::rank::LocalRank;
+pub use crate::exec::local::rank::StopCheck;
 use crate::exec::local::slots;
 use crate::exec::{OpFacts, RankOp};
 use crate::program::Program;
@@ -81,6 +82,13 @@ impl ServedRank {
         }
         let r = self.rank.execute(op);
         (r, self.rank.take_facts())
+    }
+
+    /// [`ServedRank::run`], a launch stopping when `stop` says so (asked every few
+    /// milliseconds of simulation): the daemon's launch for a program that is gone ends
+    /// there, its DPUs with the engine's `Stopped` fault, instead of running to its end.
+    pub fn run_stoppable(&self, op: RankOp, stop: StopCheck) -> (Result<()>, OpFacts) {
+        self.rank.with_stop_check(stop, || self.run(op))
     }
 
     /// True when the rank's last launch faulted.
