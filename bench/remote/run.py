@@ -10,7 +10,8 @@ by phase, and the wall time of both runs; then the geometric mean and the worst 
 Then the ablation, each optimization off in turn (overhead geomean and worst): per-rank
 parallel handling (`openpim daemon --serial`), zero-copy (`OPENPIM_REMOTE_ZEROCOPY=0`), write
 batching (`OPENPIM_REMOTE_BATCH=0`), read-ahead and read-across (`OPENPIM_REMOTE_PREFETCH=0`),
-in-place transfers (`OPENPIM_REMOTE_INPLACE=0`); and the daemon's
+in-place transfers (`OPENPIM_REMOTE_INPLACE=0`), queued operations sent together
+(`OPENPIM_REMOTE_QUEUE=0`); and the daemon's
 allocation and wipe latencies (from its metrics). Every ratio is measured in this one run.
 Needs `make build`.
 """
@@ -68,6 +69,7 @@ ABLATION = [
     ("no batch", "main", {"OPENPIM_REMOTE_BATCH": "0"}),
     ("no prefetch", "main", {"OPENPIM_REMOTE_PREFETCH": "0"}),
     ("no in-place", "main", {"OPENPIM_REMOTE_INPLACE": "0"}),
+    ("no queue msg", "main", {"OPENPIM_REMOTE_QUEUE": "0"}),
 ]
 
 

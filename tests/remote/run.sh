@@ -79,12 +79,14 @@ else
     fi
 fi
 all_free "$sock" 10 && pass "after the suite every rank is NAAV" || fail "after the suite every rank is NAAV" "$tmp/pool.txt"
-# The same programs with the remote path's optimizations off (write batching, read-ahead).
-if OPENPIM_SERVER="$sock" OPENPIM_REMOTE_BATCH=0 OPENPIM_REMOTE_PREFETCH=0 CONFORMANCE_VERBOSE=1 \
-    "$root/tests/conformance/run.sh" vector_add transfers async checksum reduction >"$tmp/conf0.log" 2>&1; then
-    pass "the same with batching and read-ahead off ($(tail -n 1 "$tmp/conf0.log"))"
+# The same programs with the remote path's optimizations off (write batching, read-ahead,
+# queued operations sent together).
+if OPENPIM_SERVER="$sock" OPENPIM_REMOTE_BATCH=0 OPENPIM_REMOTE_PREFETCH=0 OPENPIM_REMOTE_QUEUE=0 \
+    CONFORMANCE_VERBOSE=1 "$root/tests/conformance/run.sh" vector_add transfers async checksum reduction \
+    >"$tmp/conf0.log" 2>&1; then
+    pass "the same with batching, read-ahead and queued messages off ($(tail -n 1 "$tmp/conf0.log"))"
 else
-    fail "the same with batching and read-ahead off" "$tmp/conf0.log"
+    fail "the same with batching, read-ahead and queued messages off" "$tmp/conf0.log"
 fi
 # ... and with in-place transfers off (the staging regions carry the large transfers).
 if OPENPIM_SERVER="$sock" OPENPIM_REMOTE_INPLACE=0 CONFORMANCE_VERBOSE=1 \

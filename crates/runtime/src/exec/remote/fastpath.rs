@@ -62,6 +62,8 @@ pub struct Switches {
     pub zero_copy: bool,
     /// Large transfers straight from and to the program's buffers, when the daemon may.
     pub in_place: bool,
+    /// Operations queued on a rank sent together, one message for what the queue holds.
+    pub queue: bool,
 }
 
 /// The switches of this process (from the environment, read once).
@@ -74,6 +76,7 @@ pub fn switches() -> Switches {
             prefetch: on("OPENPIM_REMOTE_PREFETCH"),
             zero_copy: on("OPENPIM_REMOTE_ZEROCOPY"),
             in_place: on("OPENPIM_REMOTE_INPLACE"),
+            queue: on("OPENPIM_REMOTE_QUEUE"),
         }
     })
 }

@@ -986,6 +986,9 @@ impl RemoteRank {
     /// one message ([`Request::Queue`]), each run whatever the outcome of the ones before,
     /// as the rank's queue runs them in process.
     fn run_queued(&self, ops: Vec<RankOp>) -> Vec<Result<()>> {
+        if !switches().queue {
+            return ops.into_iter().map(|op| self.run_one(op)).collect();
+        }
         let mut results = Vec::with_capacity(ops.len());
         let mut rest = Vec::new();
         for op in ops {
