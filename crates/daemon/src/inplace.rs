@@ -40,24 +40,10 @@ impl Target {
     /// the socket's own pidfd of it (`SO_PEERPIDFD`, Linux 6.5), else a pidfd opened on the
     /// pid (Linux 5.3); `None` when neither can be had.
     pub fn of_peer(fd: RawFd, pid: u32) -> Option<Target> {
-        let mut pidfd: libc::c_int = -1;
-        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-        // SAFETY: `pidfd` and `len` are valid for writes of the sizes given.
-        let r = unsafe {
-            libc::getsockopt(
-                fd,
-                libc::SOL_SOCKET,
-                libc::SO_PEERPIDFD,
-                (&mut pidfd as *mut libc::c_int).cast(),
-                &mut len,
-            )
-        };
-        if r == 0 && pidfd >= 0 {
-            // SAFETY: the kernel just gave this descriptor to us.
-            let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
-            return Some(Target { pid, pidfd });
+        match openpim_runtime::exec::remote::peer::pidfd(fd) {
+            Some(pidfd) => Some(Target { pid, pidfd }),
+            None => Target::of_pid(pid),
         }
-        Target::of_pid(pid)
     }
 
     /// The process `pid` now, through `pidfd_open`; `None` where the kernel has no pidfds or

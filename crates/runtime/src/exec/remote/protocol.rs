@@ -306,6 +306,12 @@ impl Enc {
             self.u32(i.buf);
         }
     }
+    fn ops(&mut self, ops: &[WireOp]) {
+        self.len(ops.len());
+        for op in ops {
+            op.encode(self);
+        }
+    }
     fn error(&mut self, e: &WireError) {
         self.u8(e.tag);
         self.len(e.fields.len());
@@ -567,10 +573,7 @@ impl WireOp {
             }
             WireOp::Batch(ops) => {
                 e.u8(4);
-                e.len(ops.len());
-                for op in ops {
-                    op.encode(e);
-                }
+                e.ops(ops);
             }
             WireOp::ReadInPlace { len, items, addrs } => {
                 e.u8(5);
@@ -708,10 +711,7 @@ impl Request {
             Request::Queue { rank, ops } => {
                 e.u8(10);
                 e.u32(*rank);
-                e.len(ops.len());
-                for op in ops {
-                    op.encode(e);
-                }
+                e.ops(ops);
             }
         }
     }
@@ -1066,21 +1066,29 @@ impl WireError {
                     size.to_string(),
                 ],
             ),
+            // The three memories' access errors: the same fields, one tag each.
             Error::InvalidWramAccess {
                 address,
                 len,
                 reason,
-            } => (12, vec![address.to_string(), len.to_string(), s(reason)]),
-            Error::InvalidIramAccess {
+            }
+            | Error::InvalidIramAccess {
                 address,
                 len,
                 reason,
-            } => (13, vec![address.to_string(), len.to_string(), s(reason)]),
-            Error::InvalidMramAccess {
+            }
+            | Error::InvalidMramAccess {
                 address,
                 len,
                 reason,
-            } => (14, vec![address.to_string(), len.to_string(), s(reason)]),
+            } => {
+                let tag = match e {
+                    Error::InvalidWramAccess { .. } => 12,
+                    Error::InvalidIramAccess { .. } => 13,
+                    _ => 14,
+                };
+                (tag, vec![address.to_string(), len.to_string(), s(reason)])
+            }
             Error::DpuFault { first, count } => (
                 15,
                 vec![
@@ -1164,21 +1172,26 @@ impl WireError {
                 len: n64(2)?,
                 size: n32(3)?,
             },
-            12 => Error::InvalidWramAccess {
-                address: n64(0)?,
-                len: n64(1)?,
-                reason: s(2)?,
-            },
-            13 => Error::InvalidIramAccess {
-                address: n64(0)?,
-                len: n64(1)?,
-                reason: s(2)?,
-            },
-            14 => Error::InvalidMramAccess {
-                address: n64(0)?,
-                len: n64(1)?,
-                reason: s(2)?,
-            },
+            tag @ 12..=14 => {
+                let (address, len, reason) = (n64(0)?, n64(1)?, s(2)?);
+                match tag {
+                    12 => Error::InvalidWramAccess {
+                        address,
+                        len,
+                        reason,
+                    },
+                    13 => Error::InvalidIramAccess {
+                        address,
+                        len,
+                        reason,
+                    },
+                    _ => Error::InvalidMramAccess {
+                        address,
+                        len,
+                        reason,
+                    },
+                }
+            }
             15 => Error::DpuFault {
                 first: Box::new(FaultInfo {
                     rank: n32(0)?,
