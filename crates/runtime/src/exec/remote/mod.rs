@@ -37,6 +37,10 @@ use fastpath::{batchable, in_place_bytes, switches, Batch, ReadCache, ReadPlan};
 use protocol::{thread_cpu_ns, RankOutcome, Reply, Request, WireItem, WireOp, WriteBufs};
 use staging::{grown_size, Region, MAX_STAGING};
 
+/// Transfers' bytes in one message of queued operations at most (beyond, the queue's
+/// operations go in several: their bytes may travel in the message).
+const MAX_QUEUE_BYTES: usize = 64 << 20;
+
 /// The environment variable naming the daemon's socket (the profile key `server=` does the
 /// same for one allocation).
 pub const SERVER_ENV: &str = "OPENPIM_SERVER";
@@ -998,11 +1002,24 @@ impl RemoteRank {
                 rest.push(op);
             }
         }
-        if rest.len() == 1 {
-            results.push(self.run_one(rest.pop().expect("one operation")));
-        } else if !rest.is_empty() {
-            results.extend(self.send_queue(rest));
+        // At most MAX_QUEUE_BYTES of transfers per message (their bytes may travel in it).
+        let mut chunk: Vec<RankOp> = Vec::new();
+        let mut bytes = 0;
+        let send = |chunk: Vec<RankOp>, results: &mut Vec<Result<()>>| match chunk.len() {
+            0 => {}
+            1 => results.extend(chunk.into_iter().map(|op| self.run_one(op))),
+            _ => results.extend(self.send_queue(chunk)),
+        };
+        for op in rest {
+            let b = op.xfer_bytes() as usize;
+            if !chunk.is_empty() && bytes + b > MAX_QUEUE_BYTES {
+                send(std::mem::take(&mut chunk), &mut results);
+                bytes = 0;
+            }
+            bytes += b;
+            chunk.push(op);
         }
+        send(chunk, &mut results);
         results
     }
 
