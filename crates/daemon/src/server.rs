@@ -364,7 +364,7 @@ impl Connection {
                     error_reply(&e)
                 } else if ops.len() == 1 && self.on_worker(ops[0].0) {
                     let (rank, op) = ops.into_iter().next().expect("one op");
-                    match self.to_worker(id, rank, vec![op]) {
+                    match self.hand_to_worker(id, rank, vec![op]) {
                         None => return,
                         Some(reply) => reply,
                     }
@@ -391,7 +391,7 @@ impl Connection {
                 if let Err(e) = checked {
                     error_reply(&e)
                 } else if self.on_worker(rank) {
-                    match self.to_worker(id, rank, ops) {
+                    match self.hand_to_worker(id, rank, ops) {
                         None => return,
                         Some(reply) => reply,
                     }
@@ -466,7 +466,7 @@ impl Connection {
 
     /// Hands a request's operations on `rank` to the rank's worker, which replies; `None`
     /// once handed, else the reply to send (the worker is gone).
-    fn to_worker(&mut self, id: u64, rank: u32, ops: Vec<WireOp>) -> Option<Reply> {
+    fn hand_to_worker(&mut self, id: u64, rank: u32, ops: Vec<WireOp>) -> Option<Reply> {
         let now = thread_cpu_ns();
         let spent = std::mem::take(&mut self.carry) + now.saturating_sub(self.mark);
         self.mark = now;
