@@ -49,7 +49,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Whether the other end of socket `fd` is closed (checked without waiting).
+/// Whether the connection on socket `fd` is closed: by the other end, or shut down by the
+/// daemon (checked without waiting).
 fn hung_up(fd: &OwnedFd) -> bool {
     let mut p = libc::pollfd {
         fd: fd.as_raw_fd(),
@@ -231,7 +232,7 @@ impl Connection {
             held: HashMap::new(),
             peer: peer.map(Arc::new),
             in_place: None,
-            gone: Arc::new(|| STOP.load(Ordering::Relaxed)),
+            gone: Arc::new(|| false),
             mark: 0,
             carry: 0,
         }
@@ -253,11 +254,13 @@ impl Connection {
         // A launch running for this tenant stops within a few milliseconds of simulation
         // once its end of the connection is closed (it exited, or was killed): the rank is
         // then wiped and given to the next tenant instead of finishing a launch nobody
-        // waits for. The check holds its own descriptor of the socket (a worker may still
-        // be running a launch when this thread has closed its own).
+        // waits for. So does one running when the daemon stops, which shuts the connection
+        // down first (the tenant then reads the end of the connection, not a fault). The
+        // check holds its own descriptor of the socket (a worker may still be running a
+        // launch when this thread has closed its own).
         if let Ok(s) = stream.try_clone() {
             let fd = OwnedFd::from(s);
-            self.gone = Arc::new(move || STOP.load(Ordering::Relaxed) || hung_up(&fd));
+            self.gone = Arc::new(move || hung_up(&fd));
         }
         let mut reader = BufReader::new(FdReader::new(stream));
         let mut hello = false;
