@@ -28,6 +28,13 @@ pub(crate) trait RunsOps: Send + Sync + 'static {
     fn run_ops(&self, ops: Vec<RankOp>) -> Vec<Result<()>> {
         ops.into_iter().map(|op| self.run_op(op)).collect()
     }
+
+    /// Whether `op` may wait in the queue until the program synchronizes with the rank (or
+    /// an operation that may not wait is queued after it), so that it runs together with
+    /// what follows it. Nothing can observe a queued transfer before then.
+    fn may_wait(&self, _op: &RankOp) -> bool {
+        false
+    }
 }
 
 /// At most this many queued operations are handed to the rank at once.
@@ -47,6 +54,13 @@ struct QueueState {
     in_callback: usize,
     /// First error of an asynchronous operation, reported by the next sync.
     error: Option<Error>,
+    /// Threads waiting for the queue (`wait_idle`, `sync`): operations that may wait do not.
+    waiters: usize,
+    /// Set by `is_idle` (a program polling `dpu_status`) and `flush`: operations waiting in
+    /// the queue run now.
+    flush: bool,
+    /// The worker is holding operations that may wait ([`Counts::hold`]).
+    holding: bool,
 }
 
 /// What the rank's queue holds, shared with its worker thread.
@@ -115,9 +129,14 @@ impl Counts {
         }
         let from_callback = inside_any_callback();
         let mut q = self.lock();
+        q.waiters += 1;
+        if q.holding {
+            self.changed.notify_all();
+        }
         while q.pending > 0 && !(from_callback && q.in_callback > 0) {
             q = self.changed.wait(q).unwrap_or_else(|e| e.into_inner());
         }
+        q.waiters -= 1;
     }
 
     /// Waits for every queued operation and callback; returns (and clears) the first error
@@ -131,6 +150,10 @@ impl Counts {
         }
         let from_callback = inside_any_callback();
         let mut q = self.lock();
+        q.waiters += 1;
+        if q.holding {
+            self.changed.notify_all();
+        }
         while if from_callback {
             q.pending > 0 && q.in_callback == 0
         } else {
@@ -138,6 +161,7 @@ impl Counts {
         } {
             q = self.changed.wait(q).unwrap_or_else(|e| e.into_inner());
         }
+        q.waiters -= 1;
         match q.error.take() {
             Some(e) => Err(e),
             None => Ok(()),
@@ -146,8 +170,45 @@ impl Counts {
 
     /// True when nothing is queued or running.
     pub(crate) fn is_idle(&self) -> bool {
-        let q = self.lock();
+        let mut q = self.lock();
+        if q.pending > 0 && !q.flush {
+            // Polled: what waits in the queue runs now.
+            q.flush = true;
+            if q.holding {
+                self.changed.notify_all();
+            }
+        }
         q.pending == 0 && q.detached == 0
+    }
+
+    /// Operations waiting in the queue run now (the rank is freed).
+    pub(crate) fn flush(&self) {
+        let mut q = self.lock();
+        if q.pending > 0 {
+            q.flush = true;
+            if q.holding {
+                self.changed.notify_all();
+            }
+        }
+    }
+
+    /// The worker's wait while every operation it holds (`held`) may wait: until the
+    /// program synchronizes or polls, or more is queued. True when it is to run them now.
+    fn hold(&self, held: usize) -> bool {
+        let mut q = self.lock();
+        let run = loop {
+            if q.flush || q.waiters > 0 {
+                q.flush = false;
+                break true;
+            }
+            if q.pending > held {
+                break false;
+            }
+            q.holding = true;
+            q = self.changed.wait(q).unwrap_or_else(|e| e.into_inner());
+        };
+        q.holding = false;
+        run
     }
 }
 
@@ -166,7 +227,14 @@ impl RankQueue {
                 })?;
             *sender = Some(tx);
         }
-        self.lock().pending += 1;
+        {
+            let mut q = self.lock();
+            q.pending += 1;
+            if q.holding {
+                // The worker holds operations until more is queued: this is.
+                self.changed.notify_all();
+            }
+        }
         timeline::background_started();
         let tx = sender.as_ref().expect("sender was just set");
         timeline::on_enqueue(self.id);
@@ -240,8 +308,22 @@ fn worker(rx: mpsc::Receiver<Job>, queue: Arc<Counts>) {
         // before a callback run together (one message through a daemon), the callback
         // after them (it may read what they did).
         let mut jobs = vec![first];
-        while jobs.len() < MAX_GROUP && !matches!(jobs.last(), Some((_, RankOp::Callback(_)))) {
-            match rx.try_recv() {
+        loop {
+            while jobs.len() < MAX_GROUP && !matches!(jobs.last(), Some((_, RankOp::Callback(_)))) {
+                match rx.try_recv() {
+                    Ok(j) => jobs.push(j),
+                    Err(_) => break,
+                }
+            }
+            // Operations that may wait (the remote backend's transfers) wait for the
+            // program to synchronize with the rank, or for one that may not wait (a
+            // launch, a callback), so that they travel together.
+            let all_wait = jobs.len() < MAX_GROUP && jobs.iter().all(|(r, op)| r.may_wait(op));
+            if !all_wait || queue.hold(jobs.len()) {
+                break;
+            }
+            // More was queued: it is on its way.
+            match rx.recv() {
                 Ok(j) => jobs.push(j),
                 Err(_) => break,
             }

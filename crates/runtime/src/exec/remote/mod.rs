@@ -241,8 +241,12 @@ impl Backend for RemoteBackend {
     }
 
     fn free(&self, rank: u32) {
-        // The rank is released (on the daemon too) when its last queued operation is done.
+        // The rank is released (on the daemon too) when its last queued operation is done;
+        // transfers waiting in its queue run now.
         let r = lock(&self.ranks).remove(&rank);
+        if let Some(r) = &r {
+            r.queue.flush();
+        }
         drop(r);
     }
 
@@ -1113,5 +1117,9 @@ impl RunsOps for RemoteRank {
     fn run_ops(&self, ops: Vec<RankOp>) -> Vec<Result<()>> {
         let _op = lock(&self.op);
         self.run_queued(ops)
+    }
+
+    fn may_wait(&self, op: &RankOp) -> bool {
+        switches().queue && matches!(op, RankOp::Read { .. } | RankOp::Write { .. })
     }
 }
