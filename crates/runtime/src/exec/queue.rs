@@ -359,3 +359,105 @@ fn worker(rx: mpsc::Receiver<Job>, queue: Arc<Counts>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A rank that records the groups of operations it is handed (by kind) and may let
+    /// transfers wait.
+    struct Recorder {
+        groups: Mutex<Vec<Vec<&'static str>>>,
+        wait: bool,
+    }
+
+    impl RunsOps for Recorder {
+        fn run_op(&self, op: RankOp) -> Result<()> {
+            self.run_ops(vec![op]).pop().expect("one result")
+        }
+        fn run_ops(&self, ops: Vec<RankOp>) -> Vec<Result<()>> {
+            let names: Vec<&'static str> = ops.iter().map(RankOp::name).collect();
+            self.groups.lock().unwrap().push(names);
+            ops.iter()
+                .map(|op| match op {
+                    // A failing read: the first error is the sync's.
+                    RankOp::Read { len: 13, .. } => Err(Error::InvalidDpuSet("read 13".into())),
+                    _ => Ok(()),
+                })
+                .collect()
+        }
+        fn may_wait(&self, op: &RankOp) -> bool {
+            self.wait && matches!(op, RankOp::Read { .. } | RankOp::Write { .. })
+        }
+    }
+
+    fn read(len: usize) -> RankOp {
+        RankOp::Read { len, items: vec![] }
+    }
+
+    #[test]
+    fn transfers_that_may_wait_run_together_at_the_sync() {
+        let q = RankQueue::new(901);
+        let rank = Arc::new(Recorder {
+            groups: Mutex::default(),
+            wait: true,
+        });
+        for len in [8, 13, 8] {
+            q.enqueue(Arc::clone(&rank) as Arc<dyn RunsOps>, read(len))
+                .unwrap();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(
+            rank.groups.lock().unwrap().is_empty(),
+            "nothing ran before the sync"
+        );
+        let e = q.sync().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            Error::InvalidDpuSet("read 13".into()).to_string()
+        );
+        assert_eq!(
+            *rank.groups.lock().unwrap(),
+            vec![vec!["transfer from DPUs"; 3]],
+            "one group, after which the first error is the sync's"
+        );
+        // A launch does not wait, and takes the transfers before it along.
+        q.enqueue(Arc::clone(&rank) as Arc<dyn RunsOps>, read(8))
+            .unwrap();
+        q.enqueue(
+            Arc::clone(&rank) as Arc<dyn RunsOps>,
+            RankOp::Launch { dpus: vec![] },
+        )
+        .unwrap();
+        q.wait_idle();
+        assert_eq!(
+            rank.groups.lock().unwrap()[1..].concat(),
+            vec!["transfer from DPUs", "launch"]
+        );
+        // Polling the status runs what waits.
+        q.enqueue(Arc::clone(&rank) as Arc<dyn RunsOps>, read(8))
+            .unwrap();
+        while !q.is_idle() {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert!(q.sync().is_ok());
+    }
+
+    #[test]
+    fn without_waiting_every_operation_runs_as_queued() {
+        let q = RankQueue::new(902);
+        let rank = Arc::new(Recorder {
+            groups: Mutex::default(),
+            wait: false,
+        });
+        q.enqueue(Arc::clone(&rank) as Arc<dyn RunsOps>, read(8))
+            .unwrap();
+        // Runs without any sync.
+        let start = std::time::Instant::now();
+        while rank.groups.lock().unwrap().is_empty() {
+            assert!(start.elapsed().as_secs() < 10, "the read never ran");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert!(q.sync().is_ok());
+    }
+}
