@@ -197,7 +197,7 @@ wait "$logsd" 2>/dev/null
 # --- The daemon stopped while a tenant runs: the tenant gets an error, not a hang --------
 OPENPIM_SERVER="$tmp/iso.sock" timeout 60 ./bin/tenant loop >"$tmp/loop.out" 2>"$tmp/loop.err" &
 looper=$!
-for _ in $(seq 200); do grep -q looping "$tmp/loop.out" && break; sleep 0.05; done
+for _ in $(seq 200); do grep -qs looping "$tmp/loop.out" && break; sleep 0.05; done
 kill -TERM "$iso"
 wait "$looper"
 rc=$?
