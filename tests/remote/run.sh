@@ -164,11 +164,11 @@ grep -q '^openpim_ranks{state="NAAV"}' "$tmp/metrics.prom" 2>/dev/null && pass "
 # --- Isolation: the next tenant of a rank reads only zeros ------------------------------
 start_daemon iso --ranks 2 --alloc-timeout 5
 iso=$pid
-if OPENPIM_SERVER="$tmp/iso.sock" ./bin/tenant secret >"$tmp/iso.log" 2>&1 &&
-    OPENPIM_SERVER="$tmp/iso.sock" ./bin/tenant zeros >>"$tmp/iso.log" 2>&1; then
+if OPENPIM_SERVER="$tmp/iso.sock" ./bin/tenant secret >"$tmp/iso-tenants.log" 2>&1 &&
+    OPENPIM_SERVER="$tmp/iso.sock" ./bin/tenant zeros >>"$tmp/iso-tenants.log" 2>&1; then
     pass "after tenant A wrote and freed both ranks, tenant B reads only zeros (symbols and the end of MRAM)"
 else
-    fail "isolation between consecutive tenants" "$tmp/iso.log"
+    fail "isolation between consecutive tenants" "$tmp/iso-tenants.log"
 fi
 
 # --- The printf log budget is each tenant's -------------------------------------------

@@ -159,9 +159,34 @@ fn bind(config: &Config) -> Result<UnixListener, StartError> {
         }
         std::fs::remove_file(path).map_err(err)?;
     }
-    let listener = UnixListener::bind(path).map_err(err)?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(config.socket_mode))
-        .map_err(err)?;
+    // Bound and given its mode under a temporary name beside it, then renamed into place:
+    // the socket appears at `path` only once it listens with its final permissions, so a
+    // tenant started as soon as the file exists is never refused, and no one connects through
+    // a wider mode in between. (Where the temporary name cannot be bound — a path near the
+    // 107-byte limit — the socket is bound in place, as before.)
+    let dir = std::path::Path::new(path)
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let tmp = dir.join(format!(".openpim-{}.sock", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    let mode = std::fs::Permissions::from_mode(config.socket_mode);
+    let listener = match UnixListener::bind(&tmp) {
+        Ok(listener) => {
+            let placed =
+                std::fs::set_permissions(&tmp, mode).and_then(|()| std::fs::rename(&tmp, path));
+            if let Err(e) = placed {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(err(e));
+            }
+            listener
+        }
+        Err(_) => {
+            let listener = UnixListener::bind(path).map_err(err)?;
+            std::fs::set_permissions(path, mode).map_err(err)?;
+            listener
+        }
+    };
     Ok(listener)
 }
 
