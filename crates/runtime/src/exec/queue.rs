@@ -437,7 +437,9 @@ mod tests {
         // Polling the status runs what waits.
         q.enqueue(Arc::clone(&rank) as Arc<dyn RunsOps>, read(8))
             .unwrap();
+        let start = std::time::Instant::now();
         while !q.is_idle() {
+            assert!(start.elapsed().as_secs() < 10, "polling never ran the read");
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         assert!(q.sync().is_ok());
