@@ -385,7 +385,7 @@ pub unsafe extern "C" fn dpu_status(
     entry("dpu_status", || {
         out_ptr(done, "done (a bool *)")?;
         out_ptr(fault, "fault (a bool *)")?;
-        let (d, f) = set_of(&dpu_set)?.status();
+        let (d, f) = set_of(&dpu_set)?.polled_status();
         // SAFETY: both checked non-null, caller-owned.
         unsafe {
             done.write(d);

@@ -227,6 +227,14 @@ pub trait Backend: Send + Sync {
     /// The rank's state.
     fn status(&self, rank: u32) -> RankStatus;
 
+    /// The rank's state for a program polling it (`dpu_status`): waits, as the emulator's
+    /// time, while only rank operations are queued or running, until they are done or
+    /// `ran_past(cycles)` says that the launch running now, having simulated `cycles` cycles
+    /// on its slowest DPU so far, ends after the program's present (see
+    /// [`crate::exec::queue::Counts::settle`]). A backend that cannot see a launch's progress
+    /// bounds the wait in real time instead.
+    fn polled_status(&self, rank: u32, ran_past: &dyn Fn(u64) -> bool) -> RankStatus;
+
     /// The programs of the rank's DPUs `first..first + count` (as loaded, or patched by IRAM
     /// writes), as of the operations run so far.
     fn programs(&self, rank: u32, first: u32, count: u32) -> Vec<Option<Arc<Program>>>;

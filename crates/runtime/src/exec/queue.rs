@@ -11,6 +11,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use crate::clock::timeline;
 use crate::context::{as_callback_of, inside_any_callback, inside_callback_of};
@@ -61,6 +62,9 @@ struct QueueState {
     flush: bool,
     /// The worker is holding operations that may wait ([`Counts::hold`]).
     holding: bool,
+    /// Blocking callbacks queued and not finished, among `pending` (user code:
+    /// [`Counts::settle`] does not wait for them).
+    callbacks: usize,
 }
 
 /// What the rank's queue holds, shared with its worker thread.
@@ -181,6 +185,56 @@ impl Counts {
         q.pending == 0 && q.detached == 0
     }
 
+    /// Whether the queue is idle, for a program polling the rank (`dpu_status`) whose answer
+    /// must not depend on how fast the emulator runs: while rank operations are queued or
+    /// running ahead of any user callback, waits for them to be done, or until `ran_past`
+    /// says the one running now ends after the program's present (a polled rank is then busy
+    /// whatever the emulator does next), or until `patience` (real time) has passed. Waiting
+    /// here is the emulator's time, never the program's. User code is never waited for (it
+    /// may be waiting for the poller): with a callback running (or a NONBLOCKING one), or
+    /// from inside a callback, answers at once, as [`Counts::is_idle`].
+    pub(crate) fn settle(&self, ran_past: &dyn Fn() -> bool, patience: Option<Duration>) -> bool {
+        if inside_any_callback() {
+            return self.is_idle();
+        }
+        let start = Instant::now();
+        // Often enough that a launch whose simulation has passed the present is seen soon:
+        // the engine reports progress every 2^20 simulated cycles.
+        let poll = Duration::from_micros(200);
+        loop {
+            {
+                let mut q = self.lock();
+                if q.pending == 0 && q.detached == 0 {
+                    return true;
+                }
+                if q.pending <= q.callbacks || q.in_callback > 0 || q.detached > 0 {
+                    // Only callbacks left, or one running: no rank operation to wait for
+                    // ahead of user code.
+                    drop(q);
+                    return self.is_idle();
+                }
+                if !q.flush {
+                    // What waits in the queue runs now, as when polled.
+                    q.flush = true;
+                    if q.holding {
+                        self.changed.notify_all();
+                    }
+                }
+                let (q, _) = self
+                    .changed
+                    .wait_timeout(q, poll)
+                    .unwrap_or_else(|e| e.into_inner());
+                if q.pending == 0 && q.detached == 0 {
+                    return true;
+                }
+            }
+            // Outside the queue's lock: the predicate reads the timeline.
+            if ran_past() || patience.is_some_and(|p| start.elapsed() >= p) {
+                return false;
+            }
+        }
+    }
+
     /// Operations waiting in the queue run now (the rank is freed).
     pub(crate) fn flush(&self) {
         let mut q = self.lock();
@@ -227,9 +281,13 @@ impl RankQueue {
                 })?;
             *sender = Some(tx);
         }
+        let is_callback = matches!(op, RankOp::Callback(_));
         {
             let mut q = self.lock();
             q.pending += 1;
+            if is_callback {
+                q.callbacks += 1;
+            }
             if q.holding {
                 // The worker holds operations until more is queued: this is.
                 self.changed.notify_all();
@@ -240,6 +298,9 @@ impl RankQueue {
         timeline::on_enqueue(self.id);
         if tx.send((rank, op)).is_err() {
             timeline::cancel_enqueue(self.id);
+            if is_callback {
+                self.lock().callbacks -= 1;
+            }
             self.finish(Ok(()), false);
             return Err(Error::Internal("the rank's worker thread is gone".into()));
         }
@@ -355,6 +416,7 @@ fn worker(rx: mpsc::Receiver<Job>, queue: Arc<Counts>) {
             let r = catch_unwind(AssertUnwindSafe(|| rank.run_op(op)))
                 .unwrap_or_else(|p| Err(Error::Internal(panicked(p))));
             drop(rank);
+            queue.lock().callbacks -= 1;
             queue.finish(r, false);
         }
     }

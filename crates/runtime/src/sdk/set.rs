@@ -477,6 +477,30 @@ impl DpuSet {
         (done, fault)
     }
 
+    /// `(done, fault)` as a program polling the set (`dpu_status`) sees them at its present
+    /// on the virtual timeline: a rank is done when everything queued on it has run and ended
+    /// by now; it faulted when its last launch faulted and has ended by now. So how many
+    /// times a program polls before the answer changes, and the virtual time that its waits
+    /// in between add up to, follow the modeled time of the work, not how long the emulator
+    /// took to simulate it (the wait for the simulation is the emulator's time).
+    pub fn polled_status(&self) -> (bool, bool) {
+        let now = timeline::with_state(|s| s.clock.now());
+        let ready = |id: u32| timeline::with_state(|s| s.clock.rank_ready(id));
+        let (mut done, mut fault) = (true, false);
+        for (r, _) in self.parts() {
+            let id = r.id();
+            let hw = &r.machine().hardware;
+            // The running launch starts no earlier than the end of what the rank did before
+            // it, and lasts at least the cycles simulated so far.
+            let ran_past = |cycles: u64| ready(id) + timeline::launch_ns(hw, cycles, 1) > now;
+            let st = r.backend().polled_status(id, &ran_past);
+            let ended = ready(id) <= now;
+            done &= st.idle && ended;
+            fault |= st.faulted && ended;
+        }
+        (done, fault)
+    }
+
     /// The log (printf output) of the single DPU's last launch.
     /// The machine-wide id of the DPU of a one-DPU set (rank slot × DPUs per rank + index),
     /// as the SDK prints it in log headers (`=== DPU#0x%x ===`).
@@ -982,6 +1006,32 @@ mod tests {
         assert!(matches!(set.sync(), Err(Error::CallbackFailed { code: 7 })));
         set.sync().unwrap();
         assert_eq!(set.status(), (true, false));
+    }
+
+    #[test]
+    fn a_polled_launch_is_busy_until_its_modeled_end_not_the_emulations() {
+        // The fixture's program loops for ever: the launch ends at the cycle limit, far past
+        // the host's present. A poll must answer "busy" as soon as the simulation has passed
+        // the present, not wait for the launch's end; once it has ended (virtually), "done"
+        // with the fault.
+        let _g = alloc_lock();
+        let Some(bytes) = build_fixture(&Fixture::default()) else {
+            return;
+        };
+        let now = timeline::with_state(|s| s.clock.now());
+        // Cycles at 350 MHz up to the present, four times over, plus room for progress reports.
+        let limit = now * 35 / 100 * 4 + 64 * openpim_engine::STOP_CHECK_CYCLES;
+        let set = crate::sdk::system::alloc(Some(1), &format!("maxCycles={limit}")).unwrap();
+        set.load_bytes(&bytes).unwrap();
+        set.launch(LaunchPolicy::Asynchronous).unwrap();
+        assert_eq!(set.polled_status(), (false, false));
+        assert!(
+            !set.status().0,
+            "the poll waited for the whole launch ({limit} cycles) instead of answering once \
+             its simulation had passed the present"
+        );
+        assert!(matches!(set.sync(), Err(Error::DpuFault { .. })));
+        assert_eq!(set.polled_status(), (true, true));
     }
 
     #[test]

@@ -195,6 +195,15 @@ impl Backend for LocalBackend {
         }
     }
 
+    fn polled_status(&self, rank: u32, ran_past: &dyn Fn(u64) -> bool) -> RankStatus {
+        let r = self.rank(rank);
+        let idle = r.settle(ran_past);
+        RankStatus {
+            idle,
+            faulted: r.faulted(),
+        }
+    }
+
     fn programs(&self, rank: u32, first: u32, count: u32) -> Vec<Option<Arc<Program>>> {
         let r = self.rank(rank);
         let meta = r.lock_meta();

@@ -7,7 +7,7 @@
 //! ([`OpDone`]: what moved, how long the host-side interleaving took) once it has run.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use openpim_engine::{DmaQuirk, Timing};
@@ -74,6 +74,9 @@ pub(crate) struct LocalRank {
     /// While set, a launch asks it every few milliseconds of simulation whether to stop
     /// (a rank served for a program that is gone: [`crate::exec::local::served`]).
     stop: Mutex<Option<StopCheck>>,
+    /// Cycles simulated so far by the slowest DPU of the launch running now (a lower bound,
+    /// in steps of the engine's progress reports): how far a polled launch has got.
+    progress: AtomicU64,
     _slot: SlotGuard,
 }
 
@@ -226,6 +229,7 @@ impl LocalRank {
             reporting,
             logs: Mutex::new(LogAccount::process()),
             stop: Mutex::new(None),
+            progress: AtomicU64::new(0),
             _slot: slot,
         })
     }
@@ -316,6 +320,13 @@ impl LocalRank {
     /// True when nothing is queued or running.
     pub(crate) fn is_idle(&self) -> bool {
         self.queue.is_idle()
+    }
+
+    /// [`crate::exec::Backend::polled_status`]'s wait: whether the rank is idle, once its
+    /// queued operations are done or the running launch has passed what `ran_past` asks.
+    pub(crate) fn settle(&self, ran_past: &dyn Fn(u64) -> bool) -> bool {
+        self.queue
+            .settle(&|| ran_past(self.progress.load(Ordering::Acquire)), None)
     }
 
     /// Queues an operation for the rank's worker thread.
@@ -695,6 +706,8 @@ impl LocalRank {
         let rank_id = self.id;
         let store = &*self.store;
         let stop = self.stop.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let progress = &self.progress;
+        progress.store(0, Ordering::Release);
         // Each DPU is admitted by the store before it runs (it may touch all of its MRAM).
         // Each DPU's new printf output comes back from the parallel part and is charged to
         // the process's log budget afterwards, in DPU order: which DPU's output is cut when
@@ -708,7 +721,15 @@ impl LocalRank {
                 .filter_map(|(i, (d, p))| p.map(|p| (i as u32, d, p)))
                 .map(|(i, dpu, prog)| {
                     let _admitted = store.admit(dpu.mem.mram_region(), Access::Launch)?;
-                    Ok((i, run_one(rank_id, i, dpu, prog, timing, stop.as_deref())))
+                    // The engine asks at the start and every STOP_CHECK_CYCLES simulated
+                    // cycles: each question after the first is that many more cycles run.
+                    let asked = AtomicU64::new(0);
+                    let check = || {
+                        let n = asked.fetch_add(1, Ordering::Relaxed);
+                        progress.fetch_max(n * openpim_engine::STOP_CHECK_CYCLES, Ordering::AcqRel);
+                        stop.as_deref().is_some_and(|stop| stop())
+                    };
+                    Ok((i, run_one(rank_id, i, dpu, prog, timing, &check)))
                 })
                 .collect()
         });
@@ -816,23 +837,17 @@ fn run_one(
     dpu: &mut DpuState,
     prog: &Arc<Program>,
     timing: &Timing,
-    stop: Option<&(dyn Fn() -> bool + Send + Sync)>,
+    check: &(dyn Fn() -> bool + Sync),
 ) -> RunOutcome {
     dpu.log.clear();
-    let outcome = catch_unwind(AssertUnwindSafe(|| match stop {
-        Some(stop) => openpim_engine::run_stoppable(
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        openpim_engine::run_stoppable(
             prog.decoded(),
             prog.boot_info(),
             dpu.mem.engine_view(),
             timing,
-            stop,
-        ),
-        None => openpim_engine::run(
-            prog.decoded(),
-            prog.boot_info(),
-            dpu.mem.engine_view(),
-            timing,
-        ),
+            check,
+        )
     }));
     match outcome {
         Ok(out) => {

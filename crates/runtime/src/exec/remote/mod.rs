@@ -41,6 +41,11 @@ use staging::{grown_size, Region, MAX_STAGING};
 /// operations go in several: their bytes may travel in the message).
 const MAX_QUEUE_BYTES: usize = 64 << 20;
 
+/// How long `dpu_status` waits, at most, for a rank's queued operations through a daemon
+/// before answering that the rank is busy (real time, not counted: see
+/// [`crate::exec::Backend::polled_status`]).
+const REMOTE_STATUS_PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// The environment variable naming the daemon's socket (the profile key `server=` does the
 /// same for one allocation).
 pub const SERVER_ENV: &str = "OPENPIM_SERVER";
@@ -362,6 +367,16 @@ impl Backend for RemoteBackend {
         let r = self.rank(rank);
         RankStatus {
             idle: r.queue.is_idle(),
+            faulted: r.faulted.load(Ordering::Acquire),
+        }
+    }
+
+    fn polled_status(&self, rank: u32, _ran_past: &dyn Fn(u64) -> bool) -> RankStatus {
+        // The daemon does not report a launch's progress while it runs: the wait for the
+        // rank's queued operations is bounded in real time instead.
+        let r = self.rank(rank);
+        RankStatus {
+            idle: r.queue.settle(&|| false, Some(REMOTE_STATUS_PATIENCE)),
             faulted: r.faulted.load(Ordering::Acquire),
         }
     }
