@@ -78,9 +78,10 @@ XFER_LOG_MS: dict[tuple[str, int], float] = {("to", 4 << 20): 23.263, ("to", 8 <
 # Real-hardware transfers on another UPMEM server (GitHub Loremkang/upmem-sdk-light,
 # results/UPMEM_{1,2,3}.txt: UPMEM SDK 2023.2.0, 32 ranks = 2,048 DPUs, one dpu_push_xfer to or
 # from every DPU with n bytes each, time per call averaged over 1-2 s of repetitions; mean of
-# the 6 runs of the 3 files). ms per call, by (direction, bytes per DPU). The 1 and 2 KiB
-# points give the bus model's fixed cost per rank of a call (their 0-byte intercept / 32), so
-# they are model inputs; the others are checks of the model on a server other than PrIM's.
+# the 6 runs of the 3 files). ms per call, by (direction, bytes per DPU). The 0-byte intercept
+# of the 1 and 2 KiB points is one of the 32-rank fixed costs from which the bus model's cost
+# per further rank of a call is derived (with two other servers' for reads: docs/fidelity.md),
+# so they are partly model inputs; the others are checks of the model on another server.
 OTHER_SERVER = "published: other server (32 ranks, SDK 2023.2)"
 XFER_32RANKS_MS: dict[tuple[str, int], float] = {
     ("to", 1 << 10): 0.5552, ("to", 2 << 10): 0.7751, ("to", 16 << 10): 2.6997,
@@ -371,7 +372,7 @@ def bench_xfer(s: Suite) -> None:
             reps = 4 if size <= (64 << 10) else 1
             gbps, note = xfer(s, "parallel", direction, 2048, size, reps)
             if size <= (2 << 10):
-                note += "; model input (fixed cost per rank)"
+                note += "; partly a model input (the 32-rank fixed cost)"
             s.add(Row("e", label, f"2048 DPUs (32 ranks), {fmt_size(size)}", gbps, "GB/s",
                       2048 * size / ms / 1e6, OTHER_SERVER, note, x=size,
                       series=f"{label} 32 ranks"))

@@ -664,7 +664,8 @@ def numbers(res: Results) -> list[Line]:
                 f"{_yn(best_all)}; inter-DPU {_ms(inter_hi)} at {maxd} vs {_ms(inter_lo)} at {mind}", _yn(ok),
                 "more ranks transfer in parallel" if ok else
                 "the exchange's host permutation is the same work at any DPU count and every transfer call's "
-                "fixed cost is per rank (10.5 us CPU-DPU, 21.3 us DPU-CPU), so more ranks add time")
+                "fixed cost grows with its ranks (72 / 108 us CPU-DPU / DPU-CPU on one rank, +8.5 / +10.5 us "
+                "per further rank), so more ranks add time")
     add("C11", "log Q sweep", "linear; 2,048 DPUs best for all; inter-DPU at 2,048 faster than at 256", c11)
 
     def c12() -> tuple[str, str, str]:

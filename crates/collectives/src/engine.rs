@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use openpim_runtime::inter_dpu::{self, InterDpuCall};
-use openpim_runtime::machine::{BusSpec, HardwareProfile, LinkSpec};
+use openpim_runtime::machine::{HardwareProfile, LinkSpec};
 use openpim_runtime::{
     timeline, DpuSet, LaunchPolicy, Program, Rank, Symbol, SymbolRef, XferDirection, XferFlags,
     MRAM_HEAP_SYMBOL,
@@ -287,7 +287,7 @@ impl<'a> Ctx<'a> {
     /// rank's lines at the line rates, at least the host-wide limit of all of them.
     pub(crate) fn host_step_bus_ns(&self, read_per_dpu: u64, written_per_dpu: u64) -> u64 {
         let hw = self.hardware();
-        let rates = LineRates::of(&hw.bus_spec(), self.ranks.len() as u32);
+        let rates = LineRates::of(hw, self.ranks.len() as u32);
         let per_rank = |dpus: u64| {
             let rd = read_per_dpu * dpus;
             let wr = written_per_dpu * dpus;
@@ -443,7 +443,10 @@ struct LineRates {
 }
 
 impl LineRates {
-    fn of(bus: &BusSpec, ranks: u32) -> LineRates {
+    fn of(hw: &HardwareProfile, ranks: u32) -> LineRates {
+        let bus = &hw.bus_spec();
+        // The call's fixed cost as the bus model charges an SDK call on these ranks.
+        let model = hw.bus_model();
         let write = bus.broadcast_rank_gbps;
         let read = write * bus.dpu_cpu_rank_gbps / bus.cpu_dpu_rank_gbps;
         let g = |r: f64| {
@@ -455,8 +458,8 @@ impl LineRates {
         LineRates {
             write_gbps: write,
             read_gbps: read,
-            read_call_ns: bus.dpu_cpu_call_ns,
-            write_call_ns: bus.cpu_dpu_call_ns,
+            read_call_ns: model.call_fixed_ns(openpim_runtime::machine::Direction::FromDpu, ranks),
+            write_call_ns: model.call_fixed_ns(openpim_runtime::machine::Direction::ToDpu, ranks),
             host_write_gbps: (write * scale).min(channels),
             host_read_gbps: (read * scale).min(channels),
         }

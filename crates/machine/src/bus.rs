@@ -6,10 +6,10 @@
 //! parametric, its parameters published figures (the `[bus]` section of the hardware profile;
 //! `docs/fidelity.md` gives every source):
 //!
-//! - every SDK call has a fixed cost per rank it addresses, per direction (`cpu_dpu_call_ns`,
-//!   `dpu_cpu_call_ns`): the SDK's host-side work on each rank (transfer matrix, MRAM
-//!   access, cache maintenance), paid one rank after the other, so a call on `R` ranks
-//!   costs `R` times the figure before its bytes move;
+//! - every SDK call has a fixed cost per direction: `cpu_dpu_call_ns` / `dpu_cpu_call_ns` for a
+//!   call on one rank (the SDK's host-side work: entry, transfer matrix, MRAM access, cache
+//!   maintenance), and `cpu_dpu_call_rank_ns` / `dpu_cpu_call_rank_ns` more for each further
+//!   rank it addresses, paid before its bytes move: `F + (R − 1)·p` for `R` ranks;
 //! - on one rank, `n` bytes to (or from) each of `k` DPUs take `n / b1 + n·(k−1)·c`: one DPU
 //!   alone streams at the published single-DPU rate `b1`, and each further DPU of the rank
 //!   adds a shared cost `c` per byte, such that a full rank of `D` DPUs reaches the published
@@ -26,9 +26,9 @@
 //! ```
 //! use openpim_machine::{BusModel, BusSpec, Direction, XferKind};
 //! let bus = BusModel::new(&BusSpec::upmem_default(), 64);
-//! // 1 MB to one DPU: 10.5 us + 1e6 B / 0.33 B/ns
+//! // 1 MB to one DPU: 72 us + 1e6 B / 0.33 B/ns
 //! let t = bus.rank_transfer_ns(XferKind::Serial, Direction::ToDpu, 1_000_000, 1);
-//! assert_eq!(t, 10_500 + 3_030_304);
+//! assert_eq!(t, 72_000 + 3_030_304);
 //! ```
 
 use serde::Deserialize;
@@ -37,10 +37,14 @@ use serde::Deserialize;
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BusSpec {
-    /// Fixed cost of a host -> DPU call, per rank it addresses, nanoseconds.
+    /// Fixed cost of a host -> DPU call on one rank, nanoseconds.
     pub cpu_dpu_call_ns: u64,
-    /// Fixed cost of a DPU -> host call, per rank it addresses, nanoseconds.
+    /// Fixed cost of a DPU -> host call on one rank, nanoseconds.
     pub dpu_cpu_call_ns: u64,
+    /// What each further rank a host -> DPU call addresses adds to its fixed cost, ns.
+    pub cpu_dpu_call_rank_ns: u64,
+    /// What each further rank a DPU -> host call addresses adds to its fixed cost, ns.
+    pub dpu_cpu_call_rank_ns: u64,
     /// Host -> one DPU, GB/s.
     pub cpu_dpu_serial_gbps: f64,
     /// One DPU -> host, GB/s.
@@ -72,8 +76,10 @@ impl BusSpec {
     /// `[bus]` section).
     pub fn upmem_default() -> BusSpec {
         BusSpec {
-            cpu_dpu_call_ns: 10_500,
-            dpu_cpu_call_ns: 21_300,
+            cpu_dpu_call_ns: 72_000,
+            dpu_cpu_call_ns: 108_000,
+            cpu_dpu_call_rank_ns: 8_500,
+            dpu_cpu_call_rank_ns: 10_500,
             cpu_dpu_serial_gbps: 0.33,
             dpu_cpu_serial_gbps: 0.12,
             cpu_dpu_rank_gbps: 6.68,
@@ -209,8 +215,10 @@ pub struct CallShape {
 /// The bus model of one hardware profile, in nanoseconds and bytes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BusModel {
-    /// Fixed cost per rank of a call: [to DPU, from DPU].
+    /// Fixed cost of a call on one rank: [to DPU, from DPU].
     latency_ns: [u64; 2],
+    /// What each further rank of a call adds to its fixed cost: [to DPU, from DPU].
+    rank_latency_ns: [u64; 2],
     /// ns per byte of one DPU's stream: [to DPU, from DPU].
     serial_ns_per_byte: [f64; 2],
     /// Shared per-byte cost of a rank: [to DPU, from DPU, broadcast].
@@ -236,6 +244,7 @@ impl BusModel {
         };
         BusModel {
             latency_ns: [spec.cpu_dpu_call_ns, spec.dpu_cpu_call_ns],
+            rank_latency_ns: [spec.cpu_dpu_call_rank_ns, spec.dpu_cpu_call_rank_ns],
             serial_ns_per_byte: [
                 1.0 / spec.cpu_dpu_serial_gbps,
                 1.0 / spec.dpu_cpu_serial_gbps,
@@ -262,6 +271,12 @@ impl BusModel {
     /// Fixed cost of a call on one rank in direction `dir`, ns.
     pub fn call_latency_ns(&self, dir: Direction) -> u64 {
         self.latency_ns[dir.index()]
+    }
+
+    /// Fixed cost of a call on `ranks` ranks in direction `dir` (at least one counts), ns.
+    pub fn call_fixed_ns(&self, dir: Direction, ranks: u32) -> u64 {
+        let d = dir.index();
+        self.latency_ns[d] + u64::from(ranks.max(1) - 1) * self.rank_latency_ns[d]
     }
 
     /// Index of the one-rank figure of a transfer (`rank_gbps`, `shared_ns_per_byte`).
@@ -310,20 +325,20 @@ impl BusModel {
         scaled.min(self.channels_gbps)
     }
 
-    /// Host-wide lower bound of a call, ns: the fixed cost of each of its ranks, then all
-    /// its bytes at [`BusModel::host_limit_gbps`]. Zero bytes cost nothing.
+    /// Host-wide lower bound of a call, ns: its fixed cost ([`BusModel::call_fixed_ns`]),
+    /// then all its bytes at [`BusModel::host_limit_gbps`]. Zero bytes cost nothing.
     pub fn host_bound_ns(&self, kind: XferKind, dir: Direction, call: CallShape) -> u64 {
         if call.bytes == 0 {
             return 0;
         }
         let ranks = call.ranks.max(1);
-        let fixed = u64::from(ranks) * self.latency_ns[dir.index()];
+        let fixed = self.call_fixed_ns(dir, ranks);
         fixed + (call.bytes as f64 / self.host_limit_gbps(kind, dir, ranks)).ceil() as u64
     }
 
-    /// Duration of one rank's part of a call, ns: the fixed cost of every rank of the call
-    /// (paid one rank after the other), then the rank's own bytes, but at least the call's
-    /// host-wide bound ([`BusModel::host_bound_ns`]). Zero bytes cost nothing.
+    /// Duration of one rank's part of a call, ns: the call's fixed cost (paid before any
+    /// rank's bytes move), then the rank's own bytes, but at least the call's host-wide bound
+    /// ([`BusModel::host_bound_ns`]). Zero bytes cost nothing.
     pub fn rank_in_call_ns(
         &self,
         kind: XferKind,
@@ -336,8 +351,8 @@ impl BusModel {
             return 0;
         }
         let ranks = call.ranks.max(1);
-        let own = u64::from(ranks) * self.latency_ns[dir.index()]
-            + self.rank_bytes_ns(kind, dir, bytes_per_dpu, dpus);
+        let own =
+            self.call_fixed_ns(dir, ranks) + self.rank_bytes_ns(kind, dir, bytes_per_dpu, dpus);
         own.max(self.host_bound_ns(kind, dir, call))
     }
 
@@ -375,23 +390,23 @@ mod tests {
     #[test]
     fn serial_one_dpu_hand_computed() {
         let m = model();
-        // 32 MiB to one DPU at 0.33 B/ns: 33554432 / 0.33 = 101680097 ns (+10500, the fixed
+        // 32 MiB to one DPU at 0.33 B/ns: 33554432 / 0.33 = 101680097 ns (+72000, the fixed
         // cost of a CPU-DPU call on one rank).
         let n = 32 << 20;
         assert_eq!(
             m.rank_transfer_ns(XferKind::Serial, Direction::ToDpu, n, 1),
-            10_500 + 101_680_097
+            72_000 + 101_680_097
         );
         // A parallel transfer to one DPU is the same.
         assert_eq!(
             m.rank_transfer_ns(XferKind::Parallel, Direction::ToDpu, n, 1),
-            10_500 + 101_680_097
+            72_000 + 101_680_097
         );
         // DPU-CPU at 0.12 B/ns: 33554432 / 0.12 = 279620266.67 -> 279620267, and its own
-        // fixed cost, 21300.
+        // fixed cost, 108000.
         assert_eq!(
             m.rank_transfer_ns(XferKind::Serial, Direction::FromDpu, n, 1),
-            21_300 + 279_620_267
+            108_000 + 279_620_267
         );
         // Serial ignores the DPU count (one DPU per call).
         assert_eq!(
@@ -403,24 +418,24 @@ mod tests {
             m.rank_transfer_ns(XferKind::Parallel, Direction::ToDpu, 0, 64),
             0
         );
-        assert_eq!(m.call_latency_ns(Direction::ToDpu), 10_500);
-        assert_eq!(m.call_latency_ns(Direction::FromDpu), 21_300);
+        assert_eq!(m.call_latency_ns(Direction::ToDpu), 72_000);
+        assert_eq!(m.call_latency_ns(Direction::FromDpu), 108_000);
     }
 
     #[test]
     fn small_transfers_cost_their_fixed_cost() {
         let m = model();
-        // 64 bytes to each of 64 DPUs of one rank: 10500 + 64/0.33 + 63 * 64 * c, with
+        // 64 bytes to each of 64 DPUs of one rank: 72000 + 64/0.33 + 63 * 64 * c, with
         // c = (64/6.68 - 1/0.33) / 63 = 0.10397675 ns/B: 193.94 + 419.23 = 613.17 -> 614.
         assert_eq!(
             m.rank_transfer_ns(XferKind::Parallel, Direction::ToDpu, 64, 64),
-            10_500 + 614
+            72_000 + 614
         );
-        // 128 bytes from each of 64 DPUs: 21300 + 128/0.12 + 63 * 128 * c', with
+        // 128 bytes from each of 64 DPUs: 108000 + 128/0.12 + 63 * 128 * c', with
         // c' = (64/4.74 - 1/0.12) / 63 = 0.08204407 ns/B: 1066.67 + 661.60 = 1728.27 -> 1729.
         assert_eq!(
             m.rank_transfer_ns(XferKind::Parallel, Direction::FromDpu, 128, 64),
-            21_300 + 1_729
+            108_000 + 1_729
         );
     }
 
@@ -448,10 +463,10 @@ mod tests {
             last = b;
         }
         // Hand computed: c = (64/6.68 - 1/0.33) / 63 = (9.5808383 - 3.0303030) / 63
-        //   = 0.10397675 ns/B; 8 DPUs of 1 MiB: 10500 + 1048576/0.33 + 7*1048576*0.10397675
-        //   = 10500 + 3177503.0 + 763192.6 -> 10500 + 3940696 = 3951196 ns.
+        //   = 0.10397675 ns/B; 8 DPUs of 1 MiB: 72000 + 1048576/0.33 + 7*1048576*0.10397675
+        //   = 72000 + 3177503.0 + 763192.6 -> 72000 + 3940696 = 4012696 ns.
         let t = m.rank_transfer_ns(XferKind::Parallel, Direction::ToDpu, 1 << 20, 8);
-        assert_eq!(t, 3_951_196);
+        assert_eq!(t, 4_012_696);
         // Parallel beats serial for many DPUs: 64 serial calls vs one push.
         let serial: u64 = 64 * m.rank_transfer_ns(XferKind::Serial, Direction::ToDpu, 1 << 20, 1);
         let parallel = m.rank_transfer_ns(XferKind::Parallel, Direction::ToDpu, 1 << 20, 64);
@@ -459,18 +474,21 @@ mod tests {
     }
 
     #[test]
-    fn fixed_cost_is_paid_per_rank_of_a_call() {
+    fn fixed_cost_grows_with_the_ranks_of_a_call() {
         let m = model();
-        // 8 bytes to each of the 64 DPUs of 32 ranks: 32 * 10500 = 336000 ns before the
-        // bytes (the published 32-rank intercept is 335 us); the bytes: 8/0.33 + 63*8*c =
+        // 8 bytes to each of the 64 DPUs of 32 ranks: 72000 + 31 * 8500 = 335500 ns before
+        // the bytes (the published 32-rank intercept is 335 us); the bytes: 8/0.33 + 63*8*c =
         // 24.24 + 52.40 -> 77 on the rank, 16384 B / 16.63 GB/s -> 986 host-wide.
         let c = call(32, 32 * 64 * 8);
         assert_eq!(
             m.rank_in_call_ns(XferKind::Parallel, Direction::ToDpu, 8, 64, c),
-            336_000 + 986
+            335_500 + 986
         );
-        // Reading: 32 * 21300 = 681600 (published intercept 683 us).
-        assert!(m.rank_in_call_ns(XferKind::Parallel, Direction::FromDpu, 8, 64, c) >= 681_600);
+        // Reading: 108000 + 31 * 10500 = 433500 (the mean of three 32-rank figures).
+        assert!(m.rank_in_call_ns(XferKind::Parallel, Direction::FromDpu, 8, 64, c) >= 433_500);
+        assert_eq!(m.call_fixed_ns(Direction::FromDpu, 32), 433_500);
+        assert_eq!(m.call_fixed_ns(Direction::FromDpu, 1), 108_000);
+        assert_eq!(m.call_fixed_ns(Direction::ToDpu, 0), 72_000);
         // A call on one rank is the rank's own transfer.
         assert_eq!(
             m.rank_in_call_ns(
@@ -511,18 +529,18 @@ mod tests {
             assert!((at32 - want).abs() < 1e-3, "{kind:?} {dir:?}: {at32}");
             assert_eq!(at32, at40);
         }
-        // 4 full ranks of 1 MiB per DPU: each rank alone takes 4 * 10500 + 64 MiB / 6.68 =
-        // 42000 + 10046238, but the host moves the 256 MiB at 7.6578 GB/s:
-        // 42000 + 268435456 / 7.657811 = 42000 + 35053811 ns.
+        // 4 full ranks of 1 MiB per DPU: each rank alone takes 72000 + 3 * 8500 + 64 MiB /
+        // 6.68 = 97500 + 10046238, but the host moves the 256 MiB at 7.6578 GB/s:
+        // 97500 + 268435456 / 7.657811 = 97500 + 35053811 ns.
         let c = call(4, (4 * 64) << 20);
         let t = m.rank_in_call_ns(XferKind::Parallel, Direction::ToDpu, 1 << 20, 64, c);
-        assert_eq!(t, 42_000 + 35_053_811);
+        assert_eq!(t, 97_500 + 35_053_811);
         assert_eq!(t, m.host_bound_ns(XferKind::Parallel, Direction::ToDpu, c));
         // One full rank is not limited by the host.
         let one = call(1, 64 << 20);
         assert_eq!(
             m.rank_in_call_ns(XferKind::Parallel, Direction::ToDpu, 1 << 20, 64, one),
-            10_500 + 10_046_238
+            72_000 + 10_046_238
         );
     }
 

@@ -442,7 +442,7 @@ impl MachineConfig {
         let bus = hw.bus_spec();
         let _ = writeln!(
             s,
-            "bus: CPU-DPU {} GB/s (1 DPU) / {} GB/s (rank), DPU-CPU {} / {} GB/s, broadcast {} GB/s; fixed cost per rank of a call {} us CPU-DPU, {} us DPU-CPU; host saturation with ranks {} + {} x min(ranks, {}) (relative to 1 rank), at most {} x {} GB/s channels",
+            "bus: CPU-DPU {} GB/s (1 DPU) / {} GB/s (rank), DPU-CPU {} / {} GB/s, broadcast {} GB/s; fixed cost of a call {} us CPU-DPU, {} us DPU-CPU on one rank, +{} / +{} us per further rank; host saturation with ranks {} + {} x min(ranks, {}) (relative to 1 rank), at most {} x {} GB/s channels",
             bus.cpu_dpu_serial_gbps,
             bus.cpu_dpu_rank_gbps,
             bus.dpu_cpu_serial_gbps,
@@ -450,6 +450,8 @@ impl MachineConfig {
             bus.broadcast_rank_gbps,
             bus.cpu_dpu_call_ns as f64 / 1000.0,
             bus.dpu_cpu_call_ns as f64 / 1000.0,
+            bus.cpu_dpu_call_rank_ns as f64 / 1000.0,
+            bus.dpu_cpu_call_rank_ns as f64 / 1000.0,
             bus.rank_scaling_base_gbps,
             bus.rank_scaling_step_gbps,
             bus.rank_scaling_max_ranks,

@@ -584,7 +584,7 @@ mod tests {
         assert!(e.to_string().contains("host_chanels"), "{e}");
         let e = HardwareProfile::parse(
             "type",
-            &text.replace("cpu_dpu_call_ns = 10500", "cpu_dpu_call_ns = \"fast\""),
+            &text.replace("cpu_dpu_call_ns = 72000", "cpu_dpu_call_ns = \"fast\""),
         )
         .unwrap_err();
         assert!(e.to_string().contains("cpu_dpu_call_ns"), "{e}");
@@ -592,8 +592,8 @@ mod tests {
         let e = HardwareProfile::parse(
             "old-latency",
             &text.replace(
-                "cpu_dpu_call_ns = 10500",
-                "cpu_dpu_call_ns = 10500\ncall_latency_ns = 3000",
+                "cpu_dpu_call_ns = 72000",
+                "cpu_dpu_call_ns = 72000\ncall_latency_ns = 3000",
             ),
         )
         .unwrap_err();
@@ -631,7 +631,11 @@ mod tests {
     fn launch_section_optional_and_checked() {
         for name in builtin_names() {
             let p = HardwareProfile::load(name).unwrap();
-            assert_eq!(p.launch, Some(LaunchSpec::default()), "{name}");
+            let want = LaunchSpec {
+                fixed_ns: 0,
+                per_rank_ns: 5_800,
+            };
+            assert_eq!(p.launch, Some(want), "{name}");
         }
         let text = include_str!("../../../profiles/upmem-v1a.toml");
         let p =
@@ -642,8 +646,11 @@ mod tests {
         let old = format!("{}{}", &text[..start], &text[end..]);
         let p = HardwareProfile::parse("old", &old).unwrap();
         assert_eq!(p.launch_spec(), LaunchSpec::default());
-        let e = HardwareProfile::parse("typo", &text.replace("per_rank_ns = 0", "per_rank = 0"))
-            .unwrap_err();
+        let e = HardwareProfile::parse(
+            "typo",
+            &text.replace("per_rank_ns = 5800", "per_rank = 5800"),
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("per_rank"), "{e}");
     }
 

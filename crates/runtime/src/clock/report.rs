@@ -477,7 +477,7 @@ fn advise(r: &Report, s: &State) -> Vec<Advice> {
         out.push(Advice {
             id: "small_transfers".into(),
             message: format!(
-                "{} transfers were so small that their fixed cost (~{:.1} us CPU-DPU, ~{:.1} us DPU-CPU per rank of a call) was most of their time ({} in total): gather the data into fewer, larger transfers.",
+                "{} transfers were so small that their fixed cost (~{:.1} us CPU-DPU, ~{:.1} us DPU-CPU for a call on one rank, more with more ranks) was most of their time ({} in total): gather the data into fewer, larger transfers.",
                 r.transfers.small_transfers,
                 latency[0] as f64 / 1000.0,
                 latency[1] as f64 / 1000.0,

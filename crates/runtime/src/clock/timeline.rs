@@ -1053,7 +1053,7 @@ fn finish_issued(rank: u32, hw: &HardwareProfile, done: OpDone, issue: Issue) {
                     s.inter_dpu.add_xfer_bytes(id, len as u64 * u64::from(dpus));
                 }
                 x.interleave_ns += host;
-                if d > 0 && bus.call_latency_ns(dir) * u64::from(call.ranks.max(1)) * 2 >= d {
+                if d > 0 && bus.call_fixed_ns(dir, call.ranks) * 2 >= d {
                     x.small_ops += 1;
                     x.small_ops_ns += d;
                 }
