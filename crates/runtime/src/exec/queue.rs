@@ -220,18 +220,20 @@ impl Counts {
                         self.changed.notify_all();
                     }
                 }
-                let (q, _) = self
-                    .changed
-                    .wait_timeout(q, poll)
-                    .unwrap_or_else(|e| e.into_inner());
-                if q.pending == 0 && q.detached == 0 {
-                    return true;
-                }
             }
             // Outside the queue's lock: the predicate reads the timeline.
             if ran_past() || patience.is_some_and(|p| start.elapsed() >= p) {
                 return false;
             }
+            let q = self.lock();
+            if q.pending == 0 && q.detached == 0 {
+                return true;
+            }
+            drop(
+                self.changed
+                    .wait_timeout(q, poll)
+                    .unwrap_or_else(|e| e.into_inner()),
+            );
         }
     }
 
