@@ -15,9 +15,10 @@
 //!
 //! After specialisation, the fusion passes mark the ops whose successor issues in the same
 //! slot, because the real DPU executes them as one instruction (the rules and their sources
-//! are in the crate documentation, "Issue-slot corrections"): [`find_pairs`] (rules 1-4,
-//! pairs), [`mark_ecall_setups`] (rule 5, the operand set-up of an `ecall`) and
-//! [`mark_carries`] (rule 6, 64-bit add/sub). Marks chain: when ops `i` and `i + 1` are both
+//! are in the crate documentation, "Issue-slot corrections"): [`find_pairs`] (rules 1-4 and
+//! 7, pairs), [`mark_ecall_setups`] (rule 5, the operand set-up of an `ecall`),
+//! [`mark_carries`] (rule 6, 64-bit add/sub) and [`mark_eq64_branches`] (rule 8, 64-bit
+//! equality branch). Marks chain: when ops `i` and `i + 1` are both
 //! marked, ops `i..=i + 2` issue in one slot. The mark lives in a byte array parallel to the
 //! ops, so `Op` stays 8 bytes and the unfused interpretation is unchanged.
 //!
@@ -197,6 +198,7 @@ impl Program {
             find_pairs(text_base, &words, &mut fuse);
             mark_ecall_setups(&insns, &mut fuse);
             mark_carries(&insns, &ops, &mut fuse);
+            mark_eq64_branches(&insns, &ops, &mut fuse);
             for (op, kind) in ops.iter_mut().zip(fuse.iter_mut()) {
                 if *kind != fuse::NONE {
                     if mark_fused(op, *kind) {
@@ -625,6 +627,14 @@ fn pair_kind(pc: u32, a: Insn, b: Insn) -> u8 {
         (Insn::Sw(x), Insn::Sw(y)) if x.rs1 == y.rs1 => return word_pair(x.imm, y.imm),
         _ => {}
     }
+    // Rule 7: shift-and-add, `slli t, rb, k` then `add t, ra, t` (either operand order),
+    // the add overwriting the shifted value (DPU: `lsl_add rc, ra, rb, shift`).
+    if let (Insn::Slli(sh), Insn::Add(r)) = (a, b) {
+        let t = sh.rd;
+        if t != reg::ZERO && t != reg::SP && r.rd == t && ((r.rs1 == t) != (r.rs2 == t)) {
+            return fuse::ALWAYS;
+        }
+    }
     // Rule 4: a 32-bit constant (`lui`/`auipc` t) consumed by the next instruction
     // (DPU: `add rc, ra, imm32` / `move rc, imm32`, 32-bit immediates of and/or/xor/sub,
     // load/store offsets of 24 bits signed, `call`/`jump` to an absolute address).
@@ -714,7 +724,7 @@ fn alu_dest_mut(op: &mut Op) -> Option<&mut u8> {
     }
 }
 
-/// Rules 1-4: marks the fused pairs of `words` in `fuse` (greedily from the start: an
+/// Rules 1-4 and 7: marks the fused pairs of `words` in `fuse` (greedily from the start: an
 /// instruction belongs to at most one of these pairs); returns the number of pairs.
 fn find_pairs(base: u32, words: &[u32], fuse: &mut [u8]) -> usize {
     let mut pairs = 0;
@@ -1007,6 +1017,45 @@ fn mark_carries(insns: &[Insn], ops: &[Op], fuse: &mut [u8]) {
             for j in free {
                 mark_free(fuse, j);
             }
+        }
+    }
+}
+
+/// Rule 8: a 64-bit equality branch, `xor a, x0, y0; xor b, x1, y1; or c, a, b;
+/// beqz/bnez c` (`c` one of `a`, `b`): the DPU compiler's `jneq`/`jeq` pair on the low and
+/// the high words, two instructions where RV32I issues three slots (the `or` and the branch
+/// already fuse by rule 1): the second `xor` issues in the slot of the `or`.
+fn mark_eq64_branches(insns: &[Insn], ops: &[Op], fuse: &mut [u8]) {
+    let n = insns.len();
+    let entry = entry_points(insns, ops);
+    for i in 0..n.saturating_sub(3) {
+        let (Insn::Xor(x0), Insn::Xor(x1), Insn::Or(o)) = (insns[i], insns[i + 1], insns[i + 2])
+        else {
+            continue;
+        };
+        let Some((s1, s2)) = branch_operands(insns[i + 3]) else {
+            continue;
+        };
+        let (a, b, c) = (x0.rd, x1.rd, o.rd);
+        let ors = (o.rs1 == a && o.rs2 == b) || (o.rs1 == b && o.rs2 == a);
+        let tests_c = (s1 == c && s2 == reg::ZERO) || (s2 == c && s1 == reg::ZERO);
+        if a == b
+            || !ors
+            || !(c == a || c == b)
+            || !tests_c
+            || !matches!(insns[i + 3], Insn::Beq(_) | Insn::Bne(_))
+            || [x1.rs1, x1.rs2].contains(&a)
+            || entry[i + 1]
+            || entry[i + 2]
+            || entry[i + 3]
+            || fuse[i + 2] != fuse::ALWAYS
+            || fuse[i + 1] != fuse::NONE
+        {
+            continue;
+        }
+        let mut op = ops[i + 1];
+        if mark_fused(&mut op, fuse::ALWAYS) {
+            mark_free(fuse, i + 2);
         }
     }
 }

@@ -72,8 +72,13 @@
 //! registers and an immediate size, `acquire`/`release` an immediate bit, the performance
 //! counter is read by one instruction), so there is no calling convention to satisfy; and
 //! its `add`/`sub` set a carry flag that `addc`/`subc` consume, so a 64-bit add or subtract
-//! is two instructions. Rules 1-4 are applied greedily from the start of the program (an
-//! instruction belongs to at most one of their pairs); rules 5 and 6 then add their marks:
+//! is two instructions. Rules 7 and 8 follow the UPMEM DPU back end of LLVM
+//! (`upmem/llvm-project`, `llvm/lib/Target/DPU`), what the SDK's compiler emits: the DPU's
+//! `lsl_add` for array indexing (`LSL_ADDrrri`; public DPU assembly compiled by the SDK shows
+//! `lsl_add r1, r16, r21, 2` for `&input[j]`) and the expansion of a 64-bit `==`/`!=`
+//! compare-and-branch into two 32-bit jumps (`DPUResolveMacroInstrPass.cpp`). Rules
+//! 1-4 and 7 are applied greedily from the start of the program (an instruction belongs to at
+//! most one of their pairs); rules 5, 6 and 8 then add their marks:
 //!
 //! 1. **ALU op + branch on its result.** An ALU instruction writing `rd` (not `x0`/`sp`)
 //!    followed by a conditional branch that compares `rd` with `x0`. Immediate forms must fit
@@ -123,6 +128,13 @@
 //!    register must carry the value the pattern needs (the `sltu`
 //!    compares the sum with an unchanged operand, the consumer reads that `sltu`'s result
 //!    and the high op's result). A `sltu` comparing unrelated registers is not a carry.
+//! 7. **Shift-and-add.** `slli t, rb, k` followed by `add t, ra, t` (either operand order)
+//!    that overwrites the shifted value: the DPU's `lsl_add t, ra, rb, k` (an address
+//!    `base + (i << 3)`).
+//! 8. **64-bit equality branch.** `xor a, x0, y0; xor b, x1, y1; or c, a, b; beqz/bnez c`
+//!    with `c` one of `a`, `b`: the DPU compiler's `jneq` on the low words then `jneq`/`jeq`
+//!    on the high words, two instructions. The second `xor`, the `or` and the branch (already
+//!    a rule-1 pair) issue in one slot; no branch target on those three.
 //!
 //! The second op of a pair issues together with the first only when control falls through
 //! from the first into it; when a branch or jump targets the second op directly, it issues

@@ -282,3 +282,100 @@ fn decode_without_fusion_marks_nothing() {
     );
     assert_eq!(Program::decode(BASE, &bytes).fused_pair_count(), 2);
 }
+
+#[test]
+fn shift_and_add_issues_as_one_lsl_add() {
+    // `slli t, rb, k; add t, ra, t` is the DPU's `lsl_add t, ra, rb, k` (rule 7): the
+    // address of `out[pos]` for 8-byte elements, as clang emits it in PrIM's SEL and UNI.
+    let mut p = P::new();
+    p.li(A0, 0x200); // 0, 1: base
+    p.li(A1, 5); // 2, 3: index
+    p.i(asm::slli(T0, A1, 3)); // 4: fused with 5
+    p.i(asm::add(T0, A0, T0)); // 5: t0 = 0x200 + 5 * 8
+    p.i(asm::sw(A1, T0, 0)); // 6
+    p.i(asm::slli(T1, A1, 2)); // 7: fused with 8 (the shifted register second operand)
+    p.i(asm::add(T1, T1, A0)); // 8: t1 = 0x200 + 5 * 4
+    p.i(asm::sw(A1, T1, 0)); // 9
+                             // The shifted value survives in another register: two DPU instructions.
+    p.i(asm::slli(T2, A1, 4)); // 10: not fused
+    p.i(asm::add(T3, A0, T2)); // 11: t3 = 0x200 + 80
+    p.i(asm::sw(T2, T3, 0)); // 12
+                             // `add t, t, t` doubles the shift, not an lsl_add of another register.
+    p.i(asm::slli(T4, A1, 1)); // 13: not fused
+    p.i(asm::add(T4, T4, T4)); // 14
+    p.i(asm::sw(T4, ZERO, 0x300)); // 15
+    p.exit();
+    assert!(fused_at(&p, 4) && fused_at(&p, 7));
+    assert!(!fused_at(&p, 10) && !fused_at(&p, 13));
+    let (off, on, d) = both(&p);
+    assert_eq!(d.w32(0x228), 5);
+    assert_eq!(d.w32(0x214), 5);
+    assert_eq!(d.w32(0x250), 80);
+    assert_eq!(d.w32(0x300), 20);
+    assert_eq!(off.instructions - on.instructions, on.stats.fused_pairs);
+    // The two lsl_adds, the two two-word `li`s (rule 4) and the exit's set-up (rule 5).
+    assert_eq!(on.stats.fused_pairs, 2 + 2 + 1);
+}
+
+/// `xor a, x0, y0; xor b, x1, y1; or a, b, a; beqz/bnez a` comparing the 64-bit values in
+/// (A0, A1) and (A2, A3); stores 1 at 0x100 when the branch is taken, 2 when not.
+fn eq64_program(equal_branch: bool) -> P {
+    let mut p = P::new();
+    p.i(asm::xor(A4, A0, A2)); // 0
+    p.i(asm::xor(A5, A1, A3)); // 1: issues with 2 and 3 (rule 8)
+    p.i(asm::or(A4, A5, A4)); // 2
+    if equal_branch {
+        p.i(asm::beq(A4, ZERO, 16)); // 3: -> 7
+    } else {
+        p.i(asm::bne(A4, ZERO, 16)); // 3: -> 7
+    }
+    p.i(asm::addi(T0, ZERO, 2)); // 4
+    p.i(asm::sw(T0, ZERO, 0x100)); // 5
+    p.i(asm::jal(ZERO, 12)); // 6: -> 9
+    p.i(asm::addi(T0, ZERO, 1)); // 7
+    p.i(asm::sw(T0, ZERO, 0x100)); // 8
+    p.exit(); // 9, 10
+    p
+}
+
+#[test]
+fn sixty_four_bit_equality_branch_issues_in_two_slots() {
+    // The DPU compiler branches on a 64-bit (in)equality with two 32-bit compare-and-jumps
+    // (rule 8): the RV32I `xor; xor; or; beqz` issues in two slots, not three.
+    for equal_branch in [true, false] {
+        let p = eq64_program(equal_branch);
+        assert!(fused_at(&p, 1) && fused_at(&p, 2), "marks ({equal_branch})");
+        assert!(!fused_at(&p, 0));
+        for (lo, hi, equal) in [(7, 9, true), (7, 8, false), (6, 9, false)] {
+            let mut with = p.clone();
+            let mut set = P::new();
+            set.i(asm::addi(A0, ZERO, 7)).i(asm::addi(A1, ZERO, 9));
+            set.i(asm::addi(A2, ZERO, lo)).i(asm::addi(A3, ZERO, hi));
+            set.0.extend_from_slice(&with.0);
+            with.0 = set.0;
+            let (off, on, d) = both(&with);
+            let taken = equal == equal_branch;
+            assert_eq!(d.w32(0x100), if taken { 1 } else { 2 });
+            // xor + (xor, or, beqz): 2 slots instead of 3; and the exit's set-up.
+            assert_eq!(off.instructions - on.instructions, 2 + 1);
+        }
+    }
+}
+
+#[test]
+fn sixty_four_bit_equality_needs_the_whole_pattern() {
+    // The `or` into a third register, a branch into the middle, a branch on a register
+    // other than the `or`: the second `xor` issues alone.
+    let mut p = P::new();
+    p.i(asm::xor(A4, A0, A2)).i(asm::xor(A5, A1, A3)); // 0, 1
+    p.i(asm::or(A6, A5, A4)).i(asm::beq(A6, ZERO, 8)); // 2, 3: rule 1 only
+    p.i(asm::xor(A4, A0, A2)).i(asm::xor(A5, A1, A3)); // 4, 5
+    p.i(asm::or(A4, A5, A4)).i(asm::beq(A5, ZERO, 8)); // 6, 7: branch on a5
+    p.i(asm::xor(A4, A0, A2)).i(asm::xor(A5, A1, A3)); // 8, 9
+    p.i(asm::or(A4, A5, A4)).i(asm::beq(A4, ZERO, 8)); // 10, 11
+    p.i(asm::jal(ZERO, -8)); // 12: -> 10 (a branch target inside the pattern); never runs
+    p.exit();
+    assert!(fused_at(&p, 2) && !fused_at(&p, 1));
+    assert!(!fused_at(&p, 5) && !fused_at(&p, 6));
+    assert!(fused_at(&p, 10) && !fused_at(&p, 9));
+}

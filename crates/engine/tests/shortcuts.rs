@@ -264,3 +264,43 @@ fn sleeping_and_dma_blocked_tasklets() {
         }
     }
 }
+
+/// A loop with a 64-bit equality branch (rule 8: `xor; xor; or; beqz` in two slots) and a
+/// shift-and-add (rule 7) on the taken side: the marked slots behave the same ahead or not.
+#[test]
+fn sixty_four_bit_compare_and_shift_add_loop() {
+    let iterations = 10;
+    let mut p = P::new();
+    p.i(asm::addi(S1, ZERO, iterations));
+    p.i(asm::slli(S4, A0, 6)); // this tasklet's 64 bytes of WRAM
+    p.i(asm::addi(S4, S4, 0x400));
+    let top = p.here();
+    p.i(asm::andi(A2, S1, 1)); // (a2, a3): a 64-bit value, odd or even
+    p.i(asm::addi(A3, ZERO, 0));
+    p.i(asm::xor(A4, A2, ZERO));
+    p.i(asm::xor(A5, A3, ZERO));
+    p.i(asm::or(A4, A5, A4));
+    p.i(asm::beq(A4, ZERO, 16)); // even: skip the store
+    p.i(asm::slli(T0, S1, 2));
+    p.i(asm::add(T0, S4, T0));
+    p.i(asm::sw(S1, T0, 0));
+    p.i(asm::addi(S1, S1, -1));
+    let back = top - p.here();
+    p.i(asm::bne(S1, ZERO, back));
+    p.exit();
+    same_everywhere(&p, &[1, 2, 11, 16]);
+    let (out, d) = run_p(&p, 16);
+    assert_eq!(out.fault, None);
+    for t in 0..16u32 {
+        for i in 1..=iterations as u32 {
+            let want = if i % 2 == 1 { i } else { 0 };
+            assert_eq!(
+                d.w32(0x400 + t * 64 + i * 4),
+                want,
+                "tasklet {t}, element {i}"
+            );
+        }
+    }
+    assert!(p.program_fused().fuses_with_next(BASE + 4 * 6));
+    assert!(p.program_fused().fuses_with_next(BASE + 4 * 9));
+}
