@@ -11,7 +11,8 @@ Then the ablation, each optimization off in turn (overhead geomean and worst): p
 parallel handling (`openpim daemon --serial`), zero-copy (`OPENPIM_REMOTE_ZEROCOPY=0`), write
 batching (`OPENPIM_REMOTE_BATCH=0`), read-ahead and read-across (`OPENPIM_REMOTE_PREFETCH=0`),
 in-place transfers (`OPENPIM_REMOTE_INPLACE=0`), queued operations sent together
-(`OPENPIM_REMOTE_QUEUE=0`); and the daemon's
+(`OPENPIM_REMOTE_QUEUE=0`), the shared-memory ring for short synchronous requests
+(`OPENPIM_REMOTE_RING=0`); and the daemon's
 allocation and wipe latencies (from its metrics). Every ratio is measured in this one run.
 Needs `make build`.
 """
@@ -70,6 +71,7 @@ ABLATION = [
     ("no prefetch", "main", {"OPENPIM_REMOTE_PREFETCH": "0"}),
     ("no in-place", "main", {"OPENPIM_REMOTE_INPLACE": "0"}),
     ("no queue msg", "main", {"OPENPIM_REMOTE_QUEUE": "0"}),
+    ("no ring", "main", {"OPENPIM_REMOTE_RING": "0"}),
 ]
 
 

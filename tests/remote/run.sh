@@ -88,12 +88,13 @@ if OPENPIM_SERVER="$sock" OPENPIM_REMOTE_BATCH=0 OPENPIM_REMOTE_PREFETCH=0 OPENP
 else
     fail "the same with batching, read-ahead and queued messages off" "$tmp/conf0.log"
 fi
-# ... and with in-place transfers off (the staging regions carry the large transfers).
-if OPENPIM_SERVER="$sock" OPENPIM_REMOTE_INPLACE=0 CONFORMANCE_VERBOSE=1 \
+# ... and with in-place transfers and the request ring off (the staging regions carry the
+# large transfers, the socket every request).
+if OPENPIM_SERVER="$sock" OPENPIM_REMOTE_INPLACE=0 OPENPIM_REMOTE_RING=0 CONFORMANCE_VERBOSE=1 \
     "$root/tests/conformance/run.sh" vector_add transfers async checksum reduction >"$tmp/conf1.log" 2>&1; then
-    pass "the same with in-place transfers off ($(tail -n 1 "$tmp/conf1.log"))"
+    pass "the same with in-place transfers and the ring off ($(tail -n 1 "$tmp/conf1.log"))"
 else
-    fail "the same with in-place transfers off" "$tmp/conf1.log"
+    fail "the same with in-place transfers and the ring off" "$tmp/conf1.log"
 fi
 # The Python API goes through libdpu, hence through the daemon too.
 if OPENPIM_SERVER="$sock" python3 -m pytest -q "$root/python/tests" >"$tmp/py.log" 2>&1; then

@@ -21,8 +21,9 @@ use std::time::{Duration, Instant};
 use openpim_machine::map;
 use openpim_runtime::exec::local::served::{self, ServedRank, StopCheck};
 use openpim_runtime::exec::remote::protocol::{
-    self, thread_cpu_ns, RankOutcome, Reply, Request, WireError, WireItem, WireOp, WriteBufs,
+    self, RankOutcome, Reply, Request, WireError, WireItem, WireOp, WriteBufs,
 };
+use openpim_runtime::exec::remote::ring::{path_cpu_ns as thread_cpu_ns, Ring};
 use openpim_runtime::exec::remote::staging::{FdReader, Region};
 use openpim_runtime::exec::remote::tenant_machine;
 use openpim_runtime::exec::{HostPtr, OpFacts, RankOp, XferItem};
@@ -207,6 +208,43 @@ struct Connection {
     /// Remote-path CPU time measured but not reported yet (requests that are not an
     /// operation's, and the reply before them).
     carry: u64,
+    /// The tenant's request ring, once it sent one ([`openpim_runtime::exec::remote::ring`]).
+    ring: Option<Arc<Ring>>,
+}
+
+/// Where a request came from, and so where its reply goes.
+#[derive(Clone, Copy, PartialEq)]
+enum Via {
+    Socket,
+    /// The ring, with the request's sequence number.
+    Ring(u32),
+}
+
+/// What the connection thread serves next.
+enum Next {
+    /// A frame is to be read on the socket.
+    Socket,
+    /// The ring's request (id and body), or why it is malformed.
+    Ring(std::result::Result<(u64, Vec<u8>), String>),
+}
+
+/// How long the connection thread sleeps on the ring's doorbell before it looks at the
+/// socket anyway (a tenant that died rings nothing; a daemon that stops shuts the socket):
+/// from the first to the last, doubling while nothing comes, so that an idle tenant costs a
+/// wake-up a second at most (each one's CPU time is the next operation's cost, as the
+/// sleeping it ends) and a dead one is noticed within a second.
+const BELL_TIMEOUT_FIRST: Duration = Duration::from_millis(50);
+const BELL_TIMEOUT_LAST: Duration = Duration::from_secs(1);
+
+/// Whether the socket has bytes or an end to read (without waiting).
+fn readable(fd: &OwnedFd) -> bool {
+    let mut p = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN | libc::POLLRDHUP,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd; a zero timeout does not block.
+    unsafe { libc::poll(&mut p, 1, 0) > 0 }
 }
 
 /// Sends a reply. `spent_ns`: for a reply made on a rank's worker, the CPU time the
@@ -218,6 +256,44 @@ fn send(w: &Writer, id: u64, reply: &Reply, spent_ns: Option<u64>) {
         Some(spent) => protocol::write_reply(&mut *w, id, reply, spent),
         None => protocol::write_frame(&mut *w, id, |e| reply.encode(e)),
     };
+}
+
+/// Sends a reply where its request came from: on the socket, or in the ring (`ring`: the
+/// ring and the request's sequence number), where a reply too large for it goes on the
+/// socket and the ring says so. `spent_ns` as for [`send`].
+///
+/// A failed operation's reply is not put in the ring once the connection is closed: a launch
+/// stopped because the tenant is gone or the daemon stops ends with the engine's `Stopped`
+/// fault, which is no program's (a tenant still waiting reads the closed socket instead, as
+/// it would on the socket).
+fn answer(
+    w: &Writer,
+    ring: Option<(&Ring, u32)>,
+    gone: &StopCheck,
+    id: u64,
+    reply: &Reply,
+    spent_ns: Option<u64>,
+) {
+    let Some((ring, seq)) = ring else {
+        return send(w, id, reply, spent_ns);
+    };
+    let failed = match reply {
+        Reply::Exec { outcomes, .. } => outcomes.iter().any(|o| o.result.is_err()),
+        Reply::Error(_) => true,
+        _ => false,
+    };
+    if failed && gone() {
+        return;
+    }
+    let mut frame = Vec::new();
+    let made = match spent_ns {
+        Some(spent) => protocol::write_reply(&mut frame, id, reply, spent),
+        None => protocol::write_frame(&mut frame, id, |e| reply.encode(e)),
+    };
+    if made.is_err() || !ring.post_reply(seq, &frame) {
+        send(w, id, reply, spent_ns);
+        ring.replied_on_socket(seq);
+    }
 }
 
 fn error_reply(e: &Error) -> Reply {
@@ -235,6 +311,7 @@ impl Connection {
             gone: Arc::new(|| false),
             mark: 0,
             carry: 0,
+            ring: None,
         }
     }
 
@@ -262,14 +339,46 @@ impl Connection {
             let fd = OwnedFd::from(s);
             self.gone = Arc::new(move || hung_up(&fd));
         }
+        let poll_fd = stream.try_clone().ok().map(OwnedFd::from);
         let mut reader = BufReader::new(FdReader::new(stream));
         let mut hello = false;
+        // The ring's last request taken, and the socket messages read (for the tenant's
+        // count of those it sent).
+        let mut ring_last = 0u32;
+        let mut socket_read = 0u32;
         self.mark = thread_cpu_ns();
         let why = loop {
-            let (id, body) = match protocol::read_frame(&mut reader, protocol::MAX_FRAME) {
-                Ok(Some(f)) => f,
-                Ok(None) => break "disconnected".to_string(),
-                Err(e) => break format!("connection error: {e}"),
+            let mut timeout = BELL_TIMEOUT_FIRST;
+            let next = match &self.ring {
+                None => Next::Socket,
+                Some(ring) => loop {
+                    let bell = ring.bell();
+                    if !reader.buffer().is_empty() || ring.socket_pending(socket_read) {
+                        break Next::Socket;
+                    }
+                    if let Some(taken) = ring.take_request(&mut ring_last) {
+                        break Next::Ring(taken);
+                    }
+                    ring.wait_bell(bell, timeout);
+                    if ring.bell() == bell {
+                        if poll_fd.as_ref().is_none_or(readable) {
+                            break Next::Socket;
+                        }
+                        timeout = (timeout * 2).min(BELL_TIMEOUT_LAST);
+                    }
+                },
+            };
+            let (id, body, via) = match next {
+                Next::Socket => match protocol::read_frame(&mut reader, protocol::MAX_FRAME) {
+                    Ok(Some((id, body))) => {
+                        socket_read = socket_read.wrapping_add(1);
+                        (id, body, Via::Socket)
+                    }
+                    Ok(None) => break "disconnected".to_string(),
+                    Err(e) => break format!("connection error: {e}"),
+                },
+                Next::Ring(Ok((id, body))) => (id, body, Via::Ring(ring_last)),
+                Next::Ring(Err(why)) => break format!("malformed request: {why}"),
             };
             let req = match Request::decode(&body) {
                 Ok(r) => r,
@@ -301,13 +410,28 @@ impl Connection {
                     _ => break "first request was not a hello".into(),
                 }
             }
-            // A staging region's descriptor came with its request's bytes.
-            let fd = match req {
-                Request::Staging { .. } => reader.get_mut().take_fd(),
+            // A staging region's or the ring's descriptor came with its request's bytes.
+            let fd = match (&req, via) {
+                (Request::Staging { .. } | Request::Ring { .. }, Via::Socket) => {
+                    reader.get_mut().take_fd()
+                }
                 _ => None,
             };
-            self.handle(id, req, fd, &writer);
+            // A new ring counts the tenant's socket messages from zero.
+            let new_ring = matches!(req, Request::Ring { .. });
+            self.handle(id, req, fd, &writer, via);
+            if new_ring {
+                socket_read = 0;
+                ring_last = 0;
+            }
         };
+        // A tenant thread sleeping in the ring for a reply that will not come wakes and
+        // finds the connection closed.
+        if let (Some(ring), Some(fd)) = (&self.ring, &poll_fd) {
+            // SAFETY: shuts down this connection's socket (an open descriptor of it).
+            unsafe { libc::shutdown(fd.as_raw_fd(), libc::SHUT_RDWR) };
+            ring.wake_tenant();
+        }
         let held: Vec<u32> = self.held.keys().copied().collect();
         // Workers end when their channel closes; the ranks go back to the manager (a
         // suspended one's file is removed).
@@ -323,7 +447,14 @@ impl Connection {
         );
     }
 
-    fn handle(&mut self, id: u64, req: Request, fd: Option<std::os::fd::OwnedFd>, writer: &Writer) {
+    fn handle(
+        &mut self,
+        id: u64,
+        req: Request,
+        fd: Option<std::os::fd::OwnedFd>,
+        writer: &Writer,
+        via: Via,
+    ) {
         // The remote path's cost, as the daemon reports it: its CPU time on this thread
         // outside the DPU simulation (receiving and decoding requests, checking them,
         // encoding and sending replies), one clock pair per operation: the clock is read
@@ -367,7 +498,7 @@ impl Connection {
                     error_reply(&e)
                 } else if ops.len() == 1 && self.on_worker(ops[0].0) {
                     let (rank, op) = ops.into_iter().next().expect("one op");
-                    match self.hand_to_worker(id, rank, vec![op]) {
+                    match self.hand_to_worker(id, rank, vec![op], via) {
                         None => return,
                         Some(reply) => reply,
                     }
@@ -394,7 +525,7 @@ impl Connection {
                 if let Err(e) = checked {
                     error_reply(&e)
                 } else if self.on_worker(rank) {
-                    match self.hand_to_worker(id, rank, ops) {
+                    match self.hand_to_worker(id, rank, ops, via) {
                         None => return,
                         Some(reply) => reply,
                     }
@@ -454,8 +585,24 @@ impl Connection {
                     Err(e) => error_reply(&e),
                 }
             }
+            Request::Ring { size } => match fd {
+                Some(fd) => match Ring::accept(fd, size) {
+                    Ok(ring) => {
+                        self.ring = Some(Arc::new(ring));
+                        Reply::Unit
+                    }
+                    Err(e) => error_reply(&e),
+                },
+                None => error_reply(&Error::InvalidDpuSet(
+                    "a ring request came without its memory file's descriptor".into(),
+                )),
+            },
         };
-        send(writer, id, &reply, None);
+        let ring = match (via, &self.ring) {
+            (Via::Ring(seq), Some(ring)) => Some((&**ring, seq)),
+            _ => None,
+        };
+        answer(writer, ring, &self.gone, id, &reply, None);
         if !counted {
             self.mark = thread_cpu_ns();
         }
@@ -469,14 +616,25 @@ impl Connection {
 
     /// Hands a request's operations on `rank` to the rank's worker, which replies; `None`
     /// once handed, else the reply to send (the worker is gone).
-    fn hand_to_worker(&mut self, id: u64, rank: u32, ops: Vec<WireOp>) -> Option<Reply> {
+    fn hand_to_worker(&mut self, id: u64, rank: u32, ops: Vec<WireOp>, via: Via) -> Option<Reply> {
         let now = thread_cpu_ns();
         let spent = std::mem::take(&mut self.carry) + now.saturating_sub(self.mark);
         self.mark = now;
         let h = &self.held[&rank];
         let w = h.worker.as_ref()?;
         // The region checked is the one the operations use, whatever the tenant sends next.
-        match w.send((id, ops, spent, h.staging.clone(), self.in_place.clone())) {
+        let ring = match (via, &self.ring) {
+            (Via::Ring(seq), Some(ring)) => Some((Arc::clone(ring), seq)),
+            _ => None,
+        };
+        match w.send((
+            id,
+            ops,
+            spent,
+            h.staging.clone(),
+            self.in_place.clone(),
+            ring,
+        )) {
             Ok(()) => None,
             Err(_) => Some(error_reply(&Error::Internal(
                 "the rank's worker is gone".into(),
@@ -957,6 +1115,7 @@ type Job = (
     u64,
     Option<Arc<Region>>,
     Option<Arc<Target>>,
+    Option<(Arc<Ring>, u32)>,
 );
 
 /// Runs a rank's operations in order, each whatever the outcome of the ones before (a
@@ -996,7 +1155,7 @@ fn spawn_worker(
     let _ = std::thread::Builder::new()
         .name(format!("openpim-served-rank-{rank}"))
         .spawn(move || {
-            while let Ok((id, ops, spent, staging, target)) = rx.recv() {
+            while let Ok((id, ops, spent, staging, target, ring)) = rx.recv() {
                 let start = Instant::now();
                 let outcomes = run_in_order(
                     &manager,
@@ -1011,7 +1170,8 @@ fn spawn_worker(
                     emu_ns: start.elapsed().as_nanos() as u64,
                     outcomes,
                 };
-                send(&writer, id, &reply, Some(spent));
+                let ring = ring.as_ref().map(|(r, seq)| (&**r, *seq));
+                answer(&writer, ring, &gone, id, &reply, Some(spent));
             }
         });
     tx

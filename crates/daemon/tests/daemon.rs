@@ -13,6 +13,7 @@ use openpim_machine::MachineConfig;
 use openpim_runtime::exec::remote::protocol::{
     self, read_frame, write_frame, Reply, Request, WireItem, WireOp, WriteBufs,
 };
+use openpim_runtime::exec::remote::ring::{Ring, Waited, RING_SIZE};
 use openpim_runtime::exec::remote::staging::{send_with_fd, Region};
 use openpim_runtime::exec::{HostPtr, RankOp, XferItem};
 use openpim_runtime::machine::MramAddr;
@@ -533,6 +534,7 @@ fn crafted_requests_on_the_raw_socket_are_refused() {
     drop(probe);
     staging_regions_carry_transfers_and_are_checked(&d);
     in_place_transfers_need_the_probe(&d);
+    the_request_ring_serves_and_survives_garbage(&d);
     openpim_daemon::server::request_stop();
     d.thread.take().unwrap().join().unwrap();
 }
@@ -789,4 +791,110 @@ fn in_place_transfers_need_the_probe(d: &Daemon) {
         panic!("read refused")
     };
     assert!(outcomes[0].result.is_ok());
+}
+
+/// A request through `ring`; its reply (`None`: the connection `raw` is gone).
+fn ring_call(raw: &mut Raw, ring: &Ring, req: &Request) -> Option<Reply> {
+    raw.id += 1;
+    let frame = protocol::frame(raw.id, |e| req.encode(e)).unwrap();
+    ring_post(raw, ring, &frame)
+}
+
+/// Posts raw bytes as a ring request; the reply (`None`: the daemon closed the connection).
+fn ring_post(raw: &mut Raw, ring: &Ring, frame: &[u8]) -> Option<Reply> {
+    let seq = ring.post_request(frame);
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&raw.w);
+    let alive = || {
+        let mut p = libc::pollfd {
+            fd,
+            events: libc::POLLRDHUP,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, no waiting.
+        unsafe { libc::poll(&mut p, 1, 0) == 0 }
+    };
+    match ring.wait_reply(seq, Duration::from_millis(20), alive) {
+        Waited::Frame(bytes) => {
+            let (id, body) = read_frame(&mut &bytes[..], usize::MAX).unwrap().unwrap();
+            assert_eq!(id, raw.id);
+            Some(Reply::decode(&body).unwrap())
+        }
+        Waited::OnSocket => {
+            let (id, body) = read_frame(&mut raw.r, usize::MAX).unwrap().unwrap();
+            assert_eq!(id, raw.id);
+            Some(Reply::decode(&body).unwrap())
+        }
+        Waited::Gone => None,
+    }
+}
+
+/// The request ring on the raw socket: a ring of the wrong size or without its descriptor is
+/// refused; requests through it are served (a reply too large for it comes on the socket),
+/// the socket still serves the rest; garbage written into the ring ends that connection
+/// only, with its rank released, and the daemon keeps serving the others.
+fn the_request_ring_serves_and_survives_garbage(d: &Daemon) {
+    let mut a = Raw::connect(d);
+    let rank = a.alloc_one();
+    let e = a.error(&Request::Ring {
+        size: RING_SIZE as u64,
+    });
+    assert!(e.to_string().contains("without its memory file"), "{e}");
+    let wrong = Region::create(1 << 16).unwrap();
+    let reply = a.send(&Request::Ring { size: 1 << 16 }, Some(wrong.fd()));
+    assert!(matches!(reply, Reply::Error(_)), "{reply:?}");
+    let ring = Ring::create().unwrap();
+    let reply = a.send(
+        &Request::Ring {
+            size: RING_SIZE as u64,
+        },
+        Some(ring.fd()),
+    );
+    assert!(matches!(reply, Reply::Unit), "{reply:?}");
+    // A write and a read through the ring; a read too large for it answered on the socket.
+    let w = ring_call(&mut a, &ring, &write_op(rank, 0, 1 << 20, 64));
+    assert!(matches!(w, Some(Reply::Exec { .. })), "{w:?}");
+    let Some(Reply::Exec { outcomes, .. }) = ring_call(&mut a, &ring, &read_op(rank, 1 << 20, 64))
+    else {
+        panic!("the read through the ring failed")
+    };
+    assert_eq!(outcomes[0].data, vec![0xAB; 64]);
+    let big = 1 << 17;
+    let Some(Reply::Exec { outcomes, .. }) = ring_call(&mut a, &ring, &read_op(rank, 0, big))
+    else {
+        panic!("the large read failed")
+    };
+    assert_eq!(outcomes[0].data.len(), big as usize);
+    // The socket still serves (a raw client does not ring for it: the daemon looks anyway).
+    assert!(matches!(
+        a.call(&Request::Status { rank }),
+        Reply::Status { .. }
+    ));
+    // A tenant writing garbage into its ring: its connection ends, its rank is released.
+    let mut b = Raw::connect(d);
+    let b_rank = b.alloc_one();
+    let b_ring = Ring::create().unwrap();
+    let reply = b.send(
+        &Request::Ring {
+            size: RING_SIZE as u64,
+        },
+        Some(b_ring.fd()),
+    );
+    assert!(matches!(reply, Reply::Unit), "{reply:?}");
+    assert!(ring_post(&mut b, &b_ring, &[0xFF; 40]).is_none());
+    // The other tenant is still served, and b's rank went back to the manager.
+    let w = ring_call(&mut a, &ring, &write_op(rank, 1, 64, 8));
+    assert!(matches!(w, Some(Reply::Exec { .. })), "{w:?}");
+    let mut c = Raw::connect(d);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match c.call(&Request::Pool) {
+            Reply::Pool(table) if table.iter().any(|r| r.rank == b_rank && r.state != "ALLO") => {
+                break
+            }
+            _ if Instant::now() > deadline => {
+                panic!("the garbage writer's rank {b_rank} was not released")
+            }
+            _ => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
 }

@@ -19,6 +19,7 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 
 use crate::error::{Error, Result};
 use crate::exec::remote::protocol::{self, Reply, Request};
+use crate::exec::remote::ring::{self, Ring, Waited};
 use crate::exec::remote::staging;
 
 struct Pending {
@@ -71,6 +72,10 @@ pub(crate) struct Conn {
     /// Whether the daemon reads and writes this program's buffers in place
     /// ([`Conn::probe_in_place`]).
     pub in_place: bool,
+    /// The shared-memory ring for short synchronous requests ([`ring`]), and who uses it
+    /// (one request at a time: the other threads' go on the socket meanwhile).
+    ring: Option<Ring>,
+    ring_user: Mutex<()>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -102,6 +107,8 @@ impl Conn {
             next_id: AtomicU64::new(1),
             machine: String::new(),
             in_place: false,
+            ring: None,
+            ring_user: Mutex::new(()),
         };
         let program = std::env::args().next().unwrap_or_default();
         match conn.call(&Request::Hello {
@@ -110,6 +117,16 @@ impl Conn {
         })? {
             Reply::Hello { machine } => conn.machine = machine,
             other => return Err(unexpected(&other)),
+        }
+        if crate::exec::remote::fastpath::switches().ring {
+            // Without a ring (no memory file, an older daemon's refusal) every request
+            // goes on the socket. First, so that the in-place probe goes through it.
+            conn.ring = Ring::create().ok().filter(|r| {
+                let req = Request::Ring {
+                    size: ring::RING_SIZE as u64,
+                };
+                matches!(conn.call_with_fd(&req, r.fd()), Ok(Reply::Unit))
+            });
         }
         conn.in_place = crate::exec::remote::fastpath::switches().in_place && conn.probe_in_place();
         Ok(conn)
@@ -163,6 +180,13 @@ impl Conn {
         }
         let frame = protocol::frame(id, |e| req.encode(e))
             .map_err(|e| Error::System(format!("cannot encode a request: {e}")))?;
+        if let Some(ring) = &self.ring {
+            if fd.is_none() && frame.len() <= ring::AREA && rides_ring(req) {
+                if let Ok(_user) = self.ring_user.try_lock() {
+                    return self.call_ring(ring, id, &frame);
+                }
+            }
+        }
         let sent = {
             let mut w = lock(&self.writer);
             match fd {
@@ -173,10 +197,61 @@ impl Conn {
         if let Err(e) = sent {
             return Err(self.gone(&e.to_string()));
         }
+        if let Some(ring) = &self.ring {
+            ring.note_socket_send();
+        }
         match self.wait(id)? {
             Reply::Error(w) => Err(w.to_error()),
             r => Ok(r),
         }
+    }
+
+    /// A request through the ring: posted, its reply waited for (spinning, then sleeping in
+    /// slices between which the socket is looked at: a daemon gone away closes it).
+    fn call_ring(&self, ring: &Ring, id: u64, frame: &[u8]) -> Result<Reply> {
+        let seq = ring.post_request(frame);
+        // The daemon wakes a sleeping thread when the connection ends; the slice bounds the
+        // wait when it could not (it crashed, or was killed).
+        let waited = ring.wait_reply(seq, std::time::Duration::from_secs(1), || self.alive());
+        let reply = match waited {
+            Waited::Gone => {
+                let why = lock(&self.pending).closed.clone();
+                return Err(self.gone(why.as_deref().unwrap_or("the daemon stopped")));
+            }
+            // Too large for the ring: on the socket.
+            Waited::OnSocket => self.wait(id)?,
+            Waited::Frame(bytes) => match protocol::read_frame(&mut &bytes[..], usize::MAX) {
+                Ok(Some((rid, body))) if rid == id => Reply::decode(&body).map_err(|e| {
+                    Error::Internal(format!("malformed reply from the daemon: {e}"))
+                })?,
+                _ => {
+                    return Err(Error::Internal(
+                        "the daemon answered another request in the ring".into(),
+                    ))
+                }
+            },
+        };
+        match reply {
+            Reply::Error(w) => Err(w.to_error()),
+            r => Ok(r),
+        }
+    }
+
+    /// False once the connection is known closed, or the daemon's end of the socket is
+    /// (a daemon stopped or gone shuts it; a thread reading the socket notes it in
+    /// `closed`).
+    fn alive(&self) -> bool {
+        if lock(&self.pending).closed.is_some() {
+            return false;
+        }
+        let mut p = libc::pollfd {
+            fd: lock(&self.writer).0.as_raw_fd(),
+            events: libc::POLLRDHUP,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, no waiting.
+        let n = unsafe { libc::poll(&mut p, 1, 0) };
+        n <= 0 || p.revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) == 0
     }
 
     /// Waits for reply `id`: reads the socket while no other thread does, else waits to be
@@ -238,6 +313,15 @@ impl Conn {
             self.path
         ))
     }
+}
+
+/// Whether a request takes the ring when it is free: all but those that set the connection
+/// up (before the ring exists, or carrying a descriptor) and the rank table.
+fn rides_ring(req: &Request) -> bool {
+    !matches!(
+        req,
+        Request::Hello { .. } | Request::Staging { .. } | Request::Ring { .. } | Request::Pool
+    )
 }
 
 /// A reply of the wrong kind (a daemon bug or a version mismatch).

@@ -64,6 +64,9 @@ pub struct Switches {
     pub in_place: bool,
     /// Operations queued on a rank sent together, one message for what the queue holds.
     pub queue: bool,
+    /// Synchronous requests and their replies through the connection's shared-memory ring
+    /// ([`super::ring`]) instead of the socket.
+    pub ring: bool,
 }
 
 /// The switches of this process (from the environment, read once).
@@ -77,6 +80,7 @@ pub fn switches() -> Switches {
             zero_copy: on("OPENPIM_REMOTE_ZEROCOPY"),
             in_place: on("OPENPIM_REMOTE_INPLACE"),
             queue: on("OPENPIM_REMOTE_QUEUE"),
+            ring: on("OPENPIM_REMOTE_RING"),
         }
     })
 }

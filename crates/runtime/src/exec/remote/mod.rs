@@ -14,6 +14,7 @@ mod conn;
 pub mod fastpath;
 pub mod peer;
 pub mod protocol;
+pub mod ring;
 pub mod staging;
 
 use std::collections::HashMap;
@@ -34,7 +35,8 @@ use crate::program::Program;
 use crate::xfer::Place;
 use conn::{unexpected, Conn};
 use fastpath::{batchable, in_place_bytes, switches, Batch, ReadCache, ReadPlan};
-use protocol::{thread_cpu_ns, RankOutcome, Reply, Request, WireItem, WireOp, WriteBufs};
+use protocol::{RankOutcome, Reply, Request, WireItem, WireOp, WriteBufs};
+use ring::path_cpu_ns as thread_cpu_ns;
 use staging::{grown_size, Region, MAX_STAGING};
 
 /// Transfers' bytes in one message of queued operations at most (beyond, the queue's
@@ -839,13 +841,13 @@ impl RemoteRank {
         let hw = &self.machine.hardware;
         let fetch = match plan {
             ReadPlan::Hit => {
-                let cpu = protocol::thread_cpu_ns();
+                let cpu = thread_cpu_ns();
                 // SAFETY: the unsafe API that accepted the items' buffers requires them to be
                 // valid for writes of `len` bytes until this transfer has run, which is now.
                 unsafe { lock(&self.cache).serve(len, &items) };
                 // Nothing moves on the bus (the fetch that brought the bytes was charged):
                 // the copy from the cache is the read's whole cost.
-                let ns = protocol::thread_cpu_ns().saturating_sub(cpu);
+                let ns = thread_cpu_ns().saturating_sub(cpu);
                 timeline::finish_remote(self.id, hw, timeline::OpDone::Other, 0);
                 timeline::remote_overhead(self.id, openpim_machine::Phase::DpuCpu, ns);
                 return Ok(());

@@ -24,7 +24,7 @@ use crate::exec::OpFacts;
 use crate::xfer::Place;
 
 /// Protocol version: a daemon refuses a tenant of another version.
-pub const VERSION: u32 = 4;
+pub const VERSION: u32 = 5;
 
 /// Largest frame either side accepts (bytes).
 pub const MAX_FRAME: usize = 1 << 30;
@@ -157,6 +157,9 @@ pub enum Request {
     /// reads the 8 bytes at `addr` and answers [`Reply::Unit`] when they are `value`, an
     /// error otherwise (then transfers go through the staging region or the messages).
     InPlace { addr: u64, value: u64 },
+    /// The connection's request ring from now on ([`super::ring`]): a memory file of `size`
+    /// bytes whose descriptor comes with this message (`SCM_RIGHTS`).
+    Ring { size: u64 },
 }
 
 /// One rank's outcome in an [`Reply::Exec`].
@@ -713,6 +716,10 @@ impl Request {
                 e.u32(*rank);
                 e.ops(ops);
             }
+            Request::Ring { size } => {
+                e.u8(11);
+                e.u64(*size);
+            }
         }
     }
 
@@ -765,6 +772,7 @@ impl Request {
                     .collect::<DResult<_>>()?;
                 Request::Queue { rank, ops }
             }
+            11 => Request::Ring { size: d.u64()? },
             tag => {
                 return Err(DecodeError::BadTag {
                     what: "request",
@@ -1310,6 +1318,7 @@ mod tests {
             addr: 0x7fff_1234,
             value: 42,
         });
+        roundtrip_request(Request::Ring { size: 1 << 17 });
         roundtrip_request(Request::Staging {
             rank: 2,
             size: 1 << 20,
