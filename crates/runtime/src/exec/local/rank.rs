@@ -74,8 +74,9 @@ pub(crate) struct LocalRank {
     /// While set, a launch asks it every few milliseconds of simulation whether to stop
     /// (a rank served for a program that is gone: [`crate::exec::local::served`]).
     stop: Mutex<Option<StopCheck>>,
-    /// Cycles simulated so far by the slowest DPU of the launch running now (a lower bound,
-    /// in steps of the engine's progress reports): how far a polled launch has got.
+    /// Cycles simulated so far by the DPU that has got furthest in the launch running now (a
+    /// lower bound of the launch's cycles, in steps of the engine's progress reports; 0 while
+    /// no launch runs): how far a polled launch has got.
     progress: AtomicU64,
     _slot: SlotGuard,
 }
@@ -733,6 +734,8 @@ impl LocalRank {
                 })
                 .collect()
         });
+        // No launch runs now: a poll must not take this one's progress for the next one's.
+        progress.store(0, Ordering::Release);
         let logs = self.log_account();
         let mut panics: Vec<String> = Vec::new();
         let mut refused = None;
