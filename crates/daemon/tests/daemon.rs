@@ -793,6 +793,19 @@ fn in_place_transfers_need_the_probe(d: &Daemon) {
     assert!(outcomes[0].result.is_ok());
 }
 
+/// Makes a request ring and hands it to the daemon on `raw`'s connection (accepted).
+fn hand_ring(raw: &mut Raw) -> Ring {
+    let ring = Ring::create().unwrap();
+    let reply = raw.send(
+        &Request::Ring {
+            size: RING_SIZE as u64,
+        },
+        Some(ring.fd()),
+    );
+    assert!(matches!(reply, Reply::Unit), "{reply:?}");
+    ring
+}
+
 /// A request through `ring`; its reply (`None`: the connection `raw` is gone).
 fn ring_call(raw: &mut Raw, ring: &Ring, req: &Request) -> Option<Reply> {
     raw.id += 1;
@@ -842,14 +855,7 @@ fn the_request_ring_serves_and_survives_garbage(d: &Daemon) {
     let wrong = Region::create(1 << 16).unwrap();
     let reply = a.send(&Request::Ring { size: 1 << 16 }, Some(wrong.fd()));
     assert!(matches!(reply, Reply::Error(_)), "{reply:?}");
-    let ring = Ring::create().unwrap();
-    let reply = a.send(
-        &Request::Ring {
-            size: RING_SIZE as u64,
-        },
-        Some(ring.fd()),
-    );
-    assert!(matches!(reply, Reply::Unit), "{reply:?}");
+    let ring = hand_ring(&mut a);
     // A write and a read through the ring; a read too large for it answered on the socket.
     let w = ring_call(&mut a, &ring, &write_op(rank, 0, 1 << 20, 64));
     assert!(matches!(w, Some(Reply::Exec { .. })), "{w:?}");
@@ -872,14 +878,7 @@ fn the_request_ring_serves_and_survives_garbage(d: &Daemon) {
     // A tenant writing garbage into its ring: its connection ends, its rank is released.
     let mut b = Raw::connect(d);
     let b_rank = b.alloc_one();
-    let b_ring = Ring::create().unwrap();
-    let reply = b.send(
-        &Request::Ring {
-            size: RING_SIZE as u64,
-        },
-        Some(b_ring.fd()),
-    );
-    assert!(matches!(reply, Reply::Unit), "{reply:?}");
+    let b_ring = hand_ring(&mut b);
     assert!(ring_post(&mut b, &b_ring, &[0xFF; 40]).is_none());
     // The other tenant is still served, and b's rank went back to the manager.
     let w = ring_call(&mut a, &ring, &write_op(rank, 1, 64, 8));
