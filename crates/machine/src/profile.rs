@@ -632,14 +632,14 @@ mod tests {
         for name in builtin_names() {
             let p = HardwareProfile::load(name).unwrap();
             let want = LaunchSpec {
-                fixed_ns: 0,
+                fixed_ns: 91_000,
                 per_rank_ns: 5_800,
             };
             assert_eq!(p.launch, Some(want), "{name}");
         }
         let text = include_str!("../../../profiles/upmem-v1a.toml");
-        let p =
-            HardwareProfile::parse("x", &text.replace("fixed_ns = 0", "fixed_ns = 25000")).unwrap();
+        let p = HardwareProfile::parse("x", &text.replace("fixed_ns = 91000", "fixed_ns = 25000"))
+            .unwrap();
         assert_eq!(p.launch_spec().fixed_ns, 25_000);
         let start = text.find("\n[launch]").unwrap();
         let end = text.find("\n[topology]").unwrap();
