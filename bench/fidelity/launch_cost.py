@@ -9,10 +9,11 @@ commit d01771a): real hardware, 10 warm-up and 100 timed repetitions per configu
 512 / N columns of 512 N / DPUs rows, so the kernels are small (tens to a few hundred µs) and
 the launch's host-side cost is most of the time.
 
-For each published run the model gives the kernel's cycles (dpu/gemv_launch.c, a kernel of
-the same shape, on one DPU with the run's rows, columns and tasklets); what remains of the
-published time after the kernel (cycles / f) and the launch's growth with ranks
-(`[launch] per_rank_ns` x (ranks - 1)) is the launch's one-rank fixed cost. The DPU clock of
+The model charges a launch on R ranks its cycles / f + `fixed_ns` + R x `per_rank_ns`. For each
+published run the model gives the kernel's cycles (dpu/gemv_launch.c, a kernel of the same
+shape, on one DPU with the run's rows, columns and tasklets); what remains of the published
+time after the kernel and R x `per_rank_ns` is the launch's fixed cost per call (`fixed_ns`;
+on one rank a launch costs `fixed_ns` + `per_rank_ns` beyond its cycles). The DPU clock of
 that server is not published: both clocks UPMEM DPUs run at (350 and 400 MHz) are shown.
 Also printed: a least-squares line of (published time - kernel) against the ranks, whose slope
 checks `per_rank_ns` independently of the source it was taken from.
@@ -87,34 +88,34 @@ def main() -> int:
     env = sdk_env()
     build(env)
     print(f"published warm synchronous launches (yongwonshin/atim GEMV_SAMSUNG, {SIZE} x {SIZE});")
-    print(f"launch growth {per_rank_us:.1f} us per rank after the first ({profile.name})\n")
-    print("  DPUs    N  tasklets  rows x cols  cycles | published us | one-rank launch, us at"
+    print(f"per_rank_ns {per_rank_us:.1f} us per rank launched ({profile.name})\n")
+    print("  DPUs    N  tasklets  rows x cols  cycles | published us | fixed cost per call, us at"
           + "".join(f" {f:5.0f} MHz" for f in CLOCKS_MHZ))
-    one_rank: dict[float, list[float]] = {f: [] for f in CLOCKS_MHZ}
+    per_call: dict[float, list[float]] = {f: [] for f in CLOCKS_MHZ}
     ranks_of: list[float] = []
     rest_of: dict[float, list[float]] = {f: [] for f in CLOCKS_MHZ}
     for dpus, n_blocks, tasklets, ms in PUBLISHED:
         cols, rows = SIZE // n_blocks, SIZE * n_blocks // dpus
         cycles = kernel_cycles(env, cols, rows, tasklets)
         ranks = dpus // RANK_DPUS
-        ranks_of.append(ranks - 1)
+        ranks_of.append(ranks)
         cells = []
         for f in CLOCKS_MHZ:
             rest = ms * 1000.0 - cycles / f
             rest_of[f].append(rest)
-            one = rest - per_rank_us * (ranks - 1)
-            one_rank[f].append(one)
-            cells.append(f"{one:9.1f}")
+            fixed = rest - per_rank_us * ranks
+            per_call[f].append(fixed)
+            cells.append(f"{fixed:9.1f}")
         print(f"  {dpus:4d} {n_blocks:4d} {tasklets:9d} {rows:5d} x {cols:3d} {cycles:7d} | "
               f"{ms * 1000:12.1f} |                       " + " ".join(cells))
     print()
     for f in CLOCKS_MHZ:
-        values = one_rank[f]
+        values = per_call[f]
         intercept, slope = line_fit(ranks_of, rest_of[f])
-        print(f"at {f:.0f} MHz: one-rank launch median {statistics.median(values):.1f} us "
-              f"(range {min(values):.1f}-{max(values):.1f}); free line: {intercept:.1f} us + "
-              f"{slope:.2f} us per further rank")
-    mid = statistics.fmean(statistics.median(one_rank[f]) for f in CLOCKS_MHZ)
+        print(f"at {f:.0f} MHz: fixed cost per call, median {statistics.median(values):.1f} us "
+              f"(range {min(values):.1f}-{max(values):.1f}); free line through the runs: "
+              f"{intercept:.1f} us + {slope:.2f} us per rank")
+    mid = statistics.fmean(statistics.median(per_call[f]) for f in CLOCKS_MHZ)
     print(f"mean of the two medians: {mid:.1f} us")
     return 0
 

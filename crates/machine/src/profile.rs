@@ -632,13 +632,13 @@ mod tests {
         for name in builtin_names() {
             let p = HardwareProfile::load(name).unwrap();
             let want = LaunchSpec {
-                fixed_ns: 91_000,
+                fixed_ns: 85_500,
                 per_rank_ns: 5_800,
             };
             assert_eq!(p.launch, Some(want), "{name}");
         }
         let text = include_str!("../../../profiles/upmem-v1a.toml");
-        let p = HardwareProfile::parse("x", &text.replace("fixed_ns = 91000", "fixed_ns = 25000"))
+        let p = HardwareProfile::parse("x", &text.replace("fixed_ns = 85500", "fixed_ns = 25000"))
             .unwrap();
         assert_eq!(p.launch_spec().fixed_ns, 25_000);
         let start = text.find("\n[launch]").unwrap();
