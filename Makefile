@@ -3,7 +3,8 @@
 #   make test   everything: module graph (no cycles), unit tests, header checks, conformance, report tests,
 #               the study's workloads against their CPU references, the quick scalability study
 #   make bench  the benchmarks (tables on stdout)
-#   make fidelity  the fidelity suite: emulated vs published UPMEM measurements (bench/fidelity)
+#   make fidelity  the fidelity suite: emulated vs published UPMEM measurements (bench/fidelity),
+#                  and the launch's fixed cost derived from published launches (launch_cost.py)
 #   make test-programs  every published program (PrIM x {1,4,64} DPUs, SimplePIM, dpu_demo, PID-Comm)
 #   make test-collectives  the collectives' full matrix at 64, 256 and 1,024 DPUs
 #   make fuzz-smoke  builds the fuzz targets (fuzz/), replays their regressions, runs each 60 s
@@ -82,6 +83,7 @@ bench-memory: build
 
 fidelity: build
 	bench/fidelity/run.py
+	bench/fidelity/launch_cost.py
 
 # The fuzz targets (fuzz/README.md): cargo-fuzz installed when missing, every target built,
 # its regression inputs replayed and a 60-second run from the committed corpus (which it
