@@ -90,11 +90,11 @@ def build_baseline(spec: str) -> Path:
     return lib
 
 
-def run_once(kernel: str, lib_dir: Path | None, threads: int) -> dict:
+def run_once(kernel: str, lib_dir: Path | None, threads: int, dpus: int = DPUS) -> dict:
     prog, n = KERNELS[kernel]
     with tempfile.NamedTemporaryFile(suffix=".json") as rep:
         out = subprocess.run(
-            [str(HERE / "bin/speed_host"), prog, str(DPUS), str(n)],
+            [str(HERE / "bin/speed_host"), prog, str(dpus), str(n)],
             cwd=HERE, env=env_of(lib_dir, threads, rep.name),
             capture_output=True, text=True, check=True,
         ).stdout
