@@ -46,6 +46,27 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 SHARED = Path(os.environ.get("OPENPIM_SHARED", ROOT.parent / "shared"))
 CSV_PATH = SHARED / "calibration" / "prim-calibration.csv"
+
+
+@dataclass(frozen=True)
+class Table:
+    """A set of real-hardware PrIM rows in the calibration CSV's columns."""
+
+    csv: Path
+    title: str  # what the rows are, printed above the table
+    stem: str  # out/<stem>.{csv,json}
+
+
+# `calibration`: the issue's rows (uPIMulator's server). `vpim`: PrIM's own default runs on
+# another server, published with vPIM (docs/fidelity.md, "A second server: vPIM's native PrIM
+# runs"); a check on rows nothing in the model was derived from or compared with before.
+TABLES = {
+    "calibration": Table(CSV_PATH, "PrIM calibration rows (real hardware: prim-calibration.csv)",
+                         "prim_calibration"),
+    "vpim": Table(HERE / "data" / "vpim-native.csv",
+                  "PrIM default runs on vPIM's server (real hardware: data/vpim-native.csv)",
+                  "prim_vpim"),
+}
 PRIM_SRC = SHARED / "third_party" / "prim-benchmarks"
 CACHE = HERE / "bin" / "prim"  # build cache (gitignored: bench/**/bin/)
 
@@ -110,10 +131,10 @@ class CalRow:
         return self.rel(self.model_d2c, self.hw_d2c)
 
 
-def load_rows(benches: Optional[set[str]] = None) -> list[CalRow]:
+def load_rows(benches: Optional[set[str]] = None, table: Table = TABLES["calibration"]) -> list[CalRow]:
     rows = []
-    with open(CSV_PATH, newline="") as f:
-        for r in csv.DictReader(f):
+    with open(table.csv, newline="") as f:
+        for r in csv.DictReader(row for row in f if not row.startswith("#")):
             if benches and r["benchmark"] not in benches:
                 continue
             rows.append(CalRow(
@@ -302,11 +323,12 @@ def compiler_identity(env: dict[str, str]) -> str:
     return line.split(": ", 1)[-1] if line else "unknown"
 
 
-def print_table(rows: list[CalRow], elapsed: float, compiler: str, hardware: str = "upmem-v1a") -> None:
+def print_table(rows: list[CalRow], elapsed: float, compiler: str, hardware: str = "upmem-v1a",
+                table: Table = TABLES["calibration"]) -> None:
     head = (f"{'benchmark':<9} {'DPUs':>4} {'size':>8} | {'kernel hw':>10} {'model':>9} {'err':>8} | "
             f"{'CPU-DPU hw':>10} {'model':>9} {'err':>8} | {'DPU-CPU hw':>10} {'model':>9} {'err':>8} | chk")
-    print(f"PrIM calibration rows (real hardware: {CSV_PATH.name}; model: OpenPIM run report; "
-          f"ms per iteration; hardware profile {hardware}; DPU compiler: {compiler})")
+    print(f"{table.title}; model: OpenPIM run report; ms per iteration; hardware profile "
+          f"{hardware}; DPU compiler: {compiler}")
     print(head)
     print("-" * len(head))
     for r in rows:
@@ -336,12 +358,12 @@ def print_table(rows: list[CalRow], elapsed: float, compiler: str, hardware: str
     bad = [r for r in rows if r.verified == "ERROR"]
     if bad:
         print(f"  {len(bad)} row(s) whose own check failed: " + ", ".join(r.key for r in bad))
-    print(f"PrIM calibration table: {len(rows)} rows in {elapsed:.0f} s of wall time")
+    print(f"PrIM table ({table.stem}): {len(rows)} rows in {elapsed:.0f} s of wall time")
 
 
-def write_files(rows: list[CalRow], out: Path) -> Path:
+def write_files(rows: list[CalRow], out: Path, table: Table = TABLES["calibration"]) -> Path:
     out.mkdir(exist_ok=True)
-    path = out / "prim_calibration.csv"
+    path = out / f"{table.stem}.csv"
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["benchmark", "dpus", "size", "hw_kernel_ms", "model_kernel_ms", "err_kernel",
@@ -357,7 +379,7 @@ def write_files(rows: list[CalRow], out: Path) -> Path:
                         g(r.err_d2c), r.hw_inter, r.launches, r.cycles, g(r.c2d_calls),
                         g(r.c2d_bytes), g(r.d2c_calls), g(r.d2c_bytes), r.verified, r.failure,
                         f"{r.wall_s:.1f}"])
-    with open(out / "prim_calibration.json", "w") as f:
+    with open(out / f"{table.stem}.json", "w") as f:
         json.dump([dict(asdict(r), err_kernel=r.err_kernel, err_cpu_dpu=r.err_c2d,
                         err_dpu_cpu=r.err_d2c) for r in rows], f, indent=1)
     return path

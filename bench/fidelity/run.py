@@ -15,7 +15,8 @@
 
 docs/fidelity.md explains every benchmark and value.
 
-Usage: bench/fidelity/run.py [--prim-only | --micro-only] [--bench GEMV,SEL,...] [--jobs N]
+Usage: bench/fidelity/run.py [--prim-only | --micro-only] [--table calibration|vpim]
+                             [--bench GEMV,SEL,...] [--jobs N]
                              [--compiler gcc|clang] [--quick] [--no-plots] [--groups abcde]
 """
 from __future__ import annotations
@@ -612,6 +613,9 @@ def main() -> int:
     part.add_argument("--micro-only", action="store_true", help="only the microbenchmarks")
     ap.add_argument("--bench", default="", help="PrIM benchmarks of the calibration table, "
                     "comma-separated (default: all of the CSV's)")
+    ap.add_argument("--table", choices=["calibration", "vpim"], default="calibration",
+                    help="the PrIM rows: calibration (the issue's, default) or vpim (PrIM's default "
+                    "runs on another server, a check; docs/fidelity.md)")
     ap.add_argument("--jobs", type=int, default=1, help="calibration rows run side by side "
                     "(default 1: transfer times include measured host work, so a loaded "
                     "machine can change them)")
@@ -637,17 +641,18 @@ def main() -> int:
         import prim_calibration as pc
 
         benches = {b.strip() for b in args.bench.split(",") if b.strip()} or None
-        rows = pc.load_rows(benches)
+        table = pc.TABLES[args.table]
+        rows = pc.load_rows(benches, table)
         if benches and not rows:
-            sys.exit(f"no calibration rows for {args.bench!r} in {pc.CSV_PATH}")
+            sys.exit(f"no rows for {args.bench!r} in {table.csv}")
         tp = time.monotonic()
-        print(f"PrIM calibration: {len(rows)} rows", file=sys.stderr)
+        print(f"PrIM table {args.table}: {len(rows)} rows", file=sys.stderr)
         pc.run_all(rows, env, args.compiler, args.jobs, args.timeout)
         print()
         who = pc.compiler_identity(env)
         pc.print_table(rows, time.monotonic() - tp, f"{args.compiler or 'shim default'}, {who}",
-                       args.hardware or "upmem-v1a")
-        print(f"wrote {pc.write_files(rows, OUT)}")
+                       args.hardware or "upmem-v1a", table)
+        print(f"wrote {pc.write_files(rows, OUT, table)}")
     if not args.prim_only:
         s = Suite(quick=args.quick, env=env)
         build(s.env)
