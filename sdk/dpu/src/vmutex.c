@@ -12,15 +12,21 @@ void vmutex_lock(vmutex_t *vmutex, uint32_t id)
 {
     uint32_t bit = hw_bit(vmutex, id);
     uint8_t mask = (uint8_t)(1u << (id & 7u));
+    volatile uint8_t *byte = &vmutex->locks[id >> 3];
     for (;;) {
         __dpu_lock(bit);
-        uint8_t v = vmutex->locks[id >> 3];
+        uint8_t v = *byte;
         if (!(v & mask)) {
-            vmutex->locks[id >> 3] = (uint8_t)(v | mask);
+            *byte = (uint8_t)(v | mask);
             __dpu_unlock(bit);
             return;
         }
         __dpu_unlock(bit);
+        /* Wait for the holder's unlock without the hardware bit: releasing and taking the bit
+         * back to back could keep it from the holder, which needs it to unlock (a livelock the
+         * revolver's fixed order can sustain). */
+        while (*byte & mask) {
+        }
     }
 }
 
