@@ -26,7 +26,9 @@
 //! and `ecall` in one slot, then `beqz a0` back) and makes their `ecall` an `EcallSpin`: when
 //! its acquire fails, the interpreter lets the tasklet spin on the `Spin` sentinel (the same
 //! issues, instructions and fused pairs, without re-executing the loop's ops) until the bit is
-//! clear.
+//! clear. A loop whose call is `ATOMIC_LOCK` (the SDK's `mutex_lock`, the DPU's self-jumping
+//! `acquire bit, 0, nz, .`) also issues its branch in the `ecall`'s slot (rule 9): one slot
+//! per attempt.
 //! And [`Program::ahead`] says, per op, whether the slot starting at it only touches the
 //! tasklet's registers, so that the interpreter may execute it ahead of its issue.
 
@@ -104,8 +106,10 @@ pub(crate) enum Op {
     /// Sentinel: one issue slot of an arithmetic call.
     Stall,
     /// An `ecall` that closes an acquire spin loop starting at op `start` (see
-    /// [`mark_spin_loops`]); executes as `Ecall`.
-    EcallSpin { start: u32 },
+    /// [`mark_spin_loops`]); executes as `Ecall`. `lock`: the loop is the SDK's `mutex_lock`
+    /// (call `ATOMIC_LOCK`), one DPU instruction: its branch back issues in the `ecall`'s slot
+    /// (rule 9).
+    EcallSpin { start: u32, lock: bool },
     /// Sentinel: one issue slot of a tasklet spinning on a held atomic bit.
     Spin,
 }
@@ -208,7 +212,7 @@ impl Program {
                     }
                 }
             }
-            mark_spin_loops(&mut ops, &fuse, n);
+            pairs += mark_spin_loops(&mut ops, &mut fuse, n);
         }
         let mut ahead: Vec<u16> = (0..ops.len()).map(|i| ahead_kind(&ops, &fuse, i)).collect();
         // Straight-line slots that may execute ahead, from each op.
@@ -253,7 +257,9 @@ impl Program {
     pub fn without_shortcuts(&self) -> Program {
         let mut p = self.clone();
         for op in &mut p.ops {
-            if let Op::EcallSpin { .. } = op {
+            // (A lock loop keeps its op: its one slot per attempt is timing, not a shortcut;
+            // the interpreter spins on the sentinel only with `shortcuts`.)
+            if let Op::EcallSpin { lock: false, .. } = op {
                 *op = Op::Ecall;
             }
         }
@@ -1108,16 +1114,24 @@ fn ahead_kind(ops: &[Op], fuse: &[u8], i: usize) -> u16 {
 /// `j..e` are register moves and constants marked to issue with it, rule 5) followed by
 /// `beqz a0` back to `j`, where the ops write `a0` and read no register that the loop writes
 /// (their own destinations, or `a0`, the `ecall`'s result). Once such a loop has run in full
-/// and its acquire failed, every further iteration writes the same values and is exactly
-/// two issue slots (the ops with the `ecall`, then the branch) until the bit is clear: the
-/// interpreter runs those on the `Spin` sentinel. The `ecall` becomes `EcallSpin { start: j }`
-/// (it still executes any call: the call number is checked when it runs).
-fn mark_spin_loops(ops: &mut [Op], fuse: &[u8], n: usize) {
+/// and its acquire failed, every further iteration writes the same values and takes the
+/// same issue slots until the bit is clear: the interpreter runs those on the `Spin`
+/// sentinel. The `ecall` becomes `EcallSpin { start: j, lock }` (it still executes any call:
+/// the call number is checked when it runs).
+///
+/// `lock` (rule 9): the loop's ops set `a7` to `ATOMIC_LOCK`, the call the SDK's
+/// `mutex_lock` makes. That loop is the DPU's one instruction `acquire bit, 0, nz, .`, which
+/// jumps to itself while the bit is held, so its branch back issues in the `ecall`'s slot:
+/// one slot per attempt, and the acquire that succeeds is one slot too. (A loop around
+/// `ATOMIC_ACQUIRE`, such as `while (!mutex_trylock(m));`, is an `acquire` and a jump on
+/// the DPU too, and keeps its two slots.) Returns the number of such branches marked.
+fn mark_spin_loops(ops: &mut [Op], fuse: &mut [u8], n: usize) -> usize {
+    let mut locks = 0;
     for e in 1..n.saturating_sub(1) {
         if ops[e] != Op::Ecall {
             continue;
         }
-        let (a0, zero) = (reg::A0, reg::ZERO);
+        let (a0, a7, zero) = (reg::A0, reg::A7, reg::ZERO);
         let j = match ops[e + 1] {
             Op::Beq { rs1, rs2, target }
                 if (rs1 == a0 && rs2 == zero) || (rs1 == zero && rs2 == a0) =>
@@ -1129,12 +1143,15 @@ fn mark_spin_loops(ops: &mut [Op], fuse: &[u8], n: usize) {
         if j >= e {
             continue;
         }
-        let (mut dests, mut srcs) = (0u32, 0u32);
+        let (mut dests, mut srcs, mut lock) = (0u32, 0u32, false);
         let moves = (j..e).all(|k| {
             fuse[k] == fuse::ALWAYS
                 && match ops[k] {
-                    Op::Li { rd, .. } => {
+                    Op::Li { rd, imm } => {
                         dests |= 1 << (rd & 31);
+                        if rd & 31 == a7 {
+                            lock = imm == crate::ecall::ATOMIC_LOCK;
+                        }
                         true
                     }
                     Op::Addi { rd, rs1, imm: 0 } => {
@@ -1146,9 +1163,17 @@ fn mark_spin_loops(ops: &mut [Op], fuse: &[u8], n: usize) {
                 }
         });
         if moves && dests & (1 << a0) != 0 && srcs & (dests | 1 << a0) == 0 {
-            ops[e] = Op::EcallSpin { start: j as u32 };
+            ops[e] = Op::EcallSpin {
+                start: j as u32,
+                lock,
+            };
+            if lock {
+                fuse[e] = fuse::ALWAYS;
+                locks += 1;
+            }
         }
     }
+    locks
 }
 
 #[cfg(test)]

@@ -73,6 +73,9 @@ struct Spin {
     ecall: u32,
     /// The atomic bit the loop acquires (0..256).
     bit: u8,
+    /// The loop is the SDK's lock (rule 9): its branch back issues with the acquire, and
+    /// every slot is an acquire.
+    lock: bool,
     /// The next slot is the loop's ops and acquire (else: the branch back).
     acquire_next: bool,
 }
@@ -688,19 +691,28 @@ impl<'a> Dpu<'a> {
                             }
                             Err(f) => fault!(pc, f),
                         }
-                        // A failed acquire closing a spin loop whose ops all ran in this slot:
-                        // the loop now repeats identically until the bit is clear.
-                        if let Op::EcallSpin { start } = op {
-                            if call == ecall::ATOMIC_ACQUIRE
+                        if let Op::EcallSpin { start, lock } = op {
+                            let acquired = self.regs[t][reg::A0 as usize] != 0;
+                            let lock = lock && call == ecall::ATOMIC_LOCK;
+                            if lock {
+                                // Rule 9: the branch back (`beqz a0`) issues in this slot.
+                                self.run_stats.fused_pairs += 1;
+                                npc = if acquired { pc + 2 } else { start };
+                            }
+                            // A failed acquire closing a spin loop whose ops all ran in this
+                            // slot: the loop now repeats identically until the bit is clear.
+                            if (lock || call == ecall::ATOMIC_ACQUIRE)
+                                && !acquired
+                                && self.shortcuts
                                 && self.hot[t].pc <= start
-                                && self.regs[t][reg::A0 as usize] == 0
                             {
                                 self.spin[t] = Spin {
                                     start,
                                     ecall: pc,
                                     // (valid: the acquire did not fault)
                                     bit: Self::atomic_bit(bit).map_or(0, |b| b as u8),
-                                    acquire_next: false,
+                                    lock,
+                                    acquire_next: lock,
                                 };
                                 self.held_spin |= 1 << t;
                                 self.passive |= 1 << t;
@@ -888,10 +900,7 @@ impl<'a> Dpu<'a> {
                 self.passive &= !bit;
             }
         } else {
-            let s = &mut self.spin[t];
-            let acquire = s.acquire_next;
-            self.run_stats.fused_pairs += u64::from(acquire) * u64::from(s.ecall - s.start);
-            s.acquire_next = !acquire;
+            self.spin_passive_slot(t);
         }
     }
 
@@ -1100,6 +1109,18 @@ impl<'a> Dpu<'a> {
         }
     }
 
+    /// One slot of tasklet `t`'s spin that executes no op: the branch back, or an acquire
+    /// that fails again (its ops write the values they wrote last time; the slot counts
+    /// their fused pairs, and the branch's in a lock, rule 9).
+    #[inline(always)]
+    fn spin_passive_slot(&mut self, t: usize) {
+        let s = &mut self.spin[t];
+        let acquire = s.acquire_next;
+        let pairs = s.ecall - s.start + u32::from(s.lock);
+        self.run_stats.fused_pairs += u64::from(acquire) * u64::from(pairs);
+        s.acquire_next = !acquire || s.lock;
+    }
+
     /// One issue slot of tasklet `t` spinning on the `Spin` sentinel: the branch back to the
     /// loop (`beqz a0`, a0 being 0), or the loop's ops and its acquire, which fails again while
     /// the bit is held (they write the values they wrote last time; the slot counts their
@@ -1115,9 +1136,7 @@ impl<'a> Dpu<'a> {
             self.passive |= 1 << t;
         }
         if !s.acquire_next || held {
-            let acquire = s.acquire_next;
-            self.run_stats.fused_pairs += u64::from(acquire) * u64::from(s.ecall - s.start);
-            s.acquire_next = !acquire;
+            self.spin_passive_slot(t);
             None
         } else {
             Some(s.start)
@@ -1530,8 +1549,8 @@ impl<'a> Dpu<'a> {
         let r = &self.regs[t];
         let (nr_call, a0) = (r[reg::A7 as usize], r[reg::A0 as usize]);
         match nr_call {
-            ecall::ATOMIC_ACQUIRE | ecall::ATOMIC_RELEASE => {
-                let v = self.atomic_call(a0, nr_call == ecall::ATOMIC_ACQUIRE)?;
+            ecall::ATOMIC_ACQUIRE | ecall::ATOMIC_LOCK | ecall::ATOMIC_RELEASE => {
+                let v = self.atomic_call(a0, nr_call != ecall::ATOMIC_RELEASE)?;
                 self.regs[t][reg::A0 as usize] = v;
                 Ok(Flow::Next { wait: 0 })
             }
@@ -1612,8 +1631,8 @@ impl<'a> Dpu<'a> {
                 let done = self.dma_call(t, pc, now, nr_call == ecall::DMA_MRAM_TO_WRAM)?;
                 return Ok(Flow::Next { wait: done });
             }
-            ecall::ATOMIC_ACQUIRE | ecall::ATOMIC_RELEASE => {
-                let v = self.atomic_call(a0, nr_call == ecall::ATOMIC_ACQUIRE)?;
+            ecall::ATOMIC_ACQUIRE | ecall::ATOMIC_LOCK | ecall::ATOMIC_RELEASE => {
+                let v = self.atomic_call(a0, nr_call != ecall::ATOMIC_RELEASE)?;
                 set(self, reg::A0, v);
                 return Ok(next);
             }

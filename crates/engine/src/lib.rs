@@ -78,7 +78,7 @@
 //! `lsl_add r1, r16, r21, 2` for `&input[j]`) and the expansion of a 64-bit `==`/`!=`
 //! compare-and-branch into two 32-bit jumps (`DPUResolveMacroInstrPass.cpp`). Rules
 //! 1-4 and 7 are applied greedily from the start of the program (an instruction belongs to at
-//! most one of their pairs); rules 5, 6 and 8 then add their marks:
+//! most one of their pairs); rules 5, 6, 8 and 9 then add their marks:
 //!
 //! 1. **ALU op + branch on its result.** An ALU instruction writing `rd` (not `x0`/`sp`)
 //!    followed by a conditional branch that compares `rd` with `x0`. Immediate forms must fit
@@ -135,6 +135,12 @@
 //!    with `c` one of `a`, `b`: the DPU compiler's `jneq` on the low words then `jneq`/`jeq`
 //!    on the high words, two instructions. The second `xor`, the `or` and the branch (already
 //!    a rule-1 pair) issue in one slot; no branch target on those three.
+//! 9. **The SDK's lock.** `li a7, ATOMIC_LOCK` and `mv a0, rX` (rule 5), `ecall`, `beqz a0`
+//!    back to the `li`: the SDK's `mutex_lock` is the one DPU instruction `acquire bit, 0,
+//!    nz, .`, which jumps to itself while the bit is held (the SDK's `mutex.h` writes it as
+//!    that one asm statement). The branch issues in the `ecall`'s
+//!    slot, so a lock attempt, failed or not, is one slot (`ATOMIC_ACQUIRE` in the same loop,
+//!    a `mutex_trylock` loop, stays two: on the DPU an `acquire` and a jump).
 //!
 //! The second op of a pair issues together with the first only when control falls through
 //! from the first into it; when a branch or jump targets the second op directly, it issues
@@ -198,6 +204,10 @@ pub mod ecall {
     pub const FAULT: u32 = 11;
     pub const STACK_LEFT: u32 = 12;
     pub const CYCLES: u32 = 13;
+    /// `ATOMIC_ACQUIRE` as the SDK's `mutex_lock` makes it, in the loop `li a7, 14; mv a0,
+    /// rX; ecall; beqz a0, back`: the DPU's self-jumping `acquire bit, 0, nz, .`, one issue
+    /// slot per attempt ("Issue-slot corrections", rule 9).
+    pub const ATOMIC_LOCK: u32 = 14;
     pub const MUL32: u32 = 20;
     pub const DIVU32: u32 = 21;
     pub const DIVS32: u32 = 22;

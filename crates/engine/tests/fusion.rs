@@ -379,3 +379,61 @@ fn sixty_four_bit_equality_needs_the_whole_pattern() {
     assert!(!fused_at(&p, 5) && !fused_at(&p, 6));
     assert!(fused_at(&p, 10) && !fused_at(&p, 9));
 }
+
+/// The SDK's lock loop (`mv a0, s0; li a7, call; ecall; beqz a0, back`) on atomic bit `s0`.
+fn lock_loop(p: &mut P, call: u32) {
+    let top = p.here();
+    p.i(asm::addi(A0, S0, 0));
+    p.sys(call);
+    p.i(asm::beq(A0, ZERO, top - p.here()));
+}
+
+#[test]
+fn the_sdk_lock_is_one_slot_per_attempt() {
+    // Rule 9: with ATOMIC_LOCK (14) the loop's branch issues with its acquire; with
+    // ATOMIC_ACQUIRE (4), a trylock loop, it issues alone.
+    for (call, slots, pairs) in [(14, 6, 6), (4, 7, 5)] {
+        let mut p = P::new();
+        p.i(asm::addi(S0, ZERO, 3)); // 0
+        p.i(asm::sw(S0, ZERO, 0x104)); // 1
+        lock_loop(&mut p, call); // 2-5
+        p.i(asm::sw(A0, ZERO, 0x100)); // 6
+        p.i(asm::addi(A0, S0, 0)); // 7-9: release
+        p.sys(5);
+        p.exit(); // 10, 11
+        assert_eq!(fused_at(&p, 4), call == 14, "call {call}");
+        let (off, on, d) = both(&p);
+        assert_eq!(d.w32(0x100), 1, "call {call}: the lock was taken");
+        assert_eq!(off.instructions, 12);
+        assert_eq!(on.instructions, slots, "call {call}");
+        assert_eq!(on.stats.fused_pairs, pairs, "call {call}");
+    }
+}
+
+#[test]
+fn a_waiter_on_the_sdk_lock_takes_it_at_its_first_slot_after_the_release() {
+    // Two tasklets: each takes the lock, reads the cycle counter, stores it, releases.
+    // Tasklet 0 gets the lock first (cycle 11); tasklet 1 issues at cycles 1, 12, 23, ...
+    //   ATOMIC_LOCK: t0 lock 11, CYCLES 22, store 33, release 44; t1 fails at 12, 23, 34,
+    //   acquires at 45 (every slot is an attempt), CYCLES 56: 34 cycles apart.
+    //   ATOMIC_ACQUIRE: t0 acquire 11, branch 22, CYCLES 33, store 44, release 55; t1
+    //   attempts at 12, 34, branches at 23, 45, acquires at 56, branch 67, CYCLES 78: 45.
+    for (call, apart) in [(14u32, 34u32), (4, 45)] {
+        let mut p = P::new();
+        p.i(asm::slli(T0, TP, 2));
+        p.i(asm::addi(S0, ZERO, 3));
+        lock_loop(&mut p, call);
+        p.sys(13); // CYCLES
+        p.i(asm::sw(A0, T0, 0x200));
+        p.i(asm::addi(A0, S0, 0));
+        p.sys(5);
+        p.exit();
+        let program = p.program_fused();
+        for program in [program.without_shortcuts(), program] {
+            let mut d = Dpu::new();
+            let out = d.run_program(&program, &boot(2), &timing());
+            assert_eq!(out.fault, None);
+            assert_eq!(d.w32(0x204) - d.w32(0x200), apart, "call {call}");
+        }
+    }
+}

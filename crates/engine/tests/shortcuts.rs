@@ -58,12 +58,13 @@ fn same_everywhere(p: &P, nrs: &[u32]) {
     }
 }
 
-/// Lock loop on atomic bit `s0` as the SDK's `mutex_lock` compiles (`mv a0, s0; li a7, 4;
-/// ecall; beqz a0, back`): the operand set-up issues with the `ecall`.
-fn lock(p: &mut P) {
+/// Lock loop on atomic bit `s0` (`mv a0, s0; li a7, call; ecall; beqz a0, back`): the
+/// operand set-up issues with the `ecall`; with `ATOMIC_LOCK` (14, the SDK's `mutex_lock`) the
+/// branch does too (rule 9), with `ATOMIC_ACQUIRE` (4, a trylock loop) it issues alone.
+fn lock(p: &mut P, call: u32) {
     let top = p.here();
     p.i(asm::addi(A0, S0, 0));
-    p.sys(4);
+    p.sys(call);
     p.i(asm::beq(A0, ZERO, top - p.here()));
 }
 
@@ -83,7 +84,7 @@ fn local_work(p: &mut P, n: i32) {
 
 /// A TRNS-like kernel: tasklets take turns under a lock that is held across DMA requests,
 /// with local work, an arithmetic call and a counter in WRAM.
-fn mutex_dma_kernel(iterations: i32) -> P {
+fn mutex_dma_kernel(iterations: i32, lock_call: u32) -> P {
     let mut p = P::new();
     p.i(asm::addi(S0, ZERO, 3)); // the lock's atomic bit
     p.i(asm::addi(S1, ZERO, iterations));
@@ -94,7 +95,7 @@ fn mutex_dma_kernel(iterations: i32) -> P {
     p.i(asm::slli(S4, A0, 6)); // and of WRAM
     p.i(asm::addi(S4, S4, 0x400));
     let top = p.here();
-    lock(&mut p);
+    lock(&mut p, lock_call);
     p.i(asm::lw(T1, S2, 0));
     p.i(asm::addi(T1, T1, 1));
     p.i(asm::sw(T1, S2, 0));
@@ -122,11 +123,13 @@ fn mutex_dma_kernel(iterations: i32) -> P {
 
 #[test]
 fn mutex_and_dma_kernel() {
-    let p = mutex_dma_kernel(6);
-    same_everywhere(&p, &[1, 2, 3, 5, 11, 12, 16, 24]);
-    let (out, d) = run_p(&p, 16);
-    assert_eq!(out.fault, None);
-    assert_eq!(d.w32(0x100), 16 * 6);
+    for call in [14, 4] {
+        let p = mutex_dma_kernel(6, call);
+        same_everywhere(&p, &[1, 2, 3, 5, 11, 12, 16, 24]);
+        let (out, d) = run_p(&p, 16);
+        assert_eq!(out.fault, None);
+        assert_eq!(d.w32(0x100), 16 * 6);
+    }
 }
 
 /// A call-heavy arithmetic loop (`jal` to a wrapper that makes the MUL32 / DIVU32 calls and

@@ -16,6 +16,7 @@
 #define __ECALL_FAULT            11
 #define __ECALL_STACK_LEFT       12
 #define __ECALL_CYCLES           13
+#define __ECALL_ATOMIC_LOCK      14
 
 /* FAULT codes */
 #define __FAULT_HEAP_EXHAUSTED   1
@@ -85,13 +86,15 @@ static __OPENPIM_AI unsigned int __dpu_acquire(unsigned int bit)
 /* The lock is one statement, as the UPMEM SDK's (`acquire ..., nz, .`: one DPU instruction that
  * jumps to itself while the bit is held). A loop written in C is a basic block of its own, into
  * which the compiler may sink the work the program does before taking the lock, lengthening the
- * critical section (clang moved PrIM HST-L's multiply inside it: 4x its hardware time). The
- * instructions are those the C loop compiled to, so the engine's spin handling is unchanged. */
+ * critical section (clang moved PrIM HST-L's multiply inside it: 4x its hardware time). The call
+ * is ATOMIC_LOCK, an acquire by which the engine knows this loop for the DPU's one instruction:
+ * the set-up, the acquire and the branch back issue in one slot per attempt (rule 9 of
+ * docs/internals/dpu-abi.md); a trylock loop (ATOMIC_ACQUIRE) is two on the DPU too. */
 static __OPENPIM_AI void __dpu_lock(unsigned int bit)
 {
     __asm__ __volatile__("1:\n\tli a7, %1\n\tmv a0, %0\n\tecall\n\tbeqz a0, 1b"
                          :
-                         : "r"(bit), "i"(__ECALL_ATOMIC_ACQUIRE)
+                         : "r"(bit), "i"(__ECALL_ATOMIC_LOCK)
                          : "a0", "a7", "memory");
 }
 
