@@ -25,9 +25,10 @@ build: setup
 	$(MAKE) -s $(VCLOCK)
 	$(MAKE) -s $(RELOCATE)
 
-# The collectives' relocation program (PIM-assisted reordering), run on the emulated DPUs.
+# The collectives' relocation program (PIM-assisted reordering), run on the emulated DPUs; rebuilt
+# when the DPU runtime it links (headers, sources) changes.
 RELOCATE := build/collectives/relocate
-$(RELOCATE): crates/collectives/dpu/relocate.c
+$(RELOCATE): crates/collectives/dpu/relocate.c $(wildcard sdk/dpu/include/*.h sdk/dpu/src/*.c sdk/dpu/crt0.S)
 	@mkdir -p $(@D)
 	sdk/bin/dpu-upmem-dpurte-clang -O2 -DNR_TASKLETS=16 -Wall -Wextra -Werror -o $@ $<
 

@@ -8,6 +8,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 eval "$("$root/target/release/openpim" env)"
 cd "$root/bench/speed"
+"$root/scripts/dpu-toolchain.sh" fresh .
 make -s >/dev/null
 
 calc() { awk "BEGIN { print $1 }"; }

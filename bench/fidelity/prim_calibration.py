@@ -27,7 +27,6 @@ Nothing here is fitted: the rows judge the model.
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 import os
 import re
@@ -69,10 +68,6 @@ TABLES = {
 }
 PRIM_SRC = SHARED / "third_party" / "prim-benchmarks"
 CACHE = HERE / "bin" / "prim"  # build cache (gitignored: bench/**/bin/)
-
-# Files whose change makes every cached PrIM build stale (the DPU toolchain and runtime).
-TOOLCHAIN_GLOBS = ["sdk/bin/*", "sdk/dpu/src/*", "sdk/dpu/include/**/*", "sdk/dpu/crt0.S",
-                   "sdk/dpu/dpu.ld", "sdk/dpu/Makefile", "sdk/include/**/*"]
 
 OK_RE = re.compile(r"\[.*OK.*\]")
 ERR_RE = re.compile(r"\[.*ERROR.*\]|Mismatch at")
@@ -159,13 +154,13 @@ def iterations(host_cmd: str) -> tuple[int, int]:
 
 
 def toolchain_fingerprint(compiler: Optional[str]) -> str:
-    h = hashlib.sha256()
-    h.update(f"compiler={compiler or 'default'}\n".encode())
-    files = sorted({p for g in TOOLCHAIN_GLOBS for p in ROOT.glob(g) if p.is_file()})
-    for p in files:
-        h.update(str(p.relative_to(ROOT)).encode())
-        h.update(p.read_bytes())
-    return h.hexdigest()[:16]
+    """The DPU toolchain's fingerprint (scripts/dpu-toolchain.sh) with DPU compiler `compiler`."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENPIM_DPU_COMPILER"}
+    if compiler:
+        env["OPENPIM_DPU_COMPILER"] = compiler
+    out = subprocess.run([str(ROOT / "scripts/dpu-toolchain.sh"), "hash"], env=env,
+                         capture_output=True, text=True, check=True)
+    return out.stdout.strip()
 
 
 def make_args(make_cmd: str) -> list[str]:

@@ -181,6 +181,8 @@ def sdk_env(compiler: Optional[str] = None) -> dict[str, str]:
 
 def build(env: dict[str, str]) -> None:
     jobs = str(max(1, os.cpu_count() or 1))
+    # (Programs built with another DPU toolchain, or another compiler, are rebuilt.)
+    subprocess.run([str(ROOT / "scripts/dpu-toolchain.sh"), "fresh", str(HERE)], check=True, env=env)
     subprocess.run(["make", "-s", "-j", jobs, "-C", str(HERE)], check=True, env=env)
 
 

@@ -108,6 +108,7 @@ def main() -> None:
     ap.add_argument("--plot", default=str(ROOT / "build" / "bench" / "memory.png"))
     a = ap.parse_args()
 
+    subprocess.run([str(ROOT / "scripts/dpu-toolchain.sh"), "fresh", str(TESTS)], check=True)
     subprocess.run(["make", "-s", "-C", str(TESTS)], env=env(), check=True, capture_output=True)
     tmp = Path(tempfile.mkdtemp(prefix="openpim-bench-memory."))
     working = 3 * a.dpus * a.mib

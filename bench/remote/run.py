@@ -59,6 +59,7 @@ def program_dir(name):
 
 
 def build(name):
+    subprocess.run([str(ROOT / "scripts/dpu-toolchain.sh"), "fresh", str(program_dir(name))], check=True)
     subprocess.run(["make", "-s", "-C", str(program_dir(name))], check=True, env=env_with({}),
                    stdout=subprocess.DEVNULL)
 

@@ -66,6 +66,7 @@ def main() -> int:
     this_lib = ROOT / "target/release/libdpu.so"
     if not this_lib.is_file():
         sys.exit(f"{this_lib} is missing: run `make build` first")
+    subprocess.run([str(ROOT / "scripts/dpu-toolchain.sh"), "fresh", str(HERE)], check=True)
     subprocess.run(["make", "-s", "-C", str(HERE)], check=True, stdout=subprocess.DEVNULL,
                    env=speed.env_of(None, 1, ""))
     engines: list[tuple[str, Path | None]] = [("this", None)]

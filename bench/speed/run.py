@@ -117,6 +117,7 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     a = ap.parse_args()
     kernels = [k for k in a.kernels.split(",") if k]
+    subprocess.run([str(ROOT / "scripts/dpu-toolchain.sh"), "fresh", str(HERE)], check=True)
     subprocess.run(["make", "-s", "-C", str(HERE)], check=True, stdout=subprocess.DEVNULL,
                    env=env_of(None, a.threads, ""))
     base = build_baseline(a.baseline) if a.baseline else None

@@ -30,12 +30,6 @@ else
     done
 fi
 
-# The tests' Makefiles do not know that their DPU programs depend on the SDK's headers, DPU
-# runtime and compiler shim: a test whose binaries were built with another toolchain is rebuilt
-# (a stamp in its bin/ names the toolchain's contents and the DPU compiler chosen).
-toolchain=$( (echo "compiler=${OPENPIM_DPU_COMPILER:-default}"
-    cd "$root" && find sdk/bin sdk/include sdk/dpu -type f \( -path 'sdk/dpu/build/*' -prune -o -print \) |
-        LC_ALL=C sort | xargs sha256sum) | sha256sum | cut -c1-16)
 
 passed=0
 failed=0
@@ -50,12 +44,9 @@ for t in "${tests[@]}"; do
         failed=$((failed + 1))
         continue
     fi
-    if [ -d "$dir/bin" ] && [ "$(cat "$dir/bin/.toolchain" 2>/dev/null)" != "$toolchain" ]; then
-        rm -rf "$dir/bin"
-    fi
-    if make -s -C "$dir" >"$log" 2>&1; then
-        [ -d "$dir/bin" ] && echo "$toolchain" >"$dir/bin/.toolchain"
-    else
+    # (A test whose programs were built with another DPU toolchain is rebuilt.)
+    "$root/scripts/dpu-toolchain.sh" fresh "$dir"
+    if ! make -s -C "$dir" >"$log" 2>&1; then
         echo "FAIL $t (build failed)"
         sed 's/^/    /' "$log" | tail -n 30
         failed=$((failed + 1))

@@ -26,6 +26,7 @@ bad() {
 }
 host() { (cd "$here" && ./bin/host "$@"); }
 
+"$root/scripts/dpu-toolchain.sh" fresh "$here"
 make -s -C "$here" >"$tmp/out" 2>&1 || { bad build; exit 1; }
 
 # Runs the host with a profile; output in $tmp/out.

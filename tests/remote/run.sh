@@ -57,6 +57,7 @@ all_free() {
     return 1
 }
 
+"$root/scripts/dpu-toolchain.sh" fresh "$here"
 make -s -C "$here" >"$tmp/build.log" 2>&1 || { fail "build tests/remote" "$tmp/build.log"; exit 1; }
 cd "$here"
 

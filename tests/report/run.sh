@@ -18,6 +18,7 @@ failed=0
 ok() { echo "PASS $1"; passed=$((passed + 1)); }
 ko() { echo "FAIL $1"; [ -n "${2:-}" ] && sed 's/^/    /' <<<"$2"; failed=$((failed + 1)); }
 
+"$root/scripts/dpu-toolchain.sh" fresh "$here"
 if ! out=$(make -s -C "$here" 2>&1); then
     ko "build" "$out"
     echo "$passed passed, $failed failed"

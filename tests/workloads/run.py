@@ -185,6 +185,7 @@ def error_case(name: str, cwd: Path, args: list[str], message: str) -> None:
 def main() -> int:
     tasklets = [1, 7, 16, 24]
     for d in (EMB, NTT):
+        subprocess.run([str(ROOT / "scripts/dpu-toolchain.sh"), "fresh", str(d)], check=True)
         r = run(["make", "-s"], d)
         if r.returncode != 0:
             print(f"FAIL build {d.name}: {r.stdout}{r.stderr}")

@@ -106,6 +106,10 @@ class Runner:
         key = f"{name}:{target}"
         if key in self.built:
             return
+        if not any(k.startswith(f"{name}:") for k in self.built):
+            # (Programs built with another DPU toolchain are rebuilt.)
+            fresh = [str(self.root / "scripts/dpu-toolchain.sh"), "fresh", str(self.workload(name))]
+            subprocess.run(fresh, env=self.env(), check=True)
         cmd = ["make", "-s", "-C", str(self.workload(name))] + ([target] if target else [])
         r = subprocess.run(cmd, env=self.env(), capture_output=True, text=True)
         if r.returncode != 0:

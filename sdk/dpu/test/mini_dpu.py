@@ -331,13 +331,14 @@ class Dpu:
                             self.wram[wram:wram + a2] = self.mram_load(mram, a2)
                         else:
                             self.mram_store(mram, bytes(self.wram[wram:wram + a2]))
-                    elif nr in (4, 5):
+                    elif nr in (4, 5, 14):  # acquire, release, lock (an acquire)
                         bit = a0 - ATOMIC_BASE if a0 >= ATOMIC_BASE else a0
                         if not 0 <= bit < 256:
                             raise Fault("bad atomic bit")
                         old = atomic[bit]
-                        atomic[bit] = 1 if nr == 4 else 0
-                        r[10] = (1 - old) if nr == 4 else old
+                        acquire = nr != 5
+                        atomic[bit] = 1 if acquire else 0
+                        r[10] = (1 - old) if acquire else old
                     elif nr == 6:
                         if pending[t]:
                             pending[t] = False

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The DPU toolchain's fingerprint, and bin/ folders kept fresh for it.
+#
+#   scripts/dpu-toolchain.sh hash           the fingerprint: the DPU compiler chosen
+#                                           (OPENPIM_DPU_COMPILER) and the contents of the SDK's
+#                                           compiler shims, headers and DPU runtime sources
+#   scripts/dpu-toolchain.sh fresh DIR...   empties DIR/bin when its programs were built with
+#                                           another toolchain, then stamps it with this one
+#
+# The tests' and benchmarks' Makefiles name their C sources only, not the SDK headers, DPU
+# runtime and compiler shim their DPU programs are built with: after a change there, `make`
+# would keep the old binaries (a lock changed in sdk/dpu, say, and a suite still runs the
+# old lock). Each runner calls `fresh` on its folders before `make`.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+
+hash() {
+    (
+        echo "compiler=${OPENPIM_DPU_COMPILER:-default}"
+        cd "$root" && find sdk/bin sdk/include sdk/dpu -path sdk/dpu/build -prune -o -type f -print |
+            LC_ALL=C sort | xargs sha256sum
+    ) | sha256sum | cut -c1-16
+}
+
+case "${1:-}" in
+hash)
+    hash
+    ;;
+fresh)
+    shift
+    h=$(hash)
+    for dir in "$@"; do
+        if [ "$(cat "$dir/bin/.toolchain" 2>/dev/null)" != "$h" ]; then
+            rm -rf "$dir/bin"
+            mkdir -p "$dir/bin"
+            echo "$h" >"$dir/bin/.toolchain"
+        fi
+    done
+    ;;
+*)
+    echo "usage: $0 hash | fresh DIR..." >&2
+    exit 2
+    ;;
+esac
