@@ -85,6 +85,7 @@ bench-memory: build
 fidelity: build
 	bench/fidelity/run.py
 	bench/fidelity/launch_cost.py
+	bench/fidelity/transfer_floor.py
 
 # The fuzz targets (fuzz/README.md): cargo-fuzz installed when missing, every target built,
 # its regression inputs replayed and a 60-second run from the committed corpus (which it
