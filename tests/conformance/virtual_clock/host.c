@@ -81,8 +81,15 @@ static int64_t abs64(int64_t x) { return x < 0 ? -x : x; }
 static double ms(int64_t ns) { return (double)ns / 1e6; }
 
 /* `got` is the modeled `want`: within 3%, and 0.3 ms for the host code between the reads
- * (a few microseconds, more when the machine is busy). */
-static int near(int64_t got, int64_t want) { return abs64(got - want) <= want * 3 / 100 + 3 * MS / 10; }
+ * (a few microseconds, more when the machine is busy). Through the rank-manager daemon, 1 ms
+ * more: each request's round trip and the wake-up after the daemon's reply are real host time,
+ * which a loaded machine stretches (0.5 ms seen on 2 busy cores, where an idle one takes a few
+ * microseconds). */
+static int near(int64_t got, int64_t want)
+{
+    int64_t daemon = getenv("OPENPIM_SERVER") != NULL ? MS : 0;
+    return abs64(got - want) <= want * 3 / 100 + 3 * MS / 10 + daemon;
+}
 
 /* What a launch costs beside its DPUs' cycles in the default profile (profiles/upmem-v1a.toml,
  * [launch]: fixed_ns per call, per_rank_ns per rank): the program's clocks show it too. */
