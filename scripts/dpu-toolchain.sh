@@ -3,9 +3,14 @@
 #
 #   scripts/dpu-toolchain.sh hash           the fingerprint: the DPU compiler chosen
 #                                           (OPENPIM_DPU_COMPILER) and the contents of the SDK's
-#                                           compiler shims, headers and DPU runtime sources
-#   scripts/dpu-toolchain.sh fresh DIR...   empties DIR/bin when its programs were built with
-#                                           another toolchain, then stamps it with this one
+#                                           compiler shims, headers and DPU runtime sources (not
+#                                           the runtime's own tests, sdk/dpu/test)
+#   scripts/dpu-toolchain.sh fresh DIR...   removes the files in DIR/bin when its programs were
+#                                           built with another toolchain, then stamps it with
+#                                           this one (subfolders are kept: they are caches with
+#                                           fingerprints of their own, such as the PrIM builds
+#                                           of bench/fidelity/bin/prim, and a runner may be
+#                                           using them)
 #
 # The tests' and benchmarks' Makefiles name their C sources only, not the SDK headers, DPU
 # runtime and compiler shim their DPU programs are built with: after a change there, `make`
@@ -17,7 +22,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 hash() {
     (
         echo "compiler=${OPENPIM_DPU_COMPILER:-default}"
-        cd "$root" && find sdk/bin sdk/include sdk/dpu -path sdk/dpu/build -prune -o -type f -print |
+        cd "$root" && find sdk/bin sdk/include sdk/dpu \( -path sdk/dpu/build -o -path sdk/dpu/test \) -prune -o -type f -print |
             LC_ALL=C sort | xargs sha256sum
     ) | sha256sum | cut -c1-16
 }
@@ -31,8 +36,8 @@ fresh)
     h=$(hash)
     for dir in "$@"; do
         if [ "$(cat "$dir/bin/.toolchain" 2>/dev/null)" != "$h" ]; then
-            rm -rf "$dir/bin"
             mkdir -p "$dir/bin"
+            find "$dir/bin" -mindepth 1 -maxdepth 1 ! -type d -delete
             echo "$h" >"$dir/bin/.toolchain"
         fi
     done
