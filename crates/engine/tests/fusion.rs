@@ -437,3 +437,55 @@ fn a_waiter_on_the_sdk_lock_takes_it_at_its_first_slot_after_the_release() {
         }
     }
 }
+
+#[test]
+fn alu_op_and_branch_fuse_through_one_independent_instruction() {
+    // `addi s2, s2, -1; addi a0, a0, 1; bnez s2`: the SDK compiler's scheduler keeps the
+    // decrement next to its jump (one DPU instruction) and runs the increment first: two
+    // slots per iteration, the increment issuing with the branch.
+    let mut p = P::new();
+    p.i(asm::addi(S2, ZERO, 3)); // 0
+    p.i(asm::sw(S2, ZERO, 0x104)); // 1
+    p.i(asm::addi(S2, S2, -1)); // 2: loop
+    p.i(asm::addi(A0, A0, 1)); // 3: issues with 4
+    p.i(asm::bne(S2, ZERO, -8)); // 4: -> 2
+    p.i(asm::sw(A0, ZERO, 0x100)); // 5
+    p.exit(); // 6, 7
+    assert!(fused_at(&p, 3));
+    assert!(!fused_at(&p, 2));
+    let (off, on, d) = both(&p);
+    assert_eq!(d.w32(0x100), 3);
+    assert_eq!(off.instructions, 2 + 3 * 3 + 3);
+    assert_eq!(on.instructions, 2 + 3 * 2 + 2);
+}
+
+#[test]
+fn an_instruction_the_branch_depends_on_stays_between() {
+    // The middle instruction reads the result, writes a register the ALU op reads, writes
+    // x0, is a branch target, or is itself a branch: no fusion through it. (One that writes
+    // the branch's register is an ordinary rule-1 pair with the branch.)
+    let middles = [
+        asm::addi(A1, S2, 1),   // reads rd
+        asm::addi(S3, A0, 1),   // writes the ALU op's source (s3)
+        asm::addi(ZERO, A0, 1), // writes x0
+        asm::beq(A0, A1, 4),    // a branch
+    ];
+    for m in middles {
+        let mut p = P::new();
+        p.i(asm::addi(S3, ZERO, 1)); // 0
+        p.i(asm::add(S2, S2, S3)); // 1: A
+        p.i(m); // 2: X
+        p.i(asm::beq(S2, ZERO, 8)); // 3: B
+        p.exit(); // 4, 5
+        assert!(!fused_at(&p, 2), "{}", openpim_engine::disassemble(m, 0));
+    }
+    // A branch target on the middle instruction.
+    let mut p = P::new();
+    p.i(asm::addi(S3, ZERO, 1)); // 0
+    p.i(asm::jal(ZERO, 8)); // 1: -> 3
+    p.i(asm::add(S2, S2, S3)); // 2: A
+    p.i(asm::addi(A0, A0, 1)); // 3: X, a jump target
+    p.i(asm::beq(S2, ZERO, 8)); // 4: B
+    p.exit(); // 5, 6
+    assert!(!fused_at(&p, 3));
+}
