@@ -203,7 +203,6 @@ impl Program {
             mark_ecall_setups(&insns, &mut fuse);
             mark_carries(&insns, &ops, &mut fuse);
             mark_eq64_branches(&insns, &ops, &mut fuse);
-            mark_split_alu_branches(&insns, &ops, &mut fuse);
             for (op, kind) in ops.iter_mut().zip(fuse.iter_mut()) {
                 if *kind != fuse::NONE {
                     if mark_fused(op, *kind) {
@@ -1056,85 +1055,6 @@ fn mark_eq64_branches(insns: &[Insn], ops: &[Op], fuse: &mut [u8]) {
             || entry[i + 2]
             || entry[i + 3]
             || fuse[i + 2] != fuse::ALWAYS
-            || fuse[i + 1] != fuse::NONE
-        {
-            continue;
-        }
-        let mut op = ops[i + 1];
-        if mark_fused(&mut op, fuse::ALWAYS) {
-            mark_free(fuse, i + 2);
-        }
-    }
-}
-
-/// The registers an instruction reads (`x0` where it reads fewer than two).
-fn sources(insn: Insn) -> [u8; 2] {
-    let z = reg::ZERO;
-    match insn {
-        Insn::Add(r)
-        | Insn::Sub(r)
-        | Insn::Sll(r)
-        | Insn::Slt(r)
-        | Insn::Sltu(r)
-        | Insn::Xor(r)
-        | Insn::Srl(r)
-        | Insn::Sra(r)
-        | Insn::Or(r)
-        | Insn::And(r) => [r.rs1, r.rs2],
-        Insn::Jalr(i)
-        | Insn::Lb(i)
-        | Insn::Lh(i)
-        | Insn::Lw(i)
-        | Insn::Lbu(i)
-        | Insn::Lhu(i)
-        | Insn::Addi(i)
-        | Insn::Slti(i)
-        | Insn::Sltiu(i)
-        | Insn::Xori(i)
-        | Insn::Ori(i)
-        | Insn::Andi(i) => [i.rs1, z],
-        Insn::Slli(x) | Insn::Srli(x) | Insn::Srai(x) => [x.rs1, z],
-        Insn::Sb(x) | Insn::Sh(x) | Insn::Sw(x) => [x.rs1, x.rs2],
-        Insn::Beq(b)
-        | Insn::Bne(b)
-        | Insn::Blt(b)
-        | Insn::Bge(b)
-        | Insn::Bltu(b)
-        | Insn::Bgeu(b) => [b.rs1, b.rs2],
-        _ => [z, z],
-    }
-}
-
-/// Rule 1 through one independent instruction: `A` (an ALU op writing `rd`, rule 1), `X`,
-/// then a branch comparing `rd` with zero. The SDK's compiler keeps an ALU op next to the
-/// jump on its result (its machine scheduler's macro fusion) and merges the two into one
-/// instruction, so where clang's scheduler moved `X` between them the DPU runs `X`, then
-/// `A` with the jump: two instructions. Here `X` and the branch issue in one slot (`A` alone
-/// before), which is the same count, provided `X` could have gone first: it neither reads
-/// nor writes `rd` nor writes a register `A` reads, it stays on the straight line, no
-/// control arrives at `X` or at the branch, and none of the three is part of another pair.
-fn mark_split_alu_branches(insns: &[Insn], ops: &[Op], fuse: &mut [u8]) {
-    let n = insns.len();
-    let entry = entry_points(insns, ops);
-    for i in 0..n.saturating_sub(2) {
-        let (a, x) = (insns[i], insns[i + 1]);
-        let (Some(rd), Some((s1, s2))) = (alu_cond_dest(a), branch_operands(insns[i + 2])) else {
-            continue;
-        };
-        let tests_rd = (s1 == rd && s2 == reg::ZERO) || (s2 == rd && s1 == reg::ZERO);
-        // `X` writes a register `A` neither reads nor writes, or is a store.
-        let x_independent = match x.dest() {
-            Some(d) => d != reg::ZERO && d != rd && !sources(a).contains(&d),
-            None => matches!(x, Insn::Sb(_) | Insn::Sh(_) | Insn::Sw(_)),
-        };
-        if !tests_rd
-            || !x_independent
-            || !straight_line(x)
-            || sources(x).contains(&rd)
-            || entry[i + 1]
-            || entry[i + 2]
-            || (i > 0 && fuse[i - 1] != fuse::NONE)
-            || fuse[i] != fuse::NONE
             || fuse[i + 1] != fuse::NONE
         {
             continue;

@@ -85,13 +85,7 @@
 //!    the DPU's field: 8 bits signed for `addi/xori/ori/andi`, 11 bits for `slti/sltiu` (a
 //!    compare), shifts always. This covers the compare idioms `slt/sltu/slti/sltiu t, ...;
 //!    bnez/beqz t` (the DPU's compare-and-branch). A branch comparing the result with
-//!    another register is two DPU instructions and is not fused. *Through one independent
-//!    instruction*: when one instruction `X` lies between the two (clang's machine scheduler
-//!    puts it there; the SDK compiler's keeps the pair together by macro fusion and runs `X`
-//!    first), `X` and the branch issue in one slot, the ALU op alone before them — the
-//!    DPU's count. `X` must not read or write `rd` nor write a register the ALU op reads,
-//!    must stay on the straight line (a store is allowed), no control may arrive at `X` or
-//!    the branch, and none of the three may belong to another pair.
+//!    another register is two DPU instructions and is not fused.
 //! 2. **Constant + compare-and-branch.** `addi t, x0, imm` with `imm` in 11 bits signed,
 //!    followed by a branch that compares another register with `t` (the DPU compares with an
 //!    immediate directly).
