@@ -2,16 +2,20 @@
 //! tasklets issue passive slots (paying an arithmetic call's slots, spinning on a held lock),
 //! which is when the interpreter may execute a tasklet's next slots ahead of their issue. A
 //! load or store executed ahead must give exactly what it gives at its issue: another
-//! tasklet's load, store, DMA (`mram_read` writing WRAM, `mram_write` reading it) or `printf`
-//! (reading its arguments from WRAM) in between must be seen, and a store executed ahead must
-//! not be seen before its issue, nor survive a run that ends before it issues (a fault, HALT,
-//! a cycle limit, a stop).
+//! tasklet's access in between must be seen (a load or store, also one on the generic path
+//! such as `lw sp`; a DMA: `mram_read` writes WRAM, `mram_write` reads it; `printf`, which
+//! reads its arguments from WRAM), a store executed ahead must not be seen before its issue,
+//! nor survive a run that ends before it issues (a fault, HALT, a cycle limit, a stop), and
+//! an access that faults or is not a plain WRAM access (MRAM, misaligned, out of range, a word
+//! pair at an address that is not 8-aligned) must behave as at its issue.
 //!
 //! Every program runs with the shortcuts and without them (`Program::without_shortcuts`) on
 //! several tasklet counts and with cycle limits cutting it at many points; outcomes and both
 //! memories must be identical. Each test also checks the program's own result against a value
 //! computed here, and that the races it is about really happen (results that depend on the
-//! interleaving do vary).
+//! interleaving do vary). The loop bodies mix word, half, byte and fused word-pair accesses
+//! with register operations in several orders, so that runs of slots that may execute ahead
+//! start with each kind.
 
 mod common;
 
@@ -73,8 +77,8 @@ struct Run {
     d: Dpu,
 }
 
-/// Cuts the run of `program` on `nr` tasklets (which takes `full` cycles) with a cycle limit at
-/// each of `limits`, comparing with and without shortcuts each time.
+/// Cuts the run of `program` on `nr` tasklets with a cycle limit at each of `limits` (all
+/// before its end), comparing with and without shortcuts each time.
 fn same_cut(
     program: &Program,
     nr: u32,
@@ -175,7 +179,7 @@ const DATA: i32 = 0x108;
 /// Results: 16 bytes per tasklet.
 const RES: i32 = 0x400;
 
-/// Tasklet 0 computes (MUL32 calls in a loop), stores its result as a word pair at `DATA`,
+/// Tasklet 0 computes (MUL32 calls in a loop), stores its result in the two words at `DATA`,
 /// then 1 at `FLAG`. The others spin until they load a non-zero flag, with a MUL32 call (or,
 /// with `local`, register work only) in the spin loop, then store the pair they load from
 /// `DATA` and how many times they spun.
@@ -192,10 +196,10 @@ fn flag_handshake(local: bool) -> P {
     p.i(add(S2, S2, T0));
     p.i(addi(S1, S1, -1));
     p.i(bne(S1, ZERO, work - p.here()));
-    p.i(sw(S2, ZERO, DATA));
-    p.i(sw(T0, ZERO, DATA + 4));
     p.i(xori(T2, S2, 0x11));
+    p.i(sw(S2, ZERO, DATA));
     p.i(addi(T1, ZERO, 1));
+    p.i(sw(T0, ZERO, DATA + 4));
     p.i(sw(T1, ZERO, FLAG));
     p.i(add(T2, T2, T1));
     p.i(slli(T2, T2, 2));
@@ -347,9 +351,8 @@ const ITER: i32 = 10;
 
 /// `ITER` times: a MUL32 call, then racy read-modify-writes of shared words without a lock:
 /// `COUNTER += tp + 1` (word), a word pair at 0x108 (`+= 1`, `+= a0 ^ 0x11`), a half at 0x110
-/// and a byte at 0x113 (`+= 1`). With `printer`, tasklet 0 instead prints the counter and the
-/// pair's first word with `printf` (which reads its arguments from WRAM) at every iteration.
-fn racy_updates(printer: bool) -> P {
+/// and a byte at 0x113 (`+= 1`); and a store of the iteration count to `COUNTER + 4`.
+fn racy_updates() -> P {
     let mut p = P::new();
     p.i(addi(S1, ZERO, ITER));
     p.i(addi(S3, TP, 1));
@@ -357,7 +360,6 @@ fn racy_updates(printer: bool) -> P {
     p.i(add(S5, S5, S3));
     p.i(slli(T0, S3, 4));
     p.i(add(S5, S5, T0)); // (tp + 1) * 0x111
-    let to_print = printer.then(|| hole(&mut p));
     let top = p.here();
     p.i(add(S7, S5, S1));
     mul(&mut p, S5, S7);
@@ -365,6 +367,7 @@ fn racy_updates(printer: bool) -> P {
     p.i(add(T0, T0, S3));
     p.i(xori(T4, A0, 0x11));
     p.i(sw(T0, ZERO, COUNTER));
+    p.i(sw(S1, ZERO, COUNTER + 4)); // only stored (and printed)
     p.i(lw(T1, ZERO, 0x108));
     p.i(lw(T2, ZERO, 0x10c));
     p.i(addi(T1, T1, 1));
@@ -380,26 +383,13 @@ fn racy_updates(printer: bool) -> P {
     p.i(addi(S1, S1, -1));
     p.i(bne(S1, ZERO, top - p.here()));
     p.exit();
-    if let Some(at) = to_print {
-        fill(&mut p, at, |o| beq(TP, ZERO, o));
-        let top = p.here();
-        mul(&mut p, S5, S1);
-        p.i(xori(T3, A0, 0x3c));
-        p.i(add(T4, T3, S1));
-        p.i(addi(A0, ZERO, 0x600)); // "c=%u p=%u\n"
-        p.i(addi(A1, ZERO, COUNTER)); // va_list: the counter, then the word at 0x104
-        p.sys(10);
-        p.i(addi(S1, S1, -1));
-        p.i(bne(S1, ZERO, top - p.here()));
-        p.exit();
-    }
     p
 }
 
 #[test]
 fn racy_read_modify_write_without_lock() {
     let nrs = [1, 2, 3, 11, 12, 16, 24];
-    let runs = same_everywhere(&racy_updates(false), &nrs, &[2, 12, 24], &no_init);
+    let runs = same_everywhere(&racy_updates(), &nrs, &[2, 12, 24], &no_init);
     let mut lost = Vec::new();
     for r in &runs {
         let n = r.nr;
@@ -429,36 +419,84 @@ fn racy_read_modify_write_without_lock() {
     );
 }
 
+/// Tasklet 0 prints the words at 0x100 and 0x104 with `printf` (which reads its arguments
+/// from WRAM), 3 register ops apart, `4 * ITER` times. The others, `ITER` times: a MUL32 call,
+/// then store `100 tp + s1` to 0x100 and the product to 0x104 (stores only, no loads).
+fn printf_program() -> P {
+    let mut p = P::new();
+    let to_others = hole(&mut p);
+    p.i(addi(S1, ZERO, 4 * ITER));
+    let top = p.here();
+    p.i(xori(T3, S1, 0x3c));
+    p.i(add(T4, T3, S1));
+    p.i(slli(T4, T4, 2));
+    p.i(addi(A0, ZERO, 0x600)); // "c=%u p=%u\n"
+    p.i(addi(A1, ZERO, 0x100)); // va_list: the words at 0x100 and 0x104
+    p.sys(10);
+    p.i(addi(S1, S1, -1));
+    p.i(bne(S1, ZERO, top - p.here()));
+    p.exit();
+    fill(&mut p, to_others, |o| bne(TP, ZERO, o));
+    p.i(addi(S1, ZERO, ITER));
+    p.i(addi(T0, ZERO, 100));
+    mul(&mut p, TP, T0);
+    p.i(addi(S3, A0, 0)); // 100 tp
+    p.i(slli(S5, TP, 6));
+    p.i(addi(S5, S5, 0x1f3));
+    let top = p.here();
+    mul(&mut p, S5, S1);
+    p.i(add(T0, S3, S1));
+    p.i(xori(T1, A0, 0x11));
+    p.i(sw(T0, ZERO, 0x100));
+    p.i(addi(T2, T1, 1));
+    p.i(sw(A0, ZERO, 0x104));
+    p.i(addi(S1, S1, -1));
+    p.i(bne(S1, ZERO, top - p.here()));
+    p.exit();
+    p
+}
+
 #[test]
 fn printf_reads_words_other_tasklets_store() {
-    let p = racy_updates(true);
     let init = |d: &mut Dpu| d.put_str(0x600, "c=%u p=%u\n");
-    let runs = same_everywhere(&p, &[1, 2, 3, 12, 16, 24], &[3, 16], &init);
-    let mut distinct_runs = 0;
+    let runs = same_everywhere(&printf_program(), &[1, 2, 3, 12, 16, 24], &[3, 16], &init);
+    let mut distinct = Vec::new();
     for r in &runs {
         let log = String::from_utf8(r.out.log.clone()).unwrap();
-        let counters: Vec<u32> = log
+        let lines: Vec<(u32, u32)> = log
             .lines()
             .map(|l| {
-                let c = l.strip_prefix("c=").and_then(|s| s.split(' ').next());
-                c.and_then(|c| c.parse().ok())
-                    .unwrap_or_else(|| panic!("line {l:?}"))
+                let v: Vec<u32> = l
+                    .split(' ')
+                    .filter_map(|f| f.split('=').nth(1)?.parse().ok())
+                    .collect();
+                assert!(l.starts_with("c=") && v.len() == 2, "line {l:?}");
+                (v[0], v[1])
             })
             .collect();
-        assert_eq!(counters.len(), ITER as usize, "{log}");
-        let n = r.nr;
-        // Tasklets 1.. add k + 1 each time (k = 1..n).
-        let race_free = ITER as u32 * ((n * (n + 1) / 2) - 1);
-        assert!(counters.iter().all(|&c| c <= race_free), "{log}");
-        let mut d = counters.clone();
+        assert_eq!(lines.len(), 4 * ITER as usize, "{log}");
+        // Each value printed is 0 (nothing stored yet) or one a tasklet stored.
+        for &(c, prod) in &lines {
+            let (t, s1) = (c / 100, c % 100);
+            assert!(
+                c == 0 || (t >= 1 && t < r.nr && (1..=ITER as u32).contains(&s1)),
+                "{} tasklets: {c}",
+                r.nr
+            );
+            let products =
+                (1..r.nr).flat_map(|t| (1..=ITER as u32).map(move |i| (64 * t + 0x1f3) * i));
+            assert!(prod == 0 || products.clone().any(|v| v == prod), "{prod}");
+        }
+        let mut d: Vec<u32> = lines.iter().map(|l| l.0).collect();
         d.sort_unstable();
         d.dedup();
-        if d.len() > 2 {
-            distinct_runs += 1;
-        }
+        distinct.push(d.len());
     }
-    // The printer sees the counter move (printf reads it while the others update it).
-    assert!(distinct_runs >= 3, "{distinct_runs}");
+    // The printer sees the words change while the others store them.
+    assert!(
+        distinct.iter().filter(|&&n| n > 3).count() >= 3,
+        "{distinct:?}"
+    );
 }
 
 /// A lock taken around a read-modify-write of a counter word and a word pair (exact results),
@@ -543,11 +581,11 @@ fn mixed_sizes() -> P {
     let top = p.here();
     mul(&mut p, S5, S1);
     p.i(lw(T0, ZERO, 0x200));
-    p.i(lw(T1, ZERO, 0x200));
-    p.i(lw(T2, ZERO, 0x204));
     p.i(lhu(T3, ZERO, 0x206));
     p.i(lb(T4, ZERO, 0x201));
     p.i(lw(T5, ZERO, 0x300));
+    p.i(lw(T1, ZERO, 0x200));
+    p.i(lw(T2, ZERO, 0x204));
     p.i(add(S6, S6, T0));
     p.i(xor(S6, S6, T2));
     p.i(add(S6, S6, T3));
@@ -785,6 +823,7 @@ enum Finish {
     DivisionByZero,
     MisalignedLoad,
     MisalignedStore,
+    OutOfRangeLoad,
     OutOfRangeStore,
     StackOverflow,
     Halt,
@@ -807,6 +846,10 @@ fn finisher(p: &mut P, f: i32, k: i32, finish: Finish, base: u8) {
         }
         Finish::MisalignedStore => {
             p.i(sh_(T2, base, 5));
+        }
+        Finish::OutOfRangeLoad => {
+            p.all(&li(T2, map::WRAM_SIZE));
+            p.i(lw(T2, T2, 4));
         }
         Finish::OutOfRangeStore => {
             p.all(&li(T2, map::WRAM_SIZE));
@@ -836,16 +879,19 @@ fn store_heavy(n: i32, end: Option<(i32, i32, Finish)>) -> P {
     p.i(add(S2, S2, T0));
     let top = p.here();
     mul(&mut p, S5, S1);
-    p.i(sw(S1, S2, 0));
-    p.i(sw(A0, S2, 4));
-    p.i(sh_(S1, S2, 8));
+    p.i(addi(T5, S1, 0x10));
+    p.i(sw(T5, S2, 36));
+    p.i(xori(T5, T5, 3));
     p.i(sb(A0, S2, 11));
     p.i(sw(A0, ZERO, 0x100));
+    p.i(sh_(S1, S2, 8));
     p.i(sb(S1, TP, 0x180));
     p.i(lw(T0, S2, 16));
     p.i(addi(T0, T0, 1));
     p.i(sw(T0, S2, 16));
     p.i(sw(T0, S2, 20));
+    p.i(sw(S1, S2, 0));
+    p.i(sw(A0, S2, 4));
     p.i(sw(S1, S2, 24));
     p.i(sw(A0, S2, 28));
     p.i(lw(T3, ZERO, 0x100));
@@ -886,6 +932,7 @@ fn run_ends_on_another_tasklets_fault_or_halt() {
         Finish::DivisionByZero,
         Finish::MisalignedLoad,
         Finish::MisalignedStore,
+        Finish::OutOfRangeLoad,
         Finish::OutOfRangeStore,
         Finish::StackOverflow,
         Finish::Halt,
@@ -916,7 +963,7 @@ fn run_ends_on_another_tasklets_fault_or_halt() {
                                     size: 2,
                                 }
                         }
-                        Finish::OutOfRangeStore => {
+                        Finish::OutOfRangeLoad | Finish::OutOfRangeStore => {
                             matches!(r.fault, Fault::WramOutOfRange { .. })
                         }
                         Finish::StackOverflow => matches!(r.fault, Fault::StackOverflow { .. }),
@@ -1087,29 +1134,120 @@ fn mram_misaligned_pairs_bytes_and_halves() {
     assert!(pair_at([lw(T5, S7, 0), lw(T6, S7, 4)]));
 }
 
+/// `n` iterations of a MUL32 call followed by WRAM loads only (a word, a half, a byte, a pair
+/// of the tasklet's 64 bytes at 0x1000 + 64 tp, and a shared word), folded into a checksum
+/// stored at the end: after the call, the whole loop body up to the faulting access of
+/// tasklet `f` at iteration `k` is loads and register operations.
+fn load_heavy(n: i32, end: Option<(i32, i32, Finish)>) -> P {
+    let mut p = P::new();
+    p.i(addi(S1, ZERO, n));
+    p.i(slli(S5, TP, 7));
+    p.i(addi(S5, S5, 0x2b3));
+    p.i(slli(S2, TP, 6));
+    p.all(&li(T0, 0x1000));
+    p.i(add(S2, S2, T0));
+    let top = p.here();
+    mul(&mut p, S5, S1);
+    p.i(lw(T0, S2, 0));
+    p.i(add(S6, S6, T0));
+    p.i(lhu(T1, S2, 6));
+    p.i(xor(S6, S6, T1));
+    p.i(lbu(T2, S2, 9));
+    p.i(add(S6, S6, T2));
+    p.i(lw(T3, S2, 16));
+    p.i(lw(T4, S2, 20));
+    p.i(add(S6, S6, T3));
+    p.i(xor(S6, S6, T4));
+    p.i(lw(T5, ZERO, 0x100));
+    p.i(add(S6, S6, T5));
+    p.i(add(S6, S6, A0));
+    if let Some((f, k, finish)) = end {
+        finisher(&mut p, f, k, finish, S2);
+    }
+    p.i(addi(S1, S1, -1));
+    p.i(bne(S1, ZERO, top - p.here()));
+    p.i(slli(T0, TP, 3));
+    p.i(sw(S6, T0, 0x400));
+    p.exit();
+    p
+}
+
+fn load_heavy_init(d: &mut Dpu) {
+    for (i, b) in d.wram[0x100..0x1600].iter_mut().enumerate() {
+        *b = (i * 7 + 3) as u8;
+    }
+}
+
 #[test]
 fn misaligned_and_out_of_range_accesses_among_early_ones() {
     for finish in [
         Finish::MisalignedLoad,
         Finish::MisalignedStore,
+        Finish::OutOfRangeLoad,
         Finish::OutOfRangeStore,
     ] {
         for k in [8, 3] {
-            let program = not_plain(9, Some((1, k, finish))).program_fused();
-            for nr in [2, 3, 12, 16, 24] {
-                let (out, _) = same_init(&program, nr, &timing(), &no_init);
-                let r = out.fault.expect("a fault");
-                assert_eq!(r.tasklet, 1, "{finish:?} {nr}: {r:?}");
-                assert!(
-                    matches!(
-                        (finish, &r.fault),
-                        (Finish::MisalignedLoad, Fault::Misaligned { size: 4, .. })
-                            | (Finish::MisalignedStore, Fault::Misaligned { size: 2, .. })
-                            | (Finish::OutOfRangeStore, Fault::WramOutOfRange { .. })
-                    ),
-                    "{finish:?} {nr}: {r:?}"
-                );
+            for (name, p, init) in [
+                (
+                    "not_plain",
+                    not_plain(9, Some((1, k, finish))),
+                    &no_init as &dyn Fn(&mut Dpu),
+                ),
+                (
+                    "load_heavy",
+                    load_heavy(9, Some((1, k, finish))),
+                    &load_heavy_init,
+                ),
+            ] {
+                let program = p.program_fused();
+                for nr in [2, 3, 12, 16, 24] {
+                    let (out, _) = same_init(&program, nr, &timing(), init);
+                    let what = format!("{name}, {finish:?} at {k}, {nr} tasklets: {:?}", out.fault);
+                    let r = out.fault.as_ref().expect(&what);
+                    assert_eq!(r.tasklet, 1, "{what}");
+                    assert!(
+                        matches!(
+                            (finish, &r.fault),
+                            (Finish::MisalignedLoad, Fault::Misaligned { size: 4, .. })
+                                | (Finish::MisalignedStore, Fault::Misaligned { size: 2, .. })
+                                | (Finish::OutOfRangeLoad, Fault::WramOutOfRange { .. })
+                                | (Finish::OutOfRangeStore, Fault::WramOutOfRange { .. })
+                        ),
+                        "{what}"
+                    );
+                }
             }
+        }
+    }
+    // Without a fault, the loads give the checksum computed here.
+    let n = 9;
+    let runs = same_everywhere(
+        &load_heavy(n, None),
+        &[1, 3, 12, 24],
+        &[12],
+        &load_heavy_init,
+    );
+    let mut init = Dpu::new();
+    load_heavy_init(&mut init);
+    for r in &runs {
+        for t in 0..r.nr {
+            let base = (0x1000 + 64 * t) as i32;
+            let s5 = (t << 7) + 0x2b3;
+            let mut s6 = 0u32;
+            for s1 in (1..=n as u32).rev() {
+                s6 = s6.wrapping_add(w32(&init, base));
+                s6 ^= w32(&init, base + 4) >> 16;
+                s6 = s6.wrapping_add(u32::from(init.wram[base as usize + 9]));
+                s6 = s6.wrapping_add(w32(&init, base + 16)) ^ w32(&init, base + 20);
+                s6 = s6.wrapping_add(w32(&init, 0x100));
+                s6 = s6.wrapping_add(s5.wrapping_mul(s1));
+            }
+            assert_eq!(
+                w32(&r.d, 0x400 + 8 * t as i32),
+                s6,
+                "{} tasklets, tasklet {t}",
+                r.nr
+            );
         }
     }
 }
@@ -1152,9 +1290,9 @@ fn stack_calls(n: i32, snoop: bool) -> P {
     // f(a0, a1) = g(a0 * a1, a1 + 3) + a0
     fill(&mut p, call_f, |o| jal(RA, o));
     p.i(addi(SP, SP, -16));
+    p.i(sw(S1, SP, 4));
     p.i(sw(RA, SP, 12));
     p.i(sw(S0, SP, 8));
-    p.i(sw(S1, SP, 4));
     p.i(addi(S0, A0, 0));
     p.i(addi(S1, A1, 0));
     mul(&mut p, S0, S1);
@@ -1169,10 +1307,10 @@ fn stack_calls(n: i32, snoop: bool) -> P {
     // g(a0, a1) = ((a0 + a1) ^ (a1 & 0xff)) + (a0 & 0xffff)
     fill(&mut p, call_g, |o| jal(RA, o));
     p.i(addi(SP, SP, -32));
-    p.i(sw(A0, SP, 0));
-    p.i(sw(A1, SP, 4));
     p.i(sb(A1, SP, 9));
     p.i(sh_(A0, SP, 10));
+    p.i(sw(A0, SP, 0));
+    p.i(sw(A1, SP, 4));
     p.i(lw(T0, SP, 4));
     p.i(lw(T1, SP, 0));
     p.i(lbu(T2, SP, 9));
@@ -1228,4 +1366,90 @@ fn stack_frames_in_loops() {
             println!("snooped sums (tasklets 0 and 1 per count): {snooped:x?}");
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// 8. A load that takes the engine's generic path: `lw sp` from a word another tasklet stores.
+
+const SLOTS: i32 = 0x700;
+
+/// Tasklet 0, 16 times: a MUL32 call, then stores into word k of `SLOTS` (k = 1..23) the top
+/// of tasklet k's stack, 32 bytes lower every other time. Tasklet k > 0, 40 times: a MUL32
+/// call, `lw sp` from its word (a load into `sp`, which the engine checks on its generic
+/// path), counts how often sp changed, pushes a 16-byte frame (a fused pair of `sw`), loads
+/// it back into a checksum and pops it.
+fn sp_from_wram() -> P {
+    let mut p = P::new();
+    p.i(slli(S5, TP, 5));
+    p.i(addi(S5, S5, 0x3a1));
+    let to_others = hole(&mut p);
+    p.i(addi(S1, ZERO, 16));
+    let top = p.here();
+    mul(&mut p, S5, S1);
+    p.i(andi(T1, S1, 1));
+    p.i(slli(T1, T1, 5)); // 32 every other time
+    p.all(&li(T3, STACKS + 2 * STACK));
+    p.i(sub(T3, T3, T1)); // the top of tasklet 1's stack, maybe 32 lower
+    for k in 1..24 {
+        p.i(sw(T3, ZERO, SLOTS + 4 * k));
+        p.i(addi(T3, T3, STACK as i32));
+    }
+    p.i(addi(S1, S1, -1));
+    p.i(bne(S1, ZERO, top - p.here()));
+    p.exit();
+    fill(&mut p, to_others, |o| bne(TP, ZERO, o));
+    p.i(addi(S1, ZERO, 40));
+    p.i(slli(S9, TP, 2));
+    p.i(addi(S9, S9, SLOTS));
+    p.i(sw(SP, S9, 0));
+    p.i(addi(S11, SP, 0));
+    let top = p.here();
+    mul(&mut p, S5, S1);
+    p.i(xori(T1, A0, 7));
+    p.i(lw(SP, S9, 0));
+    p.i(sub(T0, SP, S11));
+    p.i(sltu(T0, ZERO, T0));
+    p.i(add(S8, S8, T0));
+    p.i(addi(S11, SP, 0));
+    p.i(addi(SP, SP, -16));
+    p.i(sw(S1, SP, 0));
+    p.i(sw(T1, SP, 4));
+    p.i(lw(T2, SP, 0));
+    p.i(lw(T3, SP, 4));
+    p.i(add(S6, S6, T2));
+    p.i(xor(S6, S6, T3));
+    p.i(addi(SP, SP, 16));
+    p.i(addi(S1, S1, -1));
+    p.i(bne(S1, ZERO, top - p.here()));
+    p.i(slli(T0, TP, 3));
+    p.i(sw(S6, T0, 0x780));
+    p.i(sw(S8, T0, 0x784));
+    p.exit();
+    p
+}
+
+#[test]
+fn stack_pointer_loaded_from_a_word_another_tasklet_stores() {
+    let p = sp_from_wram();
+    assert!(p.0.contains(&lw(SP, S9, 0)));
+    let runs = same_everywhere(&p, &[1, 2, 3, 11, 12, 16, 24], &[3, 12, 24], &no_init);
+    let mut changes = Vec::new();
+    for r in &runs {
+        for t in 1..r.nr {
+            let s5 = (t << 5) + 0x3a1;
+            let mut s6 = 0u32;
+            for s1 in (1..=40u32).rev() {
+                s6 = s6.wrapping_add(s1) ^ (s5.wrapping_mul(s1) ^ 7);
+            }
+            let at = 0x780 + 8 * t as i32;
+            assert_eq!(w32(&r.d, at), s6, "{} tasklets, tasklet {t}", r.nr);
+            changes.push(w32(&r.d, at + 4));
+        }
+    }
+    println!("sp changes seen: {changes:?}");
+    // The tasklets saw tasklet 0's stores move their sp.
+    assert!(
+        changes.iter().filter(|&&c| c >= 2).count() > 10,
+        "{changes:?}"
+    );
 }
