@@ -885,6 +885,7 @@ fn store_heavy(n: i32, end: Option<(i32, i32, Finish)>) -> P {
     p.i(sb(A0, S2, 11));
     p.i(sw(A0, ZERO, 0x100));
     p.i(sh_(S1, S2, 8));
+    p.i(sb(T5, ZERO, 0x101)); // into the shared word just stored
     p.i(sb(S1, TP, 0x180));
     p.i(lw(T0, S2, 16));
     p.i(addi(T0, T0, 1));
@@ -1364,6 +1365,12 @@ fn stack_frames_in_loops() {
         }
         if snoop {
             println!("snooped sums (tasklets 0 and 1 per count): {snooped:x?}");
+            // Tasklet 0's stores into tasklet 1's frame did land between its store and load.
+            let race_free = stack_sum(n as u32, 1);
+            assert!(
+                snooped.iter().skip(2).step_by(2).any(|&s| s != race_free),
+                "{snooped:x?}"
+            );
         }
     }
 }
