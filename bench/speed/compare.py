@@ -18,7 +18,7 @@ another folder (a git revision is built under /tmp) can differ by 5 % or so. For
 differences, compare libraries built in this same folder (copy target/release/libdpu.so
 aside, change the code, build again, and pass the copy's folder).
 
-Usage: bench/speed/compare.py [--dpus N] [--repeats N] [--kernels alu,mul,dma] [--control]
+Usage: bench/speed/compare.py [--dpus N] [--repeats N] [--kernels alu,mul,dma,stream] [--control]
                               [ENGINE...]
 Run from anywhere after `make build`.
 """
@@ -53,7 +53,7 @@ def main() -> int:
     ap.add_argument("engines", nargs="*", metavar="ENGINE")
     ap.add_argument("--dpus", type=int, default=16)
     ap.add_argument("--repeats", type=int, default=9)
-    ap.add_argument("--kernels", default="alu,mul,dma")
+    ap.add_argument("--kernels", default="alu,mul,dma,stream")
     ap.add_argument("--control", action="store_true")
     a = ap.parse_args()
     if a.dpus < 1 or a.repeats < 1:

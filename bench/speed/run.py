@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Simulation speed of the DPU engine on three compute-bound kernels (docs/performance.md).
+"""Simulation speed of the DPU engine on four compute-bound kernels (docs/performance.md).
 
 Each kernel runs on 64 DPUs x 16 tasklets with every host core busy (OPENPIM_THREADS = cores):
   alu  bench/speed/dpu/ips.c  integer mixing loop in registers (no DMA)
@@ -8,6 +8,8 @@ Each kernel runs on 64 DPUs x 16 tasklets with every host core busy (OPENPIM_THR
   dma  bench/speed/dpu/dma.c  PrIM TRNS step 3's shape: tiles from a mutex-protected counter,
                               32..256-byte mram_read/mram_write, a mutex-protected 8-byte flag
                               read-modify-write in MRAM, a barrier per round
+  stream  bench/speed/dpu/stream.c  PrIM VA's shape: 1 KiB blocks of two MRAM arrays read,
+                              added in WRAM, written back; no locks
 Speed = the engine's instructions (the run report's launches[].instructions) / host wall time
 of the launch / host cores: millions of DPU instructions per second per host core.
 
@@ -19,7 +21,7 @@ they produce the same cycles, instructions and results, and prints the speed-up.
 
 Then the ALU kernel on one host thread (scaling). Exit status 0 unless a run fails.
 
-Usage: bench/speed/run.py [--baseline REV|DIR] [--repeats N] [--kernels alu,mul,dma] [--threads N]
+Usage: bench/speed/run.py [--baseline REV|DIR] [--repeats N] [--kernels alu,mul,dma,stream] [--threads N]
 Run from anywhere after `make build`.
 """
 from __future__ import annotations
@@ -41,6 +43,7 @@ KERNELS = {
     "alu": ("ips", 40000),
     "mul": ("mul", 8000),
     "dma": ("dma", 8),
+    "stream": ("stream", 6),
 }
 
 
@@ -113,7 +116,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--baseline", default=os.environ.get("BENCH_BASELINE"))
     ap.add_argument("--repeats", type=int, default=int(os.environ.get("BENCH_REPEATS", "3")))
-    ap.add_argument("--kernels", default="alu,mul,dma")
+    ap.add_argument("--kernels", default="alu,mul,dma,stream")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     a = ap.parse_args()
     kernels = [k for k in a.kernels.split(",") if k]

@@ -1,7 +1,8 @@
 /* Simulation speed of one bench kernel: loads bin/KERNEL_dpu on NR_DPUS DPUs, sets its
  * iteration variable, and times one launch (host wall time around dpu_launch).
  * Usage: speed_host KERNEL NR_DPUS N
- *   KERNEL  ips (ALU loop; N = iterations), mul (multiply loop; N = iterations) or
+ *   KERNEL  ips (ALU loop; N = iterations), mul (multiply loop; N = iterations),
+ *           stream (VA-like DMA + add loop; N = iterations) or
  *           dma (TRNS-like DMA/mutex/barrier loop; N = rounds)
  * Prints the wall time and the process's CPU time of the launch, the instructions the DPUs
  * counted themselves (perfcounter, between the kernel's barriers) and a digest of every DPU's results (checksums and, for dma, its MRAM
@@ -47,7 +48,7 @@ static double cpu_seconds(void)
 int main(int argc, char **argv)
 {
     if (argc != 4) {
-        fprintf(stderr, "usage: %s ips|mul|dma NR_DPUS N\n", argv[0]);
+        fprintf(stderr, "usage: %s ips|mul|dma|stream NR_DPUS N\n", argv[0]);
         return 2;
     }
     const char *kernel = argv[1];

@@ -14,18 +14,7 @@ use openpim_isa::{asm, reg::*};
 /// Runs `program` with and without shortcuts on `nr` tasklets; asserts identical outcomes and
 /// memories; returns the outcome.
 fn same(program: &Program, nr: u32, timing: &Timing) -> RunOutcome {
-    let mut fast = Dpu::new();
-    let mut slow = Dpu::new();
-    let a = fast.run_program(program, &boot(nr), timing);
-    let b = slow.run_program(&program.without_shortcuts(), &boot(nr), timing);
-    assert_eq!(
-        a, b,
-        "outcomes differ ({nr} tasklets, limit {:?})",
-        timing.max_cycles
-    );
-    assert!(fast.wram == slow.wram, "WRAM differs ({nr} tasklets)");
-    assert!(fast.mram == slow.mram, "MRAM differs ({nr} tasklets)");
-    a
+    same_init(program, nr, timing, &|_| {}).0
 }
 
 /// `same` for every tasklet count in `nrs`, then with cycle limits cutting the run of the

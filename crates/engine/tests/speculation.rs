@@ -20,53 +20,11 @@
 mod common;
 
 use common::*;
-use openpim_engine::{map, run_stoppable, DpuMemory, Fault, Program, RunOutcome, Timing};
+use openpim_engine::{map, run_stoppable, DpuMemory, Fault, Program, RunOutcome};
 use openpim_isa::{asm::*, reg::*};
 
 // ---------------------------------------------------------------------------------------
 // Comparing runs with and without shortcuts.
-
-/// Where two memories first differ, for the assertion message.
-fn first_difference(a: &[u8], b: &[u8]) -> Option<usize> {
-    a.iter().zip(b).position(|(x, y)| x != y)
-}
-
-/// Runs `program` on `nr` tasklets with and without shortcuts, both on fresh memories set up by
-/// `init`; asserts identical outcomes and memories; returns the outcome and the memories of
-/// the run with shortcuts.
-fn same_init(
-    program: &Program,
-    nr: u32,
-    timing: &Timing,
-    init: &dyn Fn(&mut Dpu),
-) -> (RunOutcome, Dpu) {
-    let mut fast = Dpu::new();
-    let mut slow = Dpu::new();
-    init(&mut fast);
-    init(&mut slow);
-    let a = fast.run_program(program, &boot(nr), timing);
-    let b = slow.run_program(&program.without_shortcuts(), &boot(nr), timing);
-    assert_eq!(
-        a, b,
-        "outcomes differ ({nr} tasklets, limit {:?})",
-        timing.max_cycles
-    );
-    if let Some(at) = first_difference(&fast.wram, &slow.wram) {
-        panic!(
-            "WRAM differs at {at:#x} ({nr} tasklets, limit {:?}): {:#04x} with shortcuts, \
-             {:#04x} without",
-            timing.max_cycles, fast.wram[at], slow.wram[at]
-        );
-    }
-    if let Some(at) = first_difference(&fast.mram, &slow.mram) {
-        panic!(
-            "MRAM differs at offset {at:#x} ({nr} tasklets, limit {:?}): {:#04x} with \
-             shortcuts, {:#04x} without",
-            timing.max_cycles, fast.mram[at], slow.mram[at]
-        );
-    }
-    (a, fast)
-}
 
 fn no_init(_: &mut Dpu) {}
 
