@@ -24,6 +24,8 @@
 //!   ready skips the tasklets waiting for their DMA, asleep or exited (`Dpu::select`).
 
 use crate::decode::{fuse, Op, Program};
+
+mod epoch;
 use crate::map::{ATOMIC_BASE, ATOMIC_BITS, MAX_TASKLETS, MRAM_BASE, MRAM_SIZE, WRAM_SIZE};
 use crate::{arith, ecall, printf, BootInfo, DpuMemory, Fault, FaultReport, RunOutcome, RunStats};
 use crate::{DmaQuirk, DmaQuirkKind, TaskletStats, Timing};
@@ -196,6 +198,8 @@ struct Dpu<'a> {
     /// Set while the second access of a fused MRAM word pair executes: the pair is one
     /// 8-byte DMA, booked by the first access (consumed by `load_slow` / `store_slow`).
     pair_second: bool,
+    /// Turns of every running tasklet executed one tasklet at a time (`epoch`).
+    epochs: epoch::Epochs,
 }
 
 fn bad_boot(reason: String) -> RunOutcome {
@@ -288,6 +292,7 @@ pub(crate) fn run(
         end_cycle: 0,
         dma_quirks: Vec::new(),
         pair_second: false,
+        epochs: epoch::Epochs::new(),
     });
 
     let end = match program.index_of(boot.entry) {
@@ -319,6 +324,17 @@ pub(crate) fn run(
             dpu.run_loop()
         }
     };
+    if std::env::var_os("EPOCH_DEBUG").is_some() {
+        let (e, sl, f) = dpu.epochs.stats;
+        eprintln!(
+            "epochs {e} slots {} run {} failed {} calls {} of {} instr",
+            sl & ((1 << 40) - 1),
+            sl >> 40,
+            f & 0xffffffff,
+            f >> 32,
+            dpu.total_instructions()
+        );
+    }
     dpu.finish(end, program)
 }
 
@@ -377,6 +393,21 @@ impl<'a> Dpu<'a> {
             }};
         }
         loop {
+            // Many turns of every running tasklet at once when they do not interact (`epoch`);
+            // after one, a turn in the interleaved interpreter (the tasklet that stopped it
+            // executes its slot there), and after a failed attempt, more.
+            if self.shortcuts {
+                if self.epochs.wait == 0 {
+                    if let Some((at, last)) = self.try_epoch(now, t, check_at) {
+                        now = at;
+                        t = last;
+                        self.epochs.wait = nr as u32;
+                        continue;
+                    }
+                } else {
+                    self.epochs.wait -= 1;
+                }
+            }
             // Pick the tasklet: the one after the last issuer if it is ready (the common case
             // with >= revolver_cycles tasklets), else scan / jump the clock.
             let mut next = t + 1;

@@ -1,0 +1,629 @@
+//! Epochs: many revolver turns of every running tasklet executed one tasklet at a time.
+//!
+//! When at least `revolver_cycles` tasklets are running and none of them waits, the revolver
+//! issues them in strict round-robin order, one slot each per turn of `n` cycles, until one
+//! of them does something that changes that (a DMA, a lock, any environment call other than
+//! the arithmetic ones, an MRAM access) or a waiting tasklet becomes ready. Over such a
+//! stretch the issue cycle of every slot is known in advance, and only the tasklets' WRAM
+//! accesses could make the order in which their slots *execute* matter. An epoch executes
+//! `J` turns of every tasklet, one tasklet after the other (each tasklet's code in a run,
+//! which the host predicts far better than tasklets interleaved slot by slot), and is exact
+//! because:
+//!
+//! - every tasklet stops before a slot that would end the stretch (it then executes in the
+//!   interleaved interpreter at its own cycle), and `J` is the fewest turns any tasklet ran:
+//!   the tasklets that ran more are rolled back to `J` turns (their stores undone, their
+//!   registers and what they owed restored, their `J` turns executed again);
+//! - the WRAM they touch is tracked per 32-byte granule for the epoch: a tasklet stops before
+//!   an access to a granule another tasklet of the epoch has stored to, or before a store to
+//!   a granule another tasklet has accessed. So no two tasklets exchange data through WRAM
+//!   within the epoch's `J` turns, and executing their slots in another order than the
+//!   revolver's gives the same values (a granule only read by several tasklets is fine);
+//! - the epoch ends before the first cycle at which a waiting tasklet becomes ready and before
+//!   the next check of the cycle limit or of a stop request.
+//!
+//! Spinning tasklets and the slots tasklets owe (see the `exec` module) take part: their slots
+//! execute no op. Epochs are a shortcut (`Program::without_shortcuts` turns them off).
+
+use super::{Dpu, OwedLog, MAXT, WS};
+use crate::decode::{fuse, Op};
+use crate::map::WRAM_SIZE;
+
+/// Granules of WRAM tracked per epoch (32 bytes each).
+pub(super) const GRANULES: usize = WS / 32;
+/// Fewest turns an epoch must keep to be worth its set-up.
+const MIN_TURNS: u32 = 4;
+/// Most turns of one epoch (bounds the undo log and the work thrown away by a rollback).
+const MAX_TURNS: u32 = 256;
+/// Owner value of a granule read by several tasklets in the epoch.
+const SHARED: u32 = 31;
+/// Bit of a granule's state: stored to in the epoch.
+const WRITTEN: u32 = 32;
+
+/// A store executed in an epoch, undone by a rollback.
+#[derive(Clone, Copy)]
+pub(super) struct Undo {
+    addr: u16,
+    size: u8,
+    old: u32,
+}
+
+/// What a tasklet had before the epoch, restored by a rollback.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Saved {
+    regs: [u32; 32],
+    pc: u32,
+    owed: u64,
+    log_len: usize,
+    log_total: u64,
+    /// Its entries of the undo log.
+    undo_from: usize,
+    undo_to: usize,
+    /// Turns its run executed, and the fused pairs of those turns (counted at the commit).
+    turns: u32,
+    fused: u64,
+    /// An arithmetic call whose issue slots go on after the epoch: its op index and the slots
+    /// left, owed at the commit.
+    owe: Option<(u32, u32)>,
+}
+
+/// Epoch state of a DPU run.
+pub(super) struct Epochs {
+    /// Per granule: the epoch number (bits 8..), the tasklet that accessed it (bits 0..5, or
+    /// `SHARED`) and `WRITTEN`.
+    granule: Box<[u32]>,
+    number: u32,
+    undo: Vec<Undo>,
+    saved: Box<[Saved]>,
+    /// Slots to issue in the interleaved interpreter before the next attempt, and how many
+    /// after a failed one (doubling up to a limit).
+    pub(super) wait: u32,
+    backoff: u32,
+    /// Most turns the next epoch tries.
+    cap: u32,
+    pub(super) stats: (u64, u64, u64),
+}
+
+impl Epochs {
+    pub(super) fn new() -> Epochs {
+        Epochs {
+            granule: vec![0; GRANULES].into_boxed_slice(),
+            number: 0,
+            undo: Vec::new(),
+            saved: vec![Saved::default(); MAXT].into_boxed_slice(),
+            wait: 0,
+            backoff: 16,
+            cap: MAX_TURNS,
+            stats: (0, 0, 0),
+        }
+    }
+
+    /// Records tasklet `t`'s access to WRAM byte `a` (a store if `store`) in the epoch; false if
+    /// another tasklet's access conflicts with it.
+    #[inline(always)]
+    fn access(&mut self, t: usize, a: u32, store: bool) -> bool {
+        let g = &mut self.granule[(a as usize >> 5) % GRANULES];
+        let mine = self.number << 8 | t as u32;
+        if *g >> 8 != self.number {
+            *g = mine | if store { WRITTEN } else { 0 };
+            return true;
+        }
+        let owner = *g & 31;
+        if owner == t as u32 {
+            if store {
+                *g |= WRITTEN;
+            }
+            true
+        } else if store || *g & WRITTEN != 0 {
+            false
+        } else {
+            *g = self.number << 8 | SHARED;
+            true
+        }
+    }
+}
+
+/// What executing one op of a turn gave.
+enum Step {
+    /// The slot goes on with the op at this index.
+    Continue(u32),
+    /// The slot ends; the tasklet's next op.
+    End(u32),
+    /// The slot ends with an arithmetic call: the tasklet's next op, and the call's issue
+    /// slots that follow.
+    Call(u32, u32),
+    /// The op cannot execute in an epoch (nothing of it done).
+    Stop,
+}
+
+impl Dpu<'_> {
+    /// Tries an epoch at cycle `now` (the last issuer being `last`), ending before cycle
+    /// `bound`. Returns the cycle and last issuer after it, or `None` when no epoch of at least
+    /// `MIN_TURNS` turns was possible (nothing changed).
+    pub(super) fn try_epoch(&mut self, now: u64, last: usize, bound: u64) -> Option<(u64, usize)> {
+        let nr = self.nr;
+        // The tasklets in the rotation: ready within a turn (`blocked` is only a hint: a
+        // tasklet in it may be ready again); the others wait longer, and the epoch ends before
+        // the first of them is ready.
+        let mut running = 0u32;
+        let mut end = bound;
+        for t in 0..nr {
+            let at = self.hot[t].ready_at;
+            if at <= now + nr as u64 {
+                running |= 1 << t;
+            } else {
+                end = end.min(at);
+            }
+        }
+        let n = running.count_ones() as usize;
+        if (n as u64) < self.rev {
+            if std::env::var_os("EPOCH_WHY").is_some() {
+                eprintln!("n {n} < rev at {now}");
+            }
+            return self.epoch_failed();
+        }
+        // In round-robin order after `last`, each ready at its turn.
+        let mut order = [0usize; MAXT];
+        let mut m = running.rotate_right((last as u32 + 1) % 32);
+        for (p, slot) in order.iter_mut().enumerate().take(n) {
+            let j = m.trailing_zeros();
+            m &= m - 1;
+            let t = ((j + last as u32 + 1) % 32) as usize;
+            if self.hot[t].ready_at > now + p as u64 {
+                if std::env::var_os("EPOCH_WHY").is_some() {
+                    eprintln!("not ready t{t} p{p} at {now}: {}", self.hot[t].ready_at);
+                }
+                return self.epoch_failed();
+            }
+            *slot = t;
+        }
+        // At most twice the turns of the last epoch: the tasklets run first would otherwise
+        // run far beyond where the others stop, and be rolled back.
+        let turns = (end.saturating_sub(now) / n as u64).min(u64::from(self.epochs.cap)) as u32;
+        if turns < MIN_TURNS {
+            if std::env::var_os("EPOCH_WHY").is_some() {
+                eprintln!("turns {turns} at {now} end {end}");
+            }
+            return self.epoch_failed();
+        }
+        let order = &order[..n];
+        let e = &mut self.epochs;
+        e.number = (e.number + 1) & 0xff_ffff;
+        if e.number == 0 {
+            e.granule.fill(0);
+            e.number = 1;
+        }
+        e.undo.clear();
+        let passive = (self.passive, self.owing);
+        let mut k = turns;
+        for &t in order {
+            self.epoch_save(t);
+            let (done, fused) = self.epoch_run(t, k);
+            let s = &mut self.epochs.saved[t];
+            s.turns = done;
+            s.fused = fused;
+            s.undo_to = self.epochs.undo.len();
+            k = k.min(done);
+            if k < MIN_TURNS {
+                if std::env::var_os("EPOCH_WHY").is_some() {
+                    eprintln!(
+                        "k {k} t{t} at {now} pc {} op {:?}",
+                        self.hot[t].pc, self.ops[self.hot[t].pc as usize]
+                    );
+                }
+                // Not worth it: every tasklet run so far back as it was.
+                let ran = order.iter().position(|&u| u == t).map_or(0, |p| p + 1);
+                for &u in order[..ran].iter().rev() {
+                    self.epoch_restore(u, passive);
+                }
+                return self.epoch_failed();
+            }
+        }
+        // Every tasklet to `k` turns: those that ran more are rolled back and run `k` again
+        // (the same turns, so they run them in full; were one to stop earlier, `k` falls).
+        loop {
+            let mut again = false;
+            for &t in order {
+                if self.epochs.saved[t].turns > k {
+                    self.epoch_restore(t, passive);
+                    self.epoch_save_again(t);
+                    let (done, fused) = self.epoch_run(t, k);
+                    let s = &mut self.epochs.saved[t];
+                    s.turns = done;
+                    s.fused = fused;
+                    if done < k {
+                        k = done;
+                        again = true;
+                    }
+                }
+            }
+            if !again {
+                break;
+            }
+            if k < MIN_TURNS {
+                // (Not expected: a tasklet's turns are the same when run again.)
+                for &t in order.iter().rev() {
+                    self.epoch_restore(t, passive);
+                }
+                return self.epoch_failed();
+            }
+        }
+        // Commit: the `k` turns issue at their cycles.
+        let rev = self.rev;
+        for (p, &t) in order.iter().enumerate() {
+            let s = self.epochs.saved[t];
+            self.run_stats.fused_pairs += s.fused;
+            if let Some((at, slots)) = s.owe {
+                self.owe(t, at, slots, 0);
+            }
+            if self.held_spin & (1 << t) != 0 {
+                for _ in 0..k {
+                    self.spin_passive_slot(t);
+                }
+            }
+            let h = &mut self.hot[t];
+            h.icount += u64::from(k);
+            h.ready_at = now + (u64::from(k) - 1) * n as u64 + p as u64 + rev;
+        }
+        self.epochs.backoff = 16;
+        self.epochs.cap = (2 * k).clamp(2 * MIN_TURNS, MAX_TURNS);
+        self.epochs.stats.0 += 1;
+        self.epochs.stats.1 += u64::from(k) * n as u64;
+        Some((now + u64::from(k) * n as u64, order[n - 1]))
+    }
+
+    #[cold]
+    fn epoch_failed(&mut self) -> Option<(u64, usize)> {
+        let e = &mut self.epochs;
+        e.stats.2 += 1;
+        e.wait = e.backoff;
+        e.backoff = (e.backoff * 2).min(4096);
+        None
+    }
+
+    /// Keeps what tasklet `t` has before its run in the epoch.
+    fn epoch_save(&mut self, t: usize) {
+        let log: &OwedLog = &self.owed_log[t];
+        self.epochs.saved[t] = super::epoch::Saved {
+            regs: self.regs[t],
+            pc: self.hot[t].pc,
+            owed: self.owed[t],
+            log_len: log.len,
+            log_total: log.total,
+            undo_from: self.epochs.undo.len(),
+            undo_to: usize::MAX,
+            turns: 0,
+            fused: 0,
+            owe: None,
+        };
+    }
+
+    /// `epoch_save` for a run again after `epoch_restore`: its undo entries start afresh.
+    fn epoch_save_again(&mut self, t: usize) {
+        let s = &mut self.epochs.saved[t];
+        s.undo_from = self.epochs.undo.len();
+        s.undo_to = usize::MAX;
+    }
+
+    /// Undoes tasklet `t`'s run in the epoch: its stores (in reverse), its registers, pc and
+    /// what it owes (`passive`: the `passive` and `owing` masks before the epoch).
+    fn epoch_restore(&mut self, t: usize, passive: (u32, u32)) {
+        let s = self.epochs.saved[t];
+        let to = if s.undo_to == usize::MAX {
+            self.epochs.undo.len()
+        } else {
+            s.undo_to
+        };
+        for i in (s.undo_from..to).rev() {
+            let u = self.epochs.undo[i];
+            write_raw(self.wram, u32::from(u.addr), u32::from(u.size), u.old);
+        }
+        self.regs[t] = s.regs;
+        self.hot[t].pc = s.pc;
+        self.owed[t] = s.owed;
+        let log = &mut self.owed_log[t];
+        log.len = s.log_len;
+        log.total = s.log_total;
+        let bit = 1u32 << t;
+        self.passive = (self.passive & !bit) | (passive.0 & bit);
+        self.owing = (self.owing & !bit) | (passive.1 & bit);
+        self.epochs.saved[t].turns = 0;
+        self.epochs.saved[t].fused = 0;
+        self.epochs.saved[t].owe = None;
+    }
+
+    /// Runs up to `k` turns of tasklet `t` (one issue slot each); returns the turns run and the
+    /// fused pairs of their slots (not yet counted). Stops before a slot that cannot execute
+    /// in an epoch; its registers, pc, what it owes and WRAM are then as after the turns run.
+    fn epoch_run(&mut self, t: usize, k: u32) -> (u32, u64) {
+        let bit = 1u32 << t;
+        if self.held_spin & bit != 0 {
+            // Every slot of a spin on a held bit executes no op (counted at the commit); no
+            // tasklet can release the bit within the epoch (a release is an environment
+            // call).
+            return (k, 0);
+        }
+        let mut done = 0u32;
+        if self.owing & bit != 0 {
+            let m = self.owed[t].min(u64::from(k));
+            self.owed[t] -= m;
+            done = m as u32;
+            if self.owed[t] == 0 {
+                self.owing &= !bit;
+                self.passive &= !bit;
+            }
+        }
+        let mut fused = 0u64;
+        let mut pc = self.hot[t].pc;
+        // Registers written by the ops of the current slot before its last (to undo a slot
+        // whose later op cannot execute in an epoch).
+        let mut slot_regs: [(u8, u32); 8] = [(0, 0); 8];
+        while done < k {
+            let undo_mark = self.epochs.undo.len();
+            let mut written = 0usize;
+            let mut slot_fused = 0u64;
+            let mut op_at = pc;
+            let step = loop {
+                let step = self.epoch_op(t, op_at, &mut slot_regs, &mut written);
+                match step {
+                    Step::Continue(next) => {
+                        slot_fused += 1;
+                        op_at = next;
+                    }
+                    other => break other,
+                }
+            };
+            match step {
+                Step::End(next) => {
+                    pc = next;
+                    done += 1;
+                }
+                Step::Call(next, slots) => {
+                    pc = next;
+                    done += 1;
+                    let m = slots.min(k - done);
+                    done += m;
+                    if slots > m {
+                        // The call's remaining slots are owed after the epoch, as after a
+                        // call issued in the interleaved interpreter (`try_epoch`'s commit).
+                        self.hot[t].pc = pc;
+                        self.epochs.saved[t].owe = Some((op_at, slots - m));
+                        return (done, fused + slot_fused);
+                    }
+                }
+                Step::Stop | Step::Continue(_) => {
+                    for &(r, v) in slot_regs[..written].iter().rev() {
+                        self.regs[t][usize::from(r)] = v;
+                    }
+                    for i in (undo_mark..self.epochs.undo.len()).rev() {
+                        let u = self.epochs.undo[i];
+                        write_raw(self.wram, u32::from(u.addr), u32::from(u.size), u.old);
+                    }
+                    self.epochs.undo.truncate(undo_mark);
+                    break;
+                }
+            }
+            fused += slot_fused;
+        }
+        self.hot[t].pc = pc;
+        self.epochs.stats.2 += 1u64 << 32;
+        self.epochs.stats.1 += u64::from(done) << 40;
+        (done, fused)
+    }
+
+    /// Executes op `i` of tasklet `t` in an epoch (see `Step`). An op that continues the slot
+    /// first records the register it writes in `slot_regs[*written]`.
+    #[inline(always)]
+    fn epoch_op(
+        &mut self,
+        t: usize,
+        i: u32,
+        slot_regs: &mut [(u8, u32); 8],
+        written: &mut usize,
+    ) -> Step {
+        let op = self.ops[i as usize];
+        let next = i + 1;
+        macro_rules! x {
+            ($r:expr) => {
+                self.regs[t][($r & 31) as usize]
+            };
+        }
+        // An ALU op: continues the slot when marked so (fusion, `decode::mark_fused`).
+        macro_rules! alu {
+            ($rd:expr, $v:expr) => {{
+                let v = $v;
+                let go_on = $rd >> 5 == fuse::ALWAYS;
+                if go_on {
+                    keep!($rd);
+                }
+                x!($rd) = v;
+                if go_on {
+                    Step::Continue(next)
+                } else {
+                    Step::End(next)
+                }
+            }};
+        }
+        macro_rules! branch {
+            ($taken:expr, $target:expr) => {
+                Step::End(if $taken { $target } else { next })
+            };
+        }
+        // (A slot of more ops than can be undone does not execute in an epoch.)
+        macro_rules! keep {
+            ($rd:expr) => {{
+                let rd = ($rd & 31) as u8;
+                if *written == slot_regs.len() {
+                    return Step::Stop;
+                }
+                slot_regs[*written] = (rd, self.regs[t][usize::from(rd)]);
+                *written += 1;
+            }};
+        }
+        match op {
+            Op::Lw { rd, rs1, imm }
+            | Op::Lh { rd, rs1, imm }
+            | Op::Lhu { rd, rs1, imm }
+            | Op::Lb { rd, rs1, imm }
+            | Op::Lbu { rd, rs1, imm } => {
+                let size = match op {
+                    Op::Lw { .. } => 4,
+                    Op::Lh { .. } | Op::Lhu { .. } => 2,
+                    _ => 1,
+                };
+                let a = self.regs[t][(rs1 & 31) as usize].wrapping_add(imm as u32);
+                if a > WRAM_SIZE - size || a & (size - 1) != 0 || !self.epochs.access(t, a, false) {
+                    return Step::Stop;
+                }
+                let kind = if size == 4 { rd >> 5 } else { fuse::NONE };
+                if kind != fuse::NONE {
+                    keep!(rd);
+                }
+                let raw = read_raw(self.wram, a, size);
+                let v = match op {
+                    Op::Lh { .. } => raw as u16 as i16 as i32 as u32,
+                    Op::Lb { .. } => raw as u8 as i8 as i32 as u32,
+                    _ => raw,
+                };
+                self.regs[t][(rd & 31) as usize] = v;
+                if kind == fuse::ALWAYS
+                    || (kind != fuse::NONE && self.pair_fuses(t, rs1, imm, kind))
+                {
+                    Step::Continue(next)
+                } else {
+                    Step::End(next)
+                }
+            }
+            Op::Sw { rs1, rs2, imm } | Op::Sh { rs1, rs2, imm } | Op::Sb { rs1, rs2, imm } => {
+                let size = match op {
+                    Op::Sw { .. } => 4,
+                    Op::Sh { .. } => 2,
+                    _ => 1,
+                };
+                let a = self.regs[t][(rs1 & 31) as usize].wrapping_add(imm as u32);
+                if a > WRAM_SIZE - size || a & (size - 1) != 0 || !self.epochs.access(t, a, true) {
+                    return Step::Stop;
+                }
+                let v = self.regs[t][(rs2 & 31) as usize];
+                self.epochs.undo.push(Undo {
+                    addr: a as u16,
+                    size: size as u8,
+                    old: read_raw(self.wram, a, size),
+                });
+                write_raw(self.wram, a, size, v);
+                let kind = if size == 4 { rs2 >> 5 } else { fuse::NONE };
+                if kind == fuse::ALWAYS
+                    || (kind != fuse::NONE && self.pair_fuses(t, rs1, imm, kind))
+                {
+                    Step::Continue(next)
+                } else {
+                    Step::End(next)
+                }
+            }
+            Op::AddiSp { imm } => {
+                let sp = self.regs[t][2].wrapping_add(imm as u32);
+                if sp < self.stack_lo[t] {
+                    return Step::Stop;
+                }
+                self.regs[t][2] = sp;
+                Step::End(next)
+            }
+            Op::Jalr { rd, rs1, imm } => {
+                let dest = self.regs[t][(rs1 & 31) as usize].wrapping_add(imm as u32) & !1;
+                match self.jump_index(dest) {
+                    Ok(to) => {
+                        self.regs[t][(rd & 31) as usize] = self.base.wrapping_add(next << 2);
+                        Step::End(to)
+                    }
+                    Err(_) => Step::Stop,
+                }
+            }
+            Op::Jr { rs1, imm } => {
+                let dest = self.regs[t][(rs1 & 31) as usize].wrapping_add(imm as u32) & !1;
+                match self.jump_index(dest) {
+                    Ok(to) => Step::End(to),
+                    Err(_) => Step::Stop,
+                }
+            }
+            Op::Ecall => {
+                let call = self.regs[t][usize::from(openpim_isa::reg::A7)];
+                if !(crate::ecall::MUL32..=crate::ecall::FDIV64).contains(&call) {
+                    return Step::Stop;
+                }
+                // The arithmetic calls do not look at the cycle; they fault (division by
+                // zero) before changing anything.
+                match self.ecall(t, i, 0) {
+                    Ok(super::Flow::Next { .. }) => Step::End(next),
+                    Ok(super::Flow::Jump { .. }) => {
+                        Step::Call(self.stall_ret[t], self.stall_left[t])
+                    }
+                    Ok(super::Flow::Halt) | Err(_) => Step::Stop,
+                }
+            }
+            Op::Nop => Step::End(next),
+            Op::Li { rd, imm } => alu!(rd, imm),
+            Op::Addi { rd, rs1, imm } => alu!(rd, x!(rs1).wrapping_add(imm as u32)),
+            Op::Slti { rd, rs1, imm } => alu!(rd, ((x!(rs1) as i32) < imm) as u32),
+            Op::Sltiu { rd, rs1, imm } => alu!(rd, (x!(rs1) < imm as u32) as u32),
+            Op::Xori { rd, rs1, imm } => alu!(rd, x!(rs1) ^ imm as u32),
+            Op::Ori { rd, rs1, imm } => alu!(rd, x!(rs1) | imm as u32),
+            Op::Andi { rd, rs1, imm } => alu!(rd, x!(rs1) & imm as u32),
+            Op::Slli { rd, rs1, sh } => alu!(rd, x!(rs1) << (sh & 31)),
+            Op::Srli { rd, rs1, sh } => alu!(rd, x!(rs1) >> (sh & 31)),
+            Op::Srai { rd, rs1, sh } => alu!(rd, ((x!(rs1) as i32) >> (sh & 31)) as u32),
+            Op::Add { rd, rs1, rs2 } => alu!(rd, x!(rs1).wrapping_add(x!(rs2))),
+            Op::Sub { rd, rs1, rs2 } => alu!(rd, x!(rs1).wrapping_sub(x!(rs2))),
+            Op::Sll { rd, rs1, rs2 } => alu!(rd, x!(rs1) << (x!(rs2) & 31)),
+            Op::Slt { rd, rs1, rs2 } => alu!(rd, ((x!(rs1) as i32) < (x!(rs2) as i32)) as u32),
+            Op::Sltu { rd, rs1, rs2 } => alu!(rd, (x!(rs1) < x!(rs2)) as u32),
+            Op::Xor { rd, rs1, rs2 } => alu!(rd, x!(rs1) ^ x!(rs2)),
+            Op::Srl { rd, rs1, rs2 } => alu!(rd, x!(rs1) >> (x!(rs2) & 31)),
+            Op::Sra { rd, rs1, rs2 } => alu!(rd, ((x!(rs1) as i32) >> (x!(rs2) & 31)) as u32),
+            Op::Or { rd, rs1, rs2 } => alu!(rd, x!(rs1) | x!(rs2)),
+            Op::And { rd, rs1, rs2 } => alu!(rd, x!(rs1) & x!(rs2)),
+            Op::Beq { rs1, rs2, target } => branch!(x!(rs1) == x!(rs2), target),
+            Op::Bne { rs1, rs2, target } => branch!(x!(rs1) != x!(rs2), target),
+            Op::Blt { rs1, rs2, target } => branch!((x!(rs1) as i32) < (x!(rs2) as i32), target),
+            Op::Bge { rs1, rs2, target } => branch!((x!(rs1) as i32) >= (x!(rs2) as i32), target),
+            Op::Bltu { rs1, rs2, target } => branch!(x!(rs1) < x!(rs2), target),
+            Op::Bgeu { rs1, rs2, target } => branch!(x!(rs1) >= x!(rs2), target),
+            Op::J { target } => Step::End(target),
+            Op::Jal { rd, target } => {
+                self.regs[t][(rd & 31) as usize] = self.base.wrapping_add(next << 2);
+                Step::End(target)
+            }
+            Op::EcallSpin { .. }
+            | Op::Ebreak
+            | Op::Illegal { .. }
+            | Op::Generic { .. }
+            | Op::FellOff
+            | Op::Stall
+            | Op::Spin => Step::Stop,
+        }
+    }
+}
+
+/// The `size` bytes (1, 2 or 4, naturally aligned) at WRAM address `a`, zero-extended.
+#[inline(always)]
+fn read_raw(w: &[u8; WS], a: u32, size: u32) -> u32 {
+    let a = a as usize;
+    match size {
+        4 => u32::from_le_bytes([
+            w[a & (WS - 1)],
+            w[(a + 1) & (WS - 1)],
+            w[(a + 2) & (WS - 1)],
+            w[(a + 3) & (WS - 1)],
+        ]),
+        2 => u32::from(u16::from_le_bytes([w[a & (WS - 1)], w[(a + 1) & (WS - 1)]])),
+        _ => u32::from(w[a & (WS - 1)]),
+    }
+}
+
+/// Writes the low `size` bytes of `v` at WRAM address `a` (naturally aligned).
+#[inline(always)]
+fn write_raw(w: &mut [u8; WS], a: u32, size: u32, v: u32) {
+    let b = v.to_le_bytes();
+    for (k, byte) in b.iter().enumerate().take(size as usize) {
+        w[(a as usize + k) & (WS - 1)] = *byte;
+    }
+}
