@@ -32,7 +32,7 @@ use crate::map::WRAM_SIZE;
 /// Granules of WRAM tracked per epoch (32 bytes each).
 pub(super) const GRANULES: usize = WS / 32;
 /// Fewest turns an epoch must keep to be worth its set-up.
-const MIN_TURNS: u32 = 4;
+const MIN_TURNS: u32 = 16;
 /// Most turns of one epoch (bounds the undo log and the work thrown away by a rollback).
 const MAX_TURNS: u32 = 256;
 /// Owner value of a granule read by several tasklets in the epoch.
@@ -123,19 +123,6 @@ impl Epochs {
     }
 }
 
-/// What executing one op of a turn gave.
-enum Step {
-    /// The slot goes on with the op at this index.
-    Continue(u32),
-    /// The slot ends; the tasklet's next op.
-    End(u32),
-    /// The slot ends with an arithmetic call: the tasklet's next op, and the call's issue
-    /// slots that follow.
-    Call(u32, u32),
-    /// The op cannot execute in an epoch (nothing of it done).
-    Stop,
-}
-
 impl Dpu<'_> {
     /// Tries an epoch at cycle `now` (the last issuer being `last`), ending before cycle
     /// `bound`. Returns the cycle and last issuer after it, or `None` when no epoch of at least
@@ -169,7 +156,7 @@ impl Dpu<'_> {
             let j = m.trailing_zeros();
             m &= m - 1;
             let t = ((j + last as u32 + 1) % 32) as usize;
-            if self.hot[t].ready_at > now + p as u64 {
+            if self.hot[t].ready_at > now + p as u64 || self.stops_at_once(t) {
                 if std::env::var_os("EPOCH_WHY").is_some() {
                     eprintln!("not ready t{t} p{p} at {now}: {}", self.hot[t].ready_at);
                 }
@@ -265,11 +252,62 @@ impl Dpu<'_> {
             h.icount += u64::from(k);
             h.ready_at = now + (u64::from(k) - 1) * n as u64 + p as u64 + rev;
         }
-        self.epochs.backoff = 16;
+        // (Halved, not reset: where epochs mostly fail, one success should not bring back
+        // attempts at every turn.)
+        self.epochs.backoff = (self.epochs.backoff / 2).max(16);
         self.epochs.cap = (2 * k).clamp(2 * MIN_TURNS, MAX_TURNS);
         self.epochs.stats.0 += 1;
         self.epochs.stats.1 += u64::from(k) * n as u64;
         Some((now + u64::from(k) * n as u64, order[n - 1]))
+    }
+
+    /// Whether tasklet `t`'s next slot is sure to stop an epoch (an environment call other
+    /// than the arithmetic ones, or an op never executed in one): seen from its ops alone, so
+    /// that an attempt that would end at once costs nothing. (Only a hint: `epoch_run`
+    /// decides.)
+    fn stops_at_once(&self, t: usize) -> bool {
+        if self.passive & (1 << t) != 0 {
+            return false;
+        }
+        let mut i = self.hot[t].pc as usize;
+        let mut call = None;
+        loop {
+            let op = self.ops[i];
+            let mark = match op {
+                Op::Ecall => {
+                    let nr = call.unwrap_or(self.regs[t][usize::from(openpim_isa::reg::A7)]);
+                    return !(crate::ecall::MUL32..=crate::ecall::FDIV64).contains(&nr);
+                }
+                Op::EcallSpin { .. }
+                | Op::Ebreak
+                | Op::Illegal { .. }
+                | Op::Generic { .. }
+                | Op::FellOff
+                | Op::Stall
+                | Op::Spin => return true,
+                Op::Li { rd, imm } => {
+                    if rd & 31 == openpim_isa::reg::A7 {
+                        call = Some(imm);
+                    }
+                    rd >> 5
+                }
+                Op::Addi { rd, .. }
+                | Op::Add { rd, .. }
+                | Op::Ori { rd, .. }
+                | Op::Andi { rd, .. }
+                | Op::Xori { rd, .. } => {
+                    if rd & 31 == openpim_isa::reg::A7 {
+                        return false;
+                    }
+                    rd >> 5
+                }
+                _ => return false,
+            };
+            if mark != fuse::ALWAYS || i + 1 >= self.ops.len() {
+                return false;
+            }
+            i += 1;
+        }
     }
 
     #[cold]
@@ -277,7 +315,7 @@ impl Dpu<'_> {
         let e = &mut self.epochs;
         e.stats.2 += 1;
         e.wait = e.backoff;
-        e.backoff = (e.backoff * 2).min(4096);
+        e.backoff = (e.backoff * 2).min(1 << 16);
         None
     }
 
@@ -335,6 +373,7 @@ impl Dpu<'_> {
     /// Runs up to `k` turns of tasklet `t` (one issue slot each); returns the turns run and the
     /// fused pairs of their slots (not yet counted). Stops before a slot that cannot execute
     /// in an epoch; its registers, pc, what it owes and WRAM are then as after the turns run.
+    #[inline(never)]
     fn epoch_run(&mut self, t: usize, k: u32) -> (u32, u64) {
         let bit = 1u32 << t;
         if self.held_spin & bit != 0 {
@@ -353,253 +392,256 @@ impl Dpu<'_> {
                 self.passive &= !bit;
             }
         }
+        let ops = self.ops;
         let mut fused = 0u64;
         let mut pc = self.hot[t].pc;
-        // Registers written by the ops of the current slot before its last (to undo a slot
-        // whose later op cannot execute in an epoch).
-        let mut slot_regs: [(u8, u32); 8] = [(0, 0); 8];
-        while done < k {
-            let undo_mark = self.epochs.undo.len();
+        // Registers written by the ops of the current slot before its last, to undo a slot
+        // whose later op cannot execute in an epoch (a slot of more such ops stops).
+        let mut kept: [(u8, u32); 8] = [(0, 0); 8];
+        'slot: while done < k {
             let mut written = 0usize;
-            let mut slot_fused = 0u64;
-            let mut op_at = pc;
-            let step = loop {
-                let step = self.epoch_op(t, op_at, &mut slot_regs, &mut written);
-                match step {
-                    Step::Continue(next) => {
-                        slot_fused += 1;
-                        op_at = next;
-                    }
-                    other => break other,
-                }
-            };
-            match step {
-                Step::End(next) => {
-                    pc = next;
-                    done += 1;
-                }
-                Step::Call(next, slots) => {
-                    pc = next;
-                    done += 1;
-                    let m = slots.min(k - done);
-                    done += m;
-                    if slots > m {
-                        // The call's remaining slots are owed after the epoch, as after a
-                        // call issued in the interleaved interpreter (`try_epoch`'s commit).
-                        self.hot[t].pc = pc;
-                        self.epochs.saved[t].owe = Some((op_at, slots - m));
-                        return (done, fused + slot_fused);
-                    }
-                }
-                Step::Stop | Step::Continue(_) => {
-                    for &(r, v) in slot_regs[..written].iter().rev() {
+            let fused_before = fused;
+            let undo_mark = self.epochs.undo.len();
+            let mut i = pc;
+            macro_rules! x {
+                ($r:expr) => {
+                    self.regs[t][($r & 31) as usize]
+                };
+            }
+            // The slot stops: what its earlier ops did is undone.
+            macro_rules! stop {
+                () => {{
+                    for &(r, v) in kept[..written].iter().rev() {
                         self.regs[t][usize::from(r)] = v;
                     }
-                    for i in (undo_mark..self.epochs.undo.len()).rev() {
-                        let u = self.epochs.undo[i];
+                    for j in (undo_mark..self.epochs.undo.len()).rev() {
+                        let u = self.epochs.undo[j];
                         write_raw(self.wram, u32::from(u.addr), u32::from(u.size), u.old);
                     }
                     self.epochs.undo.truncate(undo_mark);
-                    break;
+                    fused = fused_before;
+                    break 'slot;
+                }};
+            }
+            // The op at `i` continues the slot: keep the register it writes.
+            macro_rules! keep {
+                ($rd:expr) => {{
+                    if written == kept.len() {
+                        stop!();
+                    }
+                    let rd = ($rd & 31) as u8;
+                    kept[written] = (rd, self.regs[t][usize::from(rd)]);
+                    written += 1;
+                }};
+            }
+            macro_rules! end_slot {
+                ($npc:expr) => {{
+                    pc = $npc;
+                    done += 1;
+                    continue 'slot;
+                }};
+            }
+            macro_rules! alu {
+                ($rd:expr, $v:expr) => {{
+                    let v = $v;
+                    if $rd >> 5 == fuse::ALWAYS {
+                        keep!($rd);
+                        x!($rd) = v;
+                        fused += 1;
+                        i += 1;
+                        continue;
+                    }
+                    x!($rd) = v;
+                    end_slot!(i + 1);
+                }};
+            }
+            macro_rules! branch {
+                ($taken:expr, $target:expr) => {{
+                    let to = if $taken { $target } else { i + 1 };
+                    end_slot!(to);
+                }};
+            }
+            loop {
+                // SAFETY: as in `run_loop`: `i` is always a valid index into `ops`.
+                let op = unsafe { *ops.get_unchecked(i as usize) };
+                match op {
+                    Op::Li { rd, imm } => alu!(rd, imm),
+                    Op::Addi { rd, rs1, imm } => alu!(rd, x!(rs1).wrapping_add(imm as u32)),
+                    Op::Slti { rd, rs1, imm } => alu!(rd, ((x!(rs1) as i32) < imm) as u32),
+                    Op::Sltiu { rd, rs1, imm } => alu!(rd, (x!(rs1) < imm as u32) as u32),
+                    Op::Xori { rd, rs1, imm } => alu!(rd, x!(rs1) ^ imm as u32),
+                    Op::Ori { rd, rs1, imm } => alu!(rd, x!(rs1) | imm as u32),
+                    Op::Andi { rd, rs1, imm } => alu!(rd, x!(rs1) & imm as u32),
+                    Op::Slli { rd, rs1, sh } => alu!(rd, x!(rs1) << (sh & 31)),
+                    Op::Srli { rd, rs1, sh } => alu!(rd, x!(rs1) >> (sh & 31)),
+                    Op::Srai { rd, rs1, sh } => alu!(rd, ((x!(rs1) as i32) >> (sh & 31)) as u32),
+                    Op::Add { rd, rs1, rs2 } => alu!(rd, x!(rs1).wrapping_add(x!(rs2))),
+                    Op::Sub { rd, rs1, rs2 } => alu!(rd, x!(rs1).wrapping_sub(x!(rs2))),
+                    Op::Sll { rd, rs1, rs2 } => alu!(rd, x!(rs1) << (x!(rs2) & 31)),
+                    Op::Slt { rd, rs1, rs2 } => {
+                        alu!(rd, ((x!(rs1) as i32) < (x!(rs2) as i32)) as u32)
+                    }
+                    Op::Sltu { rd, rs1, rs2 } => alu!(rd, (x!(rs1) < x!(rs2)) as u32),
+                    Op::Xor { rd, rs1, rs2 } => alu!(rd, x!(rs1) ^ x!(rs2)),
+                    Op::Srl { rd, rs1, rs2 } => alu!(rd, x!(rs1) >> (x!(rs2) & 31)),
+                    Op::Sra { rd, rs1, rs2 } => {
+                        alu!(rd, ((x!(rs1) as i32) >> (x!(rs2) & 31)) as u32)
+                    }
+                    Op::Or { rd, rs1, rs2 } => alu!(rd, x!(rs1) | x!(rs2)),
+                    Op::And { rd, rs1, rs2 } => alu!(rd, x!(rs1) & x!(rs2)),
+                    Op::Beq { rs1, rs2, target } => branch!(x!(rs1) == x!(rs2), target),
+                    Op::Bne { rs1, rs2, target } => branch!(x!(rs1) != x!(rs2), target),
+                    Op::Blt { rs1, rs2, target } => {
+                        branch!((x!(rs1) as i32) < (x!(rs2) as i32), target)
+                    }
+                    Op::Bge { rs1, rs2, target } => {
+                        branch!((x!(rs1) as i32) >= (x!(rs2) as i32), target)
+                    }
+                    Op::Bltu { rs1, rs2, target } => branch!(x!(rs1) < x!(rs2), target),
+                    Op::Bgeu { rs1, rs2, target } => branch!(x!(rs1) >= x!(rs2), target),
+                    Op::Nop => end_slot!(i + 1),
+                    Op::J { target } => end_slot!(target),
+                    Op::Jal { rd, target } => {
+                        x!(rd) = self.base.wrapping_add((i + 1) << 2);
+                        end_slot!(target);
+                    }
+                    Op::Lw { rd, rs1, imm } => {
+                        let a = x!(rs1).wrapping_add(imm as u32);
+                        if a > WRAM_SIZE - 4 || a & 3 != 0 || !self.epochs.access(t, a, false) {
+                            stop!();
+                        }
+                        let kind = rd >> 5;
+                        if kind != fuse::NONE {
+                            keep!(rd);
+                        }
+                        x!(rd) = read_raw(self.wram, a, 4);
+                        if kind == fuse::ALWAYS
+                            || (kind != fuse::NONE && self.pair_fuses(t, rs1, imm, kind))
+                        {
+                            fused += 1;
+                            i += 1;
+                            continue;
+                        }
+                        end_slot!(i + 1);
+                    }
+                    Op::Lh { rd, rs1, imm }
+                    | Op::Lhu { rd, rs1, imm }
+                    | Op::Lb { rd, rs1, imm }
+                    | Op::Lbu { rd, rs1, imm } => {
+                        let size = if matches!(op, Op::Lh { .. } | Op::Lhu { .. }) {
+                            2
+                        } else {
+                            1
+                        };
+                        let a = x!(rs1).wrapping_add(imm as u32);
+                        if a > WRAM_SIZE - size
+                            || a & (size - 1) != 0
+                            || !self.epochs.access(t, a, false)
+                        {
+                            stop!();
+                        }
+                        let raw = read_raw(self.wram, a, size);
+                        x!(rd) = match op {
+                            Op::Lh { .. } => raw as u16 as i16 as i32 as u32,
+                            Op::Lb { .. } => raw as u8 as i8 as i32 as u32,
+                            _ => raw,
+                        };
+                        end_slot!(i + 1);
+                    }
+                    Op::Sw { rs1, rs2, imm }
+                    | Op::Sh { rs1, rs2, imm }
+                    | Op::Sb { rs1, rs2, imm } => {
+                        let size = match op {
+                            Op::Sw { .. } => 4,
+                            Op::Sh { .. } => 2,
+                            _ => 1,
+                        };
+                        let a = x!(rs1).wrapping_add(imm as u32);
+                        if a > WRAM_SIZE - size
+                            || a & (size - 1) != 0
+                            || !self.epochs.access(t, a, true)
+                        {
+                            stop!();
+                        }
+                        let v = x!(rs2);
+                        self.epochs.undo.push(Undo {
+                            addr: a as u16,
+                            size: size as u8,
+                            old: read_raw(self.wram, a, size),
+                        });
+                        write_raw(self.wram, a, size, v);
+                        let kind = if size == 4 { rs2 >> 5 } else { fuse::NONE };
+                        if kind == fuse::ALWAYS
+                            || (kind != fuse::NONE && self.pair_fuses(t, rs1, imm, kind))
+                        {
+                            fused += 1;
+                            i += 1;
+                            continue;
+                        }
+                        end_slot!(i + 1);
+                    }
+                    Op::AddiSp { imm } => {
+                        let sp = x!(2u8).wrapping_add(imm as u32);
+                        if sp < self.stack_lo[t] {
+                            stop!();
+                        }
+                        x!(2u8) = sp;
+                        end_slot!(i + 1);
+                    }
+                    Op::Jalr { rd, rs1, imm } => {
+                        let dest = x!(rs1).wrapping_add(imm as u32) & !1;
+                        let Ok(to) = self.jump_index(dest) else {
+                            stop!();
+                        };
+                        x!(rd) = self.base.wrapping_add((i + 1) << 2);
+                        end_slot!(to);
+                    }
+                    Op::Jr { rs1, imm } => {
+                        let dest = x!(rs1).wrapping_add(imm as u32) & !1;
+                        let Ok(to) = self.jump_index(dest) else {
+                            stop!();
+                        };
+                        end_slot!(to);
+                    }
+                    Op::Ecall => {
+                        let call = x!(openpim_isa::reg::A7);
+                        if !(crate::ecall::MUL32..=crate::ecall::FDIV64).contains(&call) {
+                            stop!();
+                        }
+                        // The arithmetic calls do not look at the cycle; they fault (division
+                        // by zero) before changing anything.
+                        match self.ecall(t, i, 0) {
+                            Ok(super::Flow::Next { .. }) => end_slot!(i + 1),
+                            Ok(super::Flow::Jump { .. }) => {
+                                let (slots, next) = (self.stall_left[t], self.stall_ret[t]);
+                                pc = next;
+                                done += 1;
+                                let m = slots.min(k - done);
+                                done += m;
+                                if slots > m {
+                                    // The call's remaining slots are owed after the epoch, as
+                                    // after a call issued in the interleaved interpreter
+                                    // (`try_epoch`'s commit).
+                                    self.epochs.saved[t].owe = Some((i, slots - m));
+                                    break 'slot;
+                                }
+                                continue 'slot;
+                            }
+                            Ok(super::Flow::Halt) | Err(_) => stop!(),
+                        }
+                    }
+                    Op::EcallSpin { .. }
+                    | Op::Ebreak
+                    | Op::Illegal { .. }
+                    | Op::Generic { .. }
+                    | Op::FellOff
+                    | Op::Stall
+                    | Op::Spin => stop!(),
                 }
             }
-            fused += slot_fused;
         }
         self.hot[t].pc = pc;
-        self.epochs.stats.2 += 1u64 << 32;
-        self.epochs.stats.1 += u64::from(done) << 40;
         (done, fused)
-    }
-
-    /// Executes op `i` of tasklet `t` in an epoch (see `Step`). An op that continues the slot
-    /// first records the register it writes in `slot_regs[*written]`.
-    #[inline(always)]
-    fn epoch_op(
-        &mut self,
-        t: usize,
-        i: u32,
-        slot_regs: &mut [(u8, u32); 8],
-        written: &mut usize,
-    ) -> Step {
-        let op = self.ops[i as usize];
-        let next = i + 1;
-        macro_rules! x {
-            ($r:expr) => {
-                self.regs[t][($r & 31) as usize]
-            };
-        }
-        // An ALU op: continues the slot when marked so (fusion, `decode::mark_fused`).
-        macro_rules! alu {
-            ($rd:expr, $v:expr) => {{
-                let v = $v;
-                let go_on = $rd >> 5 == fuse::ALWAYS;
-                if go_on {
-                    keep!($rd);
-                }
-                x!($rd) = v;
-                if go_on {
-                    Step::Continue(next)
-                } else {
-                    Step::End(next)
-                }
-            }};
-        }
-        macro_rules! branch {
-            ($taken:expr, $target:expr) => {
-                Step::End(if $taken { $target } else { next })
-            };
-        }
-        // (A slot of more ops than can be undone does not execute in an epoch.)
-        macro_rules! keep {
-            ($rd:expr) => {{
-                let rd = ($rd & 31) as u8;
-                if *written == slot_regs.len() {
-                    return Step::Stop;
-                }
-                slot_regs[*written] = (rd, self.regs[t][usize::from(rd)]);
-                *written += 1;
-            }};
-        }
-        match op {
-            Op::Lw { rd, rs1, imm }
-            | Op::Lh { rd, rs1, imm }
-            | Op::Lhu { rd, rs1, imm }
-            | Op::Lb { rd, rs1, imm }
-            | Op::Lbu { rd, rs1, imm } => {
-                let size = match op {
-                    Op::Lw { .. } => 4,
-                    Op::Lh { .. } | Op::Lhu { .. } => 2,
-                    _ => 1,
-                };
-                let a = self.regs[t][(rs1 & 31) as usize].wrapping_add(imm as u32);
-                if a > WRAM_SIZE - size || a & (size - 1) != 0 || !self.epochs.access(t, a, false) {
-                    return Step::Stop;
-                }
-                let kind = if size == 4 { rd >> 5 } else { fuse::NONE };
-                if kind != fuse::NONE {
-                    keep!(rd);
-                }
-                let raw = read_raw(self.wram, a, size);
-                let v = match op {
-                    Op::Lh { .. } => raw as u16 as i16 as i32 as u32,
-                    Op::Lb { .. } => raw as u8 as i8 as i32 as u32,
-                    _ => raw,
-                };
-                self.regs[t][(rd & 31) as usize] = v;
-                if kind == fuse::ALWAYS
-                    || (kind != fuse::NONE && self.pair_fuses(t, rs1, imm, kind))
-                {
-                    Step::Continue(next)
-                } else {
-                    Step::End(next)
-                }
-            }
-            Op::Sw { rs1, rs2, imm } | Op::Sh { rs1, rs2, imm } | Op::Sb { rs1, rs2, imm } => {
-                let size = match op {
-                    Op::Sw { .. } => 4,
-                    Op::Sh { .. } => 2,
-                    _ => 1,
-                };
-                let a = self.regs[t][(rs1 & 31) as usize].wrapping_add(imm as u32);
-                if a > WRAM_SIZE - size || a & (size - 1) != 0 || !self.epochs.access(t, a, true) {
-                    return Step::Stop;
-                }
-                let v = self.regs[t][(rs2 & 31) as usize];
-                self.epochs.undo.push(Undo {
-                    addr: a as u16,
-                    size: size as u8,
-                    old: read_raw(self.wram, a, size),
-                });
-                write_raw(self.wram, a, size, v);
-                let kind = if size == 4 { rs2 >> 5 } else { fuse::NONE };
-                if kind == fuse::ALWAYS
-                    || (kind != fuse::NONE && self.pair_fuses(t, rs1, imm, kind))
-                {
-                    Step::Continue(next)
-                } else {
-                    Step::End(next)
-                }
-            }
-            Op::AddiSp { imm } => {
-                let sp = self.regs[t][2].wrapping_add(imm as u32);
-                if sp < self.stack_lo[t] {
-                    return Step::Stop;
-                }
-                self.regs[t][2] = sp;
-                Step::End(next)
-            }
-            Op::Jalr { rd, rs1, imm } => {
-                let dest = self.regs[t][(rs1 & 31) as usize].wrapping_add(imm as u32) & !1;
-                match self.jump_index(dest) {
-                    Ok(to) => {
-                        self.regs[t][(rd & 31) as usize] = self.base.wrapping_add(next << 2);
-                        Step::End(to)
-                    }
-                    Err(_) => Step::Stop,
-                }
-            }
-            Op::Jr { rs1, imm } => {
-                let dest = self.regs[t][(rs1 & 31) as usize].wrapping_add(imm as u32) & !1;
-                match self.jump_index(dest) {
-                    Ok(to) => Step::End(to),
-                    Err(_) => Step::Stop,
-                }
-            }
-            Op::Ecall => {
-                let call = self.regs[t][usize::from(openpim_isa::reg::A7)];
-                if !(crate::ecall::MUL32..=crate::ecall::FDIV64).contains(&call) {
-                    return Step::Stop;
-                }
-                // The arithmetic calls do not look at the cycle; they fault (division by
-                // zero) before changing anything.
-                match self.ecall(t, i, 0) {
-                    Ok(super::Flow::Next { .. }) => Step::End(next),
-                    Ok(super::Flow::Jump { .. }) => {
-                        Step::Call(self.stall_ret[t], self.stall_left[t])
-                    }
-                    Ok(super::Flow::Halt) | Err(_) => Step::Stop,
-                }
-            }
-            Op::Nop => Step::End(next),
-            Op::Li { rd, imm } => alu!(rd, imm),
-            Op::Addi { rd, rs1, imm } => alu!(rd, x!(rs1).wrapping_add(imm as u32)),
-            Op::Slti { rd, rs1, imm } => alu!(rd, ((x!(rs1) as i32) < imm) as u32),
-            Op::Sltiu { rd, rs1, imm } => alu!(rd, (x!(rs1) < imm as u32) as u32),
-            Op::Xori { rd, rs1, imm } => alu!(rd, x!(rs1) ^ imm as u32),
-            Op::Ori { rd, rs1, imm } => alu!(rd, x!(rs1) | imm as u32),
-            Op::Andi { rd, rs1, imm } => alu!(rd, x!(rs1) & imm as u32),
-            Op::Slli { rd, rs1, sh } => alu!(rd, x!(rs1) << (sh & 31)),
-            Op::Srli { rd, rs1, sh } => alu!(rd, x!(rs1) >> (sh & 31)),
-            Op::Srai { rd, rs1, sh } => alu!(rd, ((x!(rs1) as i32) >> (sh & 31)) as u32),
-            Op::Add { rd, rs1, rs2 } => alu!(rd, x!(rs1).wrapping_add(x!(rs2))),
-            Op::Sub { rd, rs1, rs2 } => alu!(rd, x!(rs1).wrapping_sub(x!(rs2))),
-            Op::Sll { rd, rs1, rs2 } => alu!(rd, x!(rs1) << (x!(rs2) & 31)),
-            Op::Slt { rd, rs1, rs2 } => alu!(rd, ((x!(rs1) as i32) < (x!(rs2) as i32)) as u32),
-            Op::Sltu { rd, rs1, rs2 } => alu!(rd, (x!(rs1) < x!(rs2)) as u32),
-            Op::Xor { rd, rs1, rs2 } => alu!(rd, x!(rs1) ^ x!(rs2)),
-            Op::Srl { rd, rs1, rs2 } => alu!(rd, x!(rs1) >> (x!(rs2) & 31)),
-            Op::Sra { rd, rs1, rs2 } => alu!(rd, ((x!(rs1) as i32) >> (x!(rs2) & 31)) as u32),
-            Op::Or { rd, rs1, rs2 } => alu!(rd, x!(rs1) | x!(rs2)),
-            Op::And { rd, rs1, rs2 } => alu!(rd, x!(rs1) & x!(rs2)),
-            Op::Beq { rs1, rs2, target } => branch!(x!(rs1) == x!(rs2), target),
-            Op::Bne { rs1, rs2, target } => branch!(x!(rs1) != x!(rs2), target),
-            Op::Blt { rs1, rs2, target } => branch!((x!(rs1) as i32) < (x!(rs2) as i32), target),
-            Op::Bge { rs1, rs2, target } => branch!((x!(rs1) as i32) >= (x!(rs2) as i32), target),
-            Op::Bltu { rs1, rs2, target } => branch!(x!(rs1) < x!(rs2), target),
-            Op::Bgeu { rs1, rs2, target } => branch!(x!(rs1) >= x!(rs2), target),
-            Op::J { target } => Step::End(target),
-            Op::Jal { rd, target } => {
-                self.regs[t][(rd & 31) as usize] = self.base.wrapping_add(next << 2);
-                Step::End(target)
-            }
-            Op::EcallSpin { .. }
-            | Op::Ebreak
-            | Op::Illegal { .. }
-            | Op::Generic { .. }
-            | Op::FellOff
-            | Op::Stall
-            | Op::Spin => Step::Stop,
-        }
     }
 }
 
