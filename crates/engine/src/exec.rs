@@ -22,6 +22,12 @@
 //!   predictor; a batch of one tasklet's code does not.
 //! - *Blocked tasklets*: picking the next issuer when the one after the last issuer is not
 //!   ready skips the tasklets waiting for their DMA, asleep or exited (`Dpu::select`).
+//! - *Epochs* (`epoch`): while at least `revolver_cycles` tasklets run without waiting, the
+//!   revolver issues them round-robin one slot per turn; many turns of every one of them are
+//!   executed one tasklet at a time, up to the first slot of any of them that could change
+//!   that (an environment call other than the arithmetic ones, an MRAM access, a WRAM access
+//!   that another tasklet's in the same epoch conflicts with), and issued at the cycles the
+//!   revolver would have issued them.
 
 use crate::decode::{fuse, Op, Program};
 
@@ -324,17 +330,6 @@ pub(crate) fn run(
             dpu.run_loop()
         }
     };
-    if std::env::var_os("EPOCH_DEBUG").is_some() {
-        let (e, sl, f) = dpu.epochs.stats;
-        eprintln!(
-            "epochs {e} slots {} run {} failed {} calls {} of {} instr",
-            sl & ((1 << 40) - 1),
-            sl >> 40,
-            f & 0xffffffff,
-            f >> 32,
-            dpu.total_instructions()
-        );
-    }
     dpu.finish(end, program)
 }
 
@@ -379,7 +374,12 @@ impl<'a> Dpu<'a> {
         // that comes first (the first one at the start: a DPU of a stopped launch that has
         // not started yet stops at once).
         let every = crate::STOP_CHECK_CYCLES;
-        let mut check_at = if self.stop.is_some() { 0 } else { limit };
+        // One comparison per slot: the first of the cycle limit, the next question to `stop`
+        // (the first one at the start: a DPU of a stopped launch that has not started yet
+        // stops at once) and the next attempt at an epoch (`epoch`).
+        let mut stop_at = if self.stop.is_some() { 0 } else { u64::MAX };
+        let mut epoch_at = if self.shortcuts { 0 } else { u64::MAX };
+        let mut check_at = limit.min(stop_at).min(epoch_at);
         let mut now: u64 = 0;
         let mut t: usize = nr - 1;
         macro_rules! fault {
@@ -393,21 +393,6 @@ impl<'a> Dpu<'a> {
             }};
         }
         loop {
-            // Many turns of every running tasklet at once when they do not interact (`epoch`);
-            // after one, a turn in the interleaved interpreter (the tasklet that stopped it
-            // executes its slot there), and after a failed attempt, more.
-            if self.shortcuts {
-                if self.epochs.wait == 0 {
-                    if let Some((at, last)) = self.try_epoch(now, t, check_at) {
-                        now = at;
-                        t = last;
-                        self.epochs.wait = nr as u32;
-                        continue;
-                    }
-                } else {
-                    self.epochs.wait -= 1;
-                }
-            }
             // Pick the tasklet: the one after the last issuer if it is ready (the common case
             // with >= revolver_cycles tasklets), else scan / jump the clock.
             let mut next = t + 1;
@@ -436,15 +421,34 @@ impl<'a> Dpu<'a> {
                         fault: Fault::CycleLimit { limit },
                     };
                 }
-                if self.stop.is_some_and(|stop| stop()) {
-                    self.end_cycle = now;
-                    return End::Fault {
-                        tasklet: t,
-                        pc_index: self.report_index(t),
-                        fault: Fault::Stopped,
-                    };
+                if now >= stop_at {
+                    if self.stop.is_some_and(|stop| stop()) {
+                        self.end_cycle = now;
+                        return End::Fault {
+                            tasklet: t,
+                            pc_index: self.report_index(t),
+                            fault: Fault::Stopped,
+                        };
+                    }
+                    stop_at = now.saturating_add(every);
                 }
-                check_at = limit.min(now.saturating_add(every));
+                if now >= epoch_at {
+                    // Many turns of every running tasklet at once when they do not interact,
+                    // from `t`'s (which is ready now); after one, a turn in the interleaved
+                    // interpreter (the tasklet that stopped it executes its slot there), and
+                    // after a failed attempt, more (`epoch`).
+                    match self.try_epoch(now, (t + 31) % 32, limit.min(stop_at)) {
+                        Some((at, last)) => {
+                            now = at;
+                            t = last;
+                            epoch_at = now + nr as u64;
+                            check_at = limit.min(stop_at).min(epoch_at);
+                            continue;
+                        }
+                        None => epoch_at = now + u64::from(self.epochs.wait),
+                    }
+                }
+                check_at = limit.min(stop_at).min(epoch_at);
             }
             // One issue slot: one op, or the ops of a fused group, each executed in turn (the
             // earliest next issue `wait` is the latest any of them asks for).

@@ -40,11 +40,13 @@ const SHARED: u32 = 31;
 /// Bit of a granule's state: stored to in the epoch.
 const WRITTEN: u32 = 32;
 
-/// A store executed in an epoch, undone by a rollback.
-#[derive(Clone, Copy)]
-pub(super) struct Undo {
-    addr: u16,
-    size: u8,
+/// A granule's index and its bytes before the epoch's first store to it.
+type GranuleCopy = (u16, [u8; 32]);
+
+/// A store of a slot that may still stop (the first access of a word pair), undone if it does.
+#[derive(Clone, Copy, Default)]
+struct Undo {
+    addr: u32,
     old: u32,
 }
 
@@ -56,9 +58,6 @@ pub(super) struct Saved {
     owed: u64,
     log_len: usize,
     log_total: u64,
-    /// Its entries of the undo log.
-    undo_from: usize,
-    undo_to: usize,
     /// Turns its run executed, and the fused pairs of those turns (counted at the commit).
     turns: u32,
     fused: u64,
@@ -73,15 +72,16 @@ pub(super) struct Epochs {
     /// `SHARED`) and `WRITTEN`.
     granule: Box<[u32]>,
     number: u32,
-    undo: Vec<Undo>,
+    /// Per tasklet, the granules it stored to in the epoch, as they were before (what a
+    /// rollback restores; a granule is only ever stored to by one tasklet in an epoch).
+    before: Box<[Vec<GranuleCopy>]>,
     saved: Box<[Saved]>,
-    /// Slots to issue in the interleaved interpreter before the next attempt, and how many
-    /// after a failed one (doubling up to a limit).
+    /// Cycles in the interleaved interpreter before the next attempt after a failed one, and
+    /// after the next failure (doubling up to a limit, halved by a success).
     pub(super) wait: u32,
     backoff: u32,
     /// Most turns the next epoch tries.
     cap: u32,
-    pub(super) stats: (u64, u64, u64),
 }
 
 impl Epochs {
@@ -89,37 +89,43 @@ impl Epochs {
         Epochs {
             granule: vec![0; GRANULES].into_boxed_slice(),
             number: 0,
-            undo: Vec::new(),
+            before: (0..MAXT).map(|_| Vec::new()).collect(),
             saved: vec![Saved::default(); MAXT].into_boxed_slice(),
             wait: 0,
             backoff: 16,
             cap: MAX_TURNS,
-            stats: (0, 0, 0),
         }
     }
 
-    /// Records tasklet `t`'s access to WRAM byte `a` (a store if `store`) in the epoch; false if
-    /// another tasklet's access conflicts with it.
-    #[inline(always)]
-    fn access(&mut self, t: usize, a: u32, store: bool) -> bool {
-        let g = &mut self.granule[(a as usize >> 5) % GRANULES];
+    /// Records tasklet `t`'s access to WRAM byte `a` (a store if `store`) in the epoch, keeping
+    /// the granule's bytes before its first store; false if another tasklet's access conflicts
+    /// with it.
+    #[inline(never)]
+    fn access(&mut self, wram: &[u8; WS], t: usize, a: u32, store: bool) -> bool {
+        let at = (a as usize >> 5) % GRANULES;
+        let g = &mut self.granule[at];
         let mine = self.number << 8 | t as u32;
-        if *g >> 8 != self.number {
+        let first_store = if *g >> 8 != self.number {
             *g = mine | if store { WRITTEN } else { 0 };
-            return true;
-        }
-        let owner = *g & 31;
-        if owner == t as u32 {
+            store
+        } else if *g & 31 == t as u32 {
+            let first = store && *g & WRITTEN == 0;
             if store {
                 *g |= WRITTEN;
             }
-            true
+            first
         } else if store || *g & WRITTEN != 0 {
-            false
+            return false;
         } else {
             *g = self.number << 8 | SHARED;
-            true
+            false
+        };
+        if first_store {
+            let mut bytes = [0u8; 32];
+            bytes.copy_from_slice(&wram[at * 32..at * 32 + 32]);
+            self.before[t].push((at as u16, bytes));
         }
+        true
     }
 }
 
@@ -127,6 +133,7 @@ impl Dpu<'_> {
     /// Tries an epoch at cycle `now` (the last issuer being `last`), ending before cycle
     /// `bound`. Returns the cycle and last issuer after it, or `None` when no epoch of at least
     /// `MIN_TURNS` turns was possible (nothing changed).
+    #[inline(never)]
     pub(super) fn try_epoch(&mut self, now: u64, last: usize, bound: u64) -> Option<(u64, usize)> {
         let nr = self.nr;
         // The tasklets in the rotation: ready within a turn (`blocked` is only a hint: a
@@ -144,9 +151,6 @@ impl Dpu<'_> {
         }
         let n = running.count_ones() as usize;
         if (n as u64) < self.rev {
-            if std::env::var_os("EPOCH_WHY").is_some() {
-                eprintln!("n {n} < rev at {now}");
-            }
             return self.epoch_failed();
         }
         // In round-robin order after `last`, each ready at its turn.
@@ -157,9 +161,6 @@ impl Dpu<'_> {
             m &= m - 1;
             let t = ((j + last as u32 + 1) % 32) as usize;
             if self.hot[t].ready_at > now + p as u64 || self.stops_at_once(t) {
-                if std::env::var_os("EPOCH_WHY").is_some() {
-                    eprintln!("not ready t{t} p{p} at {now}: {}", self.hot[t].ready_at);
-                }
                 return self.epoch_failed();
             }
             *slot = t;
@@ -168,9 +169,6 @@ impl Dpu<'_> {
         // run far beyond where the others stop, and be rolled back.
         let turns = (end.saturating_sub(now) / n as u64).min(u64::from(self.epochs.cap)) as u32;
         if turns < MIN_TURNS {
-            if std::env::var_os("EPOCH_WHY").is_some() {
-                eprintln!("turns {turns} at {now} end {end}");
-            }
             return self.epoch_failed();
         }
         let order = &order[..n];
@@ -180,7 +178,6 @@ impl Dpu<'_> {
             e.granule.fill(0);
             e.number = 1;
         }
-        e.undo.clear();
         let passive = (self.passive, self.owing);
         let mut k = turns;
         for &t in order {
@@ -189,15 +186,8 @@ impl Dpu<'_> {
             let s = &mut self.epochs.saved[t];
             s.turns = done;
             s.fused = fused;
-            s.undo_to = self.epochs.undo.len();
             k = k.min(done);
             if k < MIN_TURNS {
-                if std::env::var_os("EPOCH_WHY").is_some() {
-                    eprintln!(
-                        "k {k} t{t} at {now} pc {} op {:?}",
-                        self.hot[t].pc, self.ops[self.hot[t].pc as usize]
-                    );
-                }
                 // Not worth it: every tasklet run so far back as it was.
                 let ran = order.iter().position(|&u| u == t).map_or(0, |p| p + 1);
                 for &u in order[..ran].iter().rev() {
@@ -213,7 +203,6 @@ impl Dpu<'_> {
             for &t in order {
                 if self.epochs.saved[t].turns > k {
                     self.epoch_restore(t, passive);
-                    self.epoch_save_again(t);
                     let (done, fused) = self.epoch_run(t, k);
                     let s = &mut self.epochs.saved[t];
                     s.turns = done;
@@ -256,8 +245,6 @@ impl Dpu<'_> {
         // attempts at every turn.)
         self.epochs.backoff = (self.epochs.backoff / 2).max(16);
         self.epochs.cap = (2 * k).clamp(2 * MIN_TURNS, MAX_TURNS);
-        self.epochs.stats.0 += 1;
-        self.epochs.stats.1 += u64::from(k) * n as u64;
         Some((now + u64::from(k) * n as u64, order[n - 1]))
     }
 
@@ -313,7 +300,6 @@ impl Dpu<'_> {
     #[cold]
     fn epoch_failed(&mut self) -> Option<(u64, usize)> {
         let e = &mut self.epochs;
-        e.stats.2 += 1;
         e.wait = e.backoff;
         e.backoff = (e.backoff * 2).min(1 << 16);
         None
@@ -321,6 +307,7 @@ impl Dpu<'_> {
 
     /// Keeps what tasklet `t` has before its run in the epoch.
     fn epoch_save(&mut self, t: usize) {
+        self.epochs.before[t].clear();
         let log: &OwedLog = &self.owed_log[t];
         self.epochs.saved[t] = super::epoch::Saved {
             regs: self.regs[t],
@@ -328,33 +315,21 @@ impl Dpu<'_> {
             owed: self.owed[t],
             log_len: log.len,
             log_total: log.total,
-            undo_from: self.epochs.undo.len(),
-            undo_to: usize::MAX,
             turns: 0,
             fused: 0,
             owe: None,
         };
     }
 
-    /// `epoch_save` for a run again after `epoch_restore`: its undo entries start afresh.
-    fn epoch_save_again(&mut self, t: usize) {
-        let s = &mut self.epochs.saved[t];
-        s.undo_from = self.epochs.undo.len();
-        s.undo_to = usize::MAX;
-    }
-
     /// Undoes tasklet `t`'s run in the epoch: its stores (in reverse), its registers, pc and
     /// what it owes (`passive`: the `passive` and `owing` masks before the epoch).
     fn epoch_restore(&mut self, t: usize, passive: (u32, u32)) {
         let s = self.epochs.saved[t];
-        let to = if s.undo_to == usize::MAX {
-            self.epochs.undo.len()
-        } else {
-            s.undo_to
-        };
-        for i in (s.undo_from..to).rev() {
-            let u = self.epochs.undo[i];
-            write_raw(self.wram, u32::from(u.addr), u32::from(u.size), u.old);
+        // (The granules stay marked as this tasklet's: a run again stores to them without
+        // keeping them again, and another restore restores them from these.)
+        for &(at, bytes) in self.epochs.before[t].iter().rev() {
+            let at = usize::from(at) * 32;
+            self.wram[at..at + 32].copy_from_slice(&bytes);
         }
         self.regs[t] = s.regs;
         self.hot[t].pc = s.pc;
@@ -398,10 +373,14 @@ impl Dpu<'_> {
         // Registers written by the ops of the current slot before its last, to undo a slot
         // whose later op cannot execute in an epoch (a slot of more such ops stops).
         let mut kept: [(u8, u32); 8] = [(0, 0); 8];
+        // Stores of the current slot that may be followed by an op that stops it.
+        let mut stored: [Undo; 4] = [Undo::default(); 4];
+        // The granules this run last read and last stored to (checked once per granule).
+        let (mut read_g, mut stored_g) = (usize::MAX, usize::MAX);
         'slot: while done < k {
             let mut written = 0usize;
+            let mut nstored = 0usize;
             let fused_before = fused;
-            let undo_mark = self.epochs.undo.len();
             let mut i = pc;
             macro_rules! x {
                 ($r:expr) => {
@@ -414,11 +393,9 @@ impl Dpu<'_> {
                     for &(r, v) in kept[..written].iter().rev() {
                         self.regs[t][usize::from(r)] = v;
                     }
-                    for j in (undo_mark..self.epochs.undo.len()).rev() {
-                        let u = self.epochs.undo[j];
-                        write_raw(self.wram, u32::from(u.addr), u32::from(u.size), u.old);
+                    for u in stored[..nstored].iter().rev() {
+                        write_raw(self.wram, u.addr, 4, u.old);
                     }
-                    self.epochs.undo.truncate(undo_mark);
                     fused = fused_before;
                     break 'slot;
                 }};
@@ -432,6 +409,22 @@ impl Dpu<'_> {
                     let rd = ($rd & 31) as u8;
                     kept[written] = (rd, self.regs[t][usize::from(rd)]);
                     written += 1;
+                }};
+            }
+            // Whether the run may access WRAM byte `a` (see `Epochs::access`).
+            macro_rules! granted {
+                ($a:expr, $store:expr) => {{
+                    let g = ($a as usize >> 5) % GRANULES;
+                    g == stored_g
+                        || (!$store && g == read_g)
+                        || (self.epochs.access(&*self.wram, t, $a, $store) && {
+                            if $store {
+                                stored_g = g;
+                            } else {
+                                read_g = g;
+                            }
+                            true
+                        })
                 }};
             }
             macro_rules! end_slot {
@@ -507,7 +500,7 @@ impl Dpu<'_> {
                     }
                     Op::Lw { rd, rs1, imm } => {
                         let a = x!(rs1).wrapping_add(imm as u32);
-                        if a > WRAM_SIZE - 4 || a & 3 != 0 || !self.epochs.access(t, a, false) {
+                        if a > WRAM_SIZE - 4 || a & 3 != 0 || !granted!(a, false) {
                             stop!();
                         }
                         let kind = rd >> 5;
@@ -534,10 +527,7 @@ impl Dpu<'_> {
                             1
                         };
                         let a = x!(rs1).wrapping_add(imm as u32);
-                        if a > WRAM_SIZE - size
-                            || a & (size - 1) != 0
-                            || !self.epochs.access(t, a, false)
-                        {
+                        if a > WRAM_SIZE - size || a & (size - 1) != 0 || !granted!(a, false) {
                             stop!();
                         }
                         let raw = read_raw(self.wram, a, size);
@@ -557,20 +547,23 @@ impl Dpu<'_> {
                             _ => 1,
                         };
                         let a = x!(rs1).wrapping_add(imm as u32);
-                        if a > WRAM_SIZE - size
-                            || a & (size - 1) != 0
-                            || !self.epochs.access(t, a, true)
-                        {
+                        if a > WRAM_SIZE - size || a & (size - 1) != 0 || !granted!(a, true) {
                             stop!();
                         }
                         let v = x!(rs2);
-                        self.epochs.undo.push(Undo {
-                            addr: a as u16,
-                            size: size as u8,
-                            old: read_raw(self.wram, a, size),
-                        });
-                        write_raw(self.wram, a, size, v);
                         let kind = if size == 4 { rs2 >> 5 } else { fuse::NONE };
+                        if kind != fuse::NONE {
+                            // (The slot may go on with an op that stops it.)
+                            if nstored == stored.len() {
+                                stop!();
+                            }
+                            stored[nstored] = Undo {
+                                addr: a,
+                                old: read_raw(self.wram, a, 4),
+                            };
+                            nstored += 1;
+                        }
+                        write_raw(self.wram, a, size, v);
                         if kind == fuse::ALWAYS
                             || (kind != fuse::NONE && self.pair_fuses(t, rs1, imm, kind))
                         {
