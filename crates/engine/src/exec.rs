@@ -30,12 +30,12 @@
 //!   revolver would have issued them.
 
 use crate::decode::{fuse, Op, Program};
-
-mod epoch;
 use crate::map::{ATOMIC_BASE, ATOMIC_BITS, MAX_TASKLETS, MRAM_BASE, MRAM_SIZE, WRAM_SIZE};
 use crate::{arith, ecall, printf, BootInfo, DpuMemory, Fault, FaultReport, RunOutcome, RunStats};
 use crate::{DmaQuirk, DmaQuirkKind, TaskletStats, Timing};
 use openpim_isa::{decode as isa_decode, reg, Insn};
+
+mod epoch;
 
 const WS: usize = WRAM_SIZE as usize;
 const MAXT: usize = MAX_TASKLETS as usize;
@@ -370,9 +370,6 @@ impl<'a> Dpu<'a> {
         let nr = self.nr;
         let rev = self.rev;
         let limit = self.timing.max_cycles.unwrap_or(u64::MAX);
-        // One comparison per slot: the cycle limit, or the next question to `stop` if
-        // that comes first (the first one at the start: a DPU of a stopped launch that has
-        // not started yet stops at once).
         let every = crate::STOP_CHECK_CYCLES;
         // One comparison per slot: the first of the cycle limit, the next question to `stop`
         // (the first one at the start: a DPU of a stopped launch that has not started yet
