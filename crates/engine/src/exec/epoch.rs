@@ -32,7 +32,7 @@ use crate::map::WRAM_SIZE;
 /// Granules of WRAM tracked per epoch (32 bytes each).
 pub(super) const GRANULES: usize = WS / 32;
 /// Fewest turns an epoch must keep to be worth its set-up.
-const MIN_TURNS: u32 = 32;
+const MIN_TURNS: u32 = 24;
 /// Most turns of one epoch (bounds the undo log and the work thrown away by a rollback).
 const MAX_TURNS: u32 = 256;
 /// Owner value of a granule read by several tasklets in the epoch.
