@@ -25,7 +25,7 @@
 //! Spinning tasklets and the slots tasklets owe (see the `exec` module) take part: their slots
 //! execute no op. Epochs are a shortcut (`Program::without_shortcuts` turns them off).
 
-use super::{Dpu, OwedLog, MAXT, WS};
+use super::{Dpu, MAXT, WS};
 use crate::decode::{fuse, Op};
 use crate::map::WRAM_SIZE;
 
@@ -55,9 +55,8 @@ struct Undo {
 pub(super) struct Saved {
     regs: [u32; 32],
     pc: u32,
+    /// Slots it owed (a run only ever pays some of them; new ones are owed at the commit).
     owed: u64,
-    log_len: usize,
-    log_total: u64,
     /// Turns its run executed, and the fused pairs of those turns (counted at the commit).
     turns: u32,
     fused: u64,
@@ -308,13 +307,10 @@ impl Dpu<'_> {
     /// Keeps what tasklet `t` has before its run in the epoch.
     fn epoch_save(&mut self, t: usize) {
         self.epochs.before[t].clear();
-        let log: &OwedLog = &self.owed_log[t];
-        self.epochs.saved[t] = super::epoch::Saved {
+        self.epochs.saved[t] = Saved {
             regs: self.regs[t],
             pc: self.hot[t].pc,
             owed: self.owed[t],
-            log_len: log.len,
-            log_total: log.total,
             turns: 0,
             fused: 0,
             owe: None,
@@ -334,9 +330,6 @@ impl Dpu<'_> {
         self.regs[t] = s.regs;
         self.hot[t].pc = s.pc;
         self.owed[t] = s.owed;
-        let log = &mut self.owed_log[t];
-        log.len = s.log_len;
-        log.total = s.log_total;
         let bit = 1u32 << t;
         self.passive = (self.passive & !bit) | (passive.0 & bit);
         self.owing = (self.owing & !bit) | (passive.1 & bit);
