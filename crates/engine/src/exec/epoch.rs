@@ -441,6 +441,20 @@ impl Dpu<'_> {
                     end_slot!(i + 1);
                 }};
             }
+            // After a word access: the slot goes on with the next op if the access is marked
+            // to (always, or as a word pair at an aligned address), else it ends.
+            macro_rules! word_next {
+                ($kind:expr, $rs1:expr, $imm:expr) => {{
+                    if $kind == fuse::ALWAYS
+                        || ($kind != fuse::NONE && self.pair_fuses(t, $rs1, $imm, $kind))
+                    {
+                        fused += 1;
+                        i += 1;
+                        continue;
+                    }
+                    end_slot!(i + 1);
+                }};
+            }
             macro_rules! branch {
                 ($taken:expr, $target:expr) => {{
                     let to = if $taken { $target } else { i + 1 };
@@ -501,14 +515,7 @@ impl Dpu<'_> {
                             keep!(rd);
                         }
                         x!(rd) = read_raw(self.wram, a, 4);
-                        if kind == fuse::ALWAYS
-                            || (kind != fuse::NONE && self.pair_fuses(t, rs1, imm, kind))
-                        {
-                            fused += 1;
-                            i += 1;
-                            continue;
-                        }
-                        end_slot!(i + 1);
+                        word_next!(kind, rs1, imm);
                     }
                     Op::Lh { rd, rs1, imm }
                     | Op::Lhu { rd, rs1, imm }
@@ -557,14 +564,7 @@ impl Dpu<'_> {
                             nstored += 1;
                         }
                         write_raw(self.wram, a, size, v);
-                        if kind == fuse::ALWAYS
-                            || (kind != fuse::NONE && self.pair_fuses(t, rs1, imm, kind))
-                        {
-                            fused += 1;
-                            i += 1;
-                            continue;
-                        }
-                        end_slot!(i + 1);
+                        word_next!(kind, rs1, imm);
                     }
                     Op::AddiSp { imm } => {
                         let sp = x!(2u8).wrapping_add(imm as u32);
@@ -616,13 +616,9 @@ impl Dpu<'_> {
                             Ok(super::Flow::Halt) | Err(_) => stop!(),
                         }
                     }
-                    Op::EcallSpin { .. }
-                    | Op::Ebreak
-                    | Op::Illegal { .. }
-                    | Op::Generic { .. }
-                    | Op::FellOff
-                    | Op::Stall
-                    | Op::Spin => stop!(),
+                    // Any other op (an acquire loop's call, the sentinels, the generic path, a
+                    // breakpoint or an illegal word) executes in the interleaved interpreter.
+                    _ => stop!(),
                 }
             }
         }
