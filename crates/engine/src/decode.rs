@@ -252,7 +252,8 @@ impl Program {
 
     /// The same program for an interpreter without its shortcuts, which must change nothing
     /// but its speed: no slots executed ahead of their issue, spin loops re-executed at every
-    /// slot, every tasklet scanned to pick the next issuer. For tests that compare the two.
+    /// slot, every tasklet scanned to pick the next issuer, no epochs. For tests that compare
+    /// the two.
     #[doc(hidden)]
     pub fn without_shortcuts(&self) -> Program {
         let mut p = self.clone();
