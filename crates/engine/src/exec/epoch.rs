@@ -179,17 +179,12 @@ impl Dpu<'_> {
         }
         let passive = (self.passive, self.owing);
         let mut k = turns;
-        for &t in order {
+        for (i, &t) in order.iter().enumerate() {
             self.epoch_save(t);
-            let (done, fused) = self.epoch_run(t, k);
-            let s = &mut self.epochs.saved[t];
-            s.turns = done;
-            s.fused = fused;
-            k = k.min(done);
+            k = k.min(self.epoch_run(t, k));
             if k < MIN_TURNS {
                 // Not worth it: every tasklet run so far back as it was.
-                let ran = order.iter().position(|&u| u == t).map_or(0, |p| p + 1);
-                for &u in order[..ran].iter().rev() {
+                for &u in order[..=i].iter().rev() {
                     self.epoch_restore(u, passive);
                 }
                 return self.epoch_failed();
@@ -202,10 +197,7 @@ impl Dpu<'_> {
             for &t in order {
                 if self.epochs.saved[t].turns > k {
                     self.epoch_restore(t, passive);
-                    let (done, fused) = self.epoch_run(t, k);
-                    let s = &mut self.epochs.saved[t];
-                    s.turns = done;
-                    s.fused = fused;
+                    let done = self.epoch_run(t, k);
                     if done < k {
                         k = done;
                         again = true;
@@ -338,11 +330,22 @@ impl Dpu<'_> {
         self.epochs.saved[t].owe = None;
     }
 
-    /// Runs up to `k` turns of tasklet `t` (one issue slot each); returns the turns run and the
-    /// fused pairs of their slots (not yet counted). Stops before a slot that cannot execute
-    /// in an epoch; its registers, pc, what it owes and WRAM are then as after the turns run.
+    /// Runs up to `k` turns of tasklet `t` (one issue slot each); returns the turns run, kept
+    /// with the fused pairs of their slots (counted at the commit) in `Epochs::saved`. Stops
+    /// before a slot that cannot execute in an epoch; its registers, pc, what it owes and WRAM
+    /// are then as after the turns run.
     #[inline(never)]
-    fn epoch_run(&mut self, t: usize, k: u32) -> (u32, u64) {
+    fn epoch_run(&mut self, t: usize, k: u32) -> u32 {
+        let (done, fused) = self.epoch_turns(t, k);
+        let s = &mut self.epochs.saved[t];
+        s.turns = done;
+        s.fused = fused;
+        done
+    }
+
+    /// `epoch_run`'s turns: the turns run and their fused pairs.
+    #[inline(always)]
+    fn epoch_turns(&mut self, t: usize, k: u32) -> (u32, u64) {
         let bit = 1u32 << t;
         if self.held_spin & bit != 0 {
             // Every slot of a spin on a held bit executes no op (counted at the commit); no
