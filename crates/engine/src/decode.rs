@@ -703,6 +703,12 @@ fn mark_fused(op: &mut Op, kind: u8) -> bool {
     true
 }
 
+/// The destination register field (with its fusion mark) of a register-only ALU op; `None`
+/// for any other op.
+pub(crate) fn alu_dest(mut op: Op) -> Option<u8> {
+    alu_dest_mut(&mut op).map(|rd| *rd)
+}
+
 /// The destination register field of a register-only ALU op (constants, immediate and
 /// register-register arithmetic, logic, shifts, comparisons); `None` for any other op.
 fn alu_dest_mut(op: &mut Op) -> Option<&mut u8> {

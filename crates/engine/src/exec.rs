@@ -327,7 +327,11 @@ pub(crate) fn run(
             for t in nr..MAXT {
                 dpu.hot[t].ready_at = u64::MAX;
             }
-            dpu.run_loop()
+            let end = dpu.run_loop();
+            // (An epoch under way leaves no slot executed ahead of its issue.)
+            dpu.epoch_abort();
+            if std::env::var("EPDBG").is_ok() { eprintln!("epdbg handover {} ends {} rollbacks {} sweepslots {} bulk {} batches {} endnonevent {} conflicts {} total {}", dpu.epochs.dbg[0], dpu.epochs.dbg[1], dpu.epochs.dbg[2], dpu.epochs.dbg[3], dpu.epochs.dbg[4], dpu.epochs.dbg[5], dpu.epochs.dbg[6], dpu.epochs.dbg[7], dpu.total_instructions()); }
+            end
         }
     };
     dpu.finish(end, program)
@@ -410,6 +414,28 @@ impl<'a> Dpu<'a> {
             }
             t = next;
             if now >= check_at {
+                if now >= epoch_at {
+                    // Slots counted in bulk while the tasklets' code runs ahead in batches
+                    // (`epoch`), from `t`'s turn (it is ready now): the interpreter goes on
+                    // where the epoch ends, or executes the one slot it hands over (an event)
+                    // and the epoch goes on at the next cycle. Before the cycle limit and the
+                    // stop request: an epoch ends before either.
+                    match self.try_epoch(now, (t + 31) % 32, limit.min(stop_at)) {
+                        Some((at, last)) => {
+                            now = at;
+                            t = last;
+                            epoch_at = now
+                                + if self.epochs.active {
+                                    1
+                                } else {
+                                    u64::from(self.epochs.wait)
+                                };
+                            check_at = limit.min(stop_at).min(epoch_at);
+                            continue;
+                        }
+                        None => epoch_at = now + u64::from(self.epochs.wait),
+                    }
+                }
                 if now >= limit {
                     self.end_cycle = now;
                     return End::Fault {
@@ -428,22 +454,6 @@ impl<'a> Dpu<'a> {
                         };
                     }
                     stop_at = now.saturating_add(every);
-                }
-                if now >= epoch_at {
-                    // Many turns of every running tasklet at once when they do not interact,
-                    // from `t`'s (which is ready now); after one, a turn in the interleaved
-                    // interpreter (the tasklet that stopped it executes its slot there), and
-                    // after a failed attempt, more (`epoch`).
-                    match self.try_epoch(now, (t + 31) % 32, limit.min(stop_at)) {
-                        Some((at, last)) => {
-                            now = at;
-                            t = last;
-                            epoch_at = now + nr as u64;
-                            check_at = limit.min(stop_at).min(epoch_at);
-                            continue;
-                        }
-                        None => epoch_at = now + u64::from(self.epochs.wait),
-                    }
                 }
                 check_at = limit.min(stop_at).min(epoch_at);
             }
@@ -1153,6 +1163,24 @@ impl<'a> Dpu<'a> {
         s.acquire_next = !acquire || s.lock;
     }
 
+    /// `q` slots of tasklet `t`'s spin that execute no op (`spin_passive_slot` `q` times).
+    fn spin_passive_slots(&mut self, t: usize, q: u32) {
+        let s = &mut self.spin[t];
+        let pairs = u64::from(s.ecall - s.start + u32::from(s.lock));
+        // Every slot of a lock is an acquire; the other loops alternate acquire and branch.
+        let acquires = if s.lock {
+            q
+        } else if s.acquire_next {
+            q.div_ceil(2)
+        } else {
+            q / 2
+        };
+        self.run_stats.fused_pairs += u64::from(acquires) * pairs;
+        if !s.lock && q % 2 == 1 {
+            s.acquire_next = !s.acquire_next;
+        }
+    }
+
     /// One issue slot of tasklet `t` spinning on the `Spin` sentinel: the branch back to the
     /// loop (`beqz a0`, a0 being 0), or the loop's ops and its acquire, which fails again while
     /// the bit is held (they write the values they wrote last time; the slot counts their
@@ -1316,6 +1344,33 @@ impl<'a> Dpu<'a> {
         mram: u32,
         size: u32,
     ) -> Result<DmaRequest, Fault> {
+        let (d, kinds) = self.dma_decode(wram, mram, size)?;
+        if !kinds.is_empty() {
+            self.run_stats.dma_quirks += 1;
+            if self.dma_quirks.len() < DMA_QUIRKS_KEPT {
+                self.dma_quirks.push(DmaQuirk {
+                    tasklet: t as u32,
+                    pc: self.base.wrapping_add(pc << 2),
+                    read,
+                    kinds,
+                    wram,
+                    mram,
+                    size,
+                    moved: d.size,
+                });
+            }
+        }
+        Ok(d)
+    }
+
+    /// `dma_request`'s decoding, without recording its quirks: the request, and what the
+    /// hardware tolerates in it.
+    fn dma_decode(
+        &self,
+        wram: u32,
+        mram: u32,
+        size: u32,
+    ) -> Result<(DmaRequest, Vec<DmaQuirkKind>), Fault> {
         let moved = dma_encoded_length(size);
         let (w, m) = (wram & !7, mram & !7);
         let strict = self.timing.strict_dma;
@@ -1352,26 +1407,14 @@ impl<'a> Dpu<'a> {
                 size: moved,
             });
         }
-        if !kinds.is_empty() {
-            self.run_stats.dma_quirks += 1;
-            if self.dma_quirks.len() < DMA_QUIRKS_KEPT {
-                self.dma_quirks.push(DmaQuirk {
-                    tasklet: t as u32,
-                    pc: self.base.wrapping_add(pc << 2),
-                    read,
-                    kinds,
-                    wram,
-                    mram,
-                    size,
-                    moved,
-                });
-            }
-        }
-        Ok(DmaRequest {
-            wram: w,
-            mram_offset: offset,
-            size: moved,
-        })
+        Ok((
+            DmaRequest {
+                wram: w,
+                mram_offset: offset,
+                size: moved,
+            },
+            kinds,
+        ))
     }
 
     /// Books a DMA request of `n` bytes issued by tasklet `t` at cycle `now`; returns the

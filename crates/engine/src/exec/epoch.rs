@@ -1,46 +1,63 @@
-//! Epochs: many revolver turns of every running tasklet executed one tasklet at a time.
+//! Epochs: the revolver's issue slots counted in bulk while the tasklets' code runs ahead of
+//! them, one tasklet at a time.
 //!
-//! When at least `revolver_cycles` tasklets are running and none of them waits, the revolver
-//! issues them in strict round-robin order, one slot each per turn of `n` cycles, until one
-//! of them does something that changes that (a DMA, a lock, any environment call other than
-//! the arithmetic ones, an MRAM access) or a waiting tasklet becomes ready. Over such a
-//! stretch the issue cycle of every slot is known in advance, and only the tasklets' WRAM
-//! accesses could make the order in which their slots *execute* matter. An epoch executes
-//! `J` turns of every tasklet, one tasklet after the other (each tasklet's code in a run,
-//! which the host predicts far better than tasklets interleaved slot by slot), and is exact
-//! because:
+//! Interleaving sixteen tasklets slot by slot is what makes interpretation slow: the host
+//! cannot predict the branches of code that changes every slot. During an epoch every running
+//! tasklet's code runs instead in *batches* (up to `BATCH` slots of one tasklet in a row,
+//! `epoch_run`), and the revolver only counts: it picks the issuer of each cycle exactly as
+//! the interpreter does (`Dpu::select`) and issues a slot its batch already executed (or a
+//! slot of a tasklet spinning on a held atomic bit), updating the clock, the tasklet's next
+//! issue cycle and its instruction count. While at least `revolver_cycles` tasklets issue in
+//! turn and all of them have such slots, whole turns are counted at once (`bulk`).
 //!
-//! - every tasklet stops before a slot that would end the stretch (it then executes in the
-//!   interleaved interpreter at its own cycle), and `J` is the fewest turns any tasklet ran:
-//!   the tasklets that ran more are rolled back to `J` turns (their stores undone, their
-//!   registers and what they owed restored, their `J` turns executed again);
-//! - the WRAM they touch is tracked per 32-byte granule for the epoch: a tasklet stops before
-//!   an access to a granule another tasklet of the epoch has stored to, or before a store to
-//!   a granule another tasklet has accessed. So no two tasklets exchange data through WRAM
-//!   within the epoch's `J` turns, and executing their slots in another order than the
-//!   revolver's gives the same values (a granule only read by several tasklets is fine);
-//! - the epoch ends before the first cycle at which a waiting tasklet becomes ready and before
-//!   the next check of the cycle limit or of a stop request.
+//! A batch stops before a slot that other tasklets could observe or that depends on when it
+//! issues: environment calls other than the arithmetic ones, MRAM accesses, ops that would
+//! fault, and WRAM accesses that conflict (below). When that slot's turn comes, it is an
+//! *event*: a DMA call, an atomic acquire or release, or a spinning tasklet's acquire of a
+//! released bit is handed to the interpreter, which executes that one slot at its cycle
+//! (`run_loop`; the epoch goes on at the next cycle); any other slot ends the epoch.
 //!
-//! Spinning tasklets and the slots tasklets owe (see the `exec` module) take part: their slots
-//! execute no op. Epochs are a shortcut (`Program::without_shortcuts` turns them off).
+//! Exact because slots executed ahead of their cycle can only differ from slots executed at it
+//! through data other tasklets write or read meanwhile, and none can:
+//! - registers are the tasklet's own, MRAM is only touched by events, which execute at their
+//!   cycles in cycle order, and the atomic bits likewise;
+//! - WRAM is tracked per 32-byte granule: each granule records the last tasklet and batch that
+//!   accessed it (`Epochs::access`). A batch is *live* while some of its slots have not issued.
+//!   A tasklet may not load a granule a live batch of another tasklet stored to, nor store to
+//!   one another live batch accessed; a DMA call may not write a granule another live batch
+//!   accessed, nor read one it stored to. Where one would, the other tasklet's batch is rolled
+//!   back to its issued slots (its stores undone from the granules' copies, its registers,
+//!   pc and owed slots restored, its issued slots run again) and the access goes ahead: the
+//!   data then passes in cycle order. Accesses of batches that have issued in full are in the
+//!   past of every slot still to execute, and never conflict;
+//! - an epoch ends before the next check of the cycle limit or of a stop request, and
+//!   whatever ends it (any event not handed over, the end of the run) first rolls back every
+//!   live batch (`sweep_end`, `epoch_abort`).
+//!
+//! Spinning tasklets and the slots tasklets owe (see the `exec` module) take part: a spinner's
+//! slots execute no op, and a batch starts with the slots its tasklet owes. Epochs are a
+//! shortcut (`Program::without_shortcuts` turns them off).
 
 use super::{Dpu, MAXT, WS};
-use crate::decode::{fuse, Op};
+use crate::decode::{alu_dest, fuse, Op};
+use crate::ecall;
 use crate::map::WRAM_SIZE;
+use openpim_isa::reg;
+macro_rules! e_dbg { ($s:expr, $i:expr) => { $s.epochs.dbg[$i] += 1; } }
 
 /// Granules of WRAM tracked per epoch (32 bytes each).
 pub(super) const GRANULES: usize = WS / 32;
-/// Fewest turns an epoch must keep to be worth its set-up.
-const MIN_TURNS: u32 = 24;
-/// Most turns of one epoch (bounds the undo log and the work thrown away by a rollback).
-const MAX_TURNS: u32 = 256;
-/// Owner value of a granule read by several tasklets in the epoch.
-const SHARED: u32 = 31;
-/// Bit of a granule's state: stored to in the epoch.
-const WRITTEN: u32 = 32;
+/// Most slots of one batch (bounds the undo log and the work a rollback throws away).
+const BATCH: u32 = 128;
+/// Fewest slots an epoch must issue to count as worth its set-up (else the next attempt waits
+/// longer).
+const WORTH: u64 = 64;
+/// Owner value of a granule read by several live batches.
+const SHARED: u64 = 31;
+/// Bit of a granule's state: stored to by its batch.
+const WRITTEN: u64 = 32;
 
-/// A granule's index and its bytes before the epoch's first store to it.
+/// A granule's index and its bytes before the batch's first store to it.
 type GranuleCopy = (u16, [u8; 32]);
 
 /// A store of a slot that may still stop (the first access of a word pair), undone if it does.
@@ -50,37 +67,54 @@ struct Undo {
     old: u32,
 }
 
-/// What a tasklet had before the epoch, restored by a rollback.
+/// What a tasklet had before its current batch, restored by a rollback.
 #[derive(Clone, Copy, Default)]
 pub(super) struct Saved {
     regs: [u32; 32],
     pc: u32,
-    /// Slots it owed (a run only ever pays some of them; new ones are owed at the commit).
+    /// Slots it owed (a batch starts by paying them).
     owed: u64,
-    /// Turns its run executed, and the fused pairs of those turns (counted at the commit).
-    turns: u32,
+    /// The batch's fused pairs (counted once it has issued in full, or at its rollback).
     fused: u64,
-    /// An arithmetic call whose issue slots go on after the epoch: its op index and the slots
-    /// left, owed at the commit.
+    /// An arithmetic call whose issue slots go on after the batch: its op index and the slots
+    /// left, owed once the batch has issued.
     owe: Option<(u32, u32)>,
 }
 
 /// Epoch state of a DPU run.
 pub(super) struct Epochs {
-    /// Per granule: the epoch number (bits 8..), the tasklet that accessed it (bits 0..5, or
-    /// `SHARED`) and `WRITTEN`.
-    granule: Box<[u32]>,
+    /// Per granule: the epoch number (bits 32..), the batch of its tasklet that accessed it
+    /// last (bits 8..24), `WRITTEN`, and the tasklet (bits 0..5, or `SHARED`).
+    granule: Box<[u64]>,
     number: u32,
-    /// Per tasklet, the granules it stored to in the epoch, as they were before (what a
-    /// rollback restores; a granule is only ever stored to by one tasklet in an epoch).
+    /// Per tasklet, its batch number (in the granules), the slots of its batch executed and
+    /// not issued (the batch is live while there are some), and those issued.
+    batch: [u16; MAXT],
+    avail: [u32; MAXT],
+    issued: [u32; MAXT],
+    /// Tasklets with a live batch.
+    live: u32,
+    /// Tasklets whose last batch stopped before a slot it could not execute (not at its
+    /// most slots): that slot is likely an event.
+    stopped: u32,
+    /// Per tasklet, the granules its batch stored to, as they were before (what a rollback
+    /// restores; a granule is only ever stored to by one live batch).
     before: Box<[Vec<GranuleCopy>]>,
     saved: Box<[Saved]>,
-    /// Cycles in the interleaved interpreter before the next attempt after a failed one, and
-    /// after the next failure (doubling up to a limit, halved by a success).
+    /// An epoch is under way (it handed an event to the interpreter and goes on after it).
+    pub(super) active: bool,
+    /// Tasklets whose live batches the last refused WRAM access conflicts with.
+    conflict: u32,
+    /// Whether whole turns may be counted at once (set when the tasklets' slots change).
+    dirty: bool,
+    /// Slots issued by the epoch under way.
+    slots: u64,
+    /// Cycles in the interleaved interpreter before the next attempt after an epoch that
+    /// issued less than `WORTH` slots, and after the next such one (doubling up to a limit,
+    /// halved by a good one).
     pub(super) wait: u32,
     backoff: u32,
-    /// Most turns the next epoch tries.
-    cap: u32,
+    pub(super) dbg: [u64; 8],
 }
 
 impl Epochs {
@@ -88,36 +122,67 @@ impl Epochs {
         Epochs {
             granule: vec![0; GRANULES].into_boxed_slice(),
             number: 0,
+            batch: [0; MAXT],
+            avail: [0; MAXT],
+            issued: [0; MAXT],
+            live: 0,
+            stopped: 0,
             before: (0..MAXT).map(|_| Vec::new()).collect(),
             saved: vec![Saved::default(); MAXT].into_boxed_slice(),
+            active: false,
+            conflict: 0,
+            dirty: false,
+            slots: 0,
             wait: 0,
             backoff: 16,
-            cap: MAX_TURNS,
+            dbg: [0; 8],
         }
     }
 
-    /// Records tasklet `t`'s access to WRAM byte `a` (a store if `store`) in the epoch, keeping
-    /// the granule's bytes before its first store; false if another tasklet's access conflicts
-    /// with it.
+    /// The live batches other than `t`'s that a granule state `g` says accessed the granule
+    /// (a mask; every other live batch for a granule several read).
+    fn live_others(&self, g: u64, t: usize) -> u32 {
+        if g >> 32 != u64::from(self.number) {
+            return 0;
+        }
+        let owner = (g & 31) as usize;
+        if g & 31 == SHARED {
+            return self.live & !(1 << t);
+        }
+        if owner == t || (g >> 8) as u16 != self.batch[owner] {
+            return 0;
+        }
+        self.live & (1 << owner)
+    }
+
+    /// Records tasklet `t`'s access to WRAM byte `a` (a store if `store`) in its batch, keeping
+    /// the granule's bytes before the batch's first store to it; false (with the batches it
+    /// conflicts with in `conflict`) if a live batch of another tasklet accessed the granule
+    /// and one of the two accesses is a store.
     #[inline(never)]
     fn access(&mut self, wram: &[u8; WS], t: usize, a: u32, store: bool) -> bool {
         let at = (a as usize >> 5) % GRANULES;
-        let g = &mut self.granule[at];
-        let mine = self.number << 8 | t as u32;
-        let first_store = if *g >> 8 != self.number {
-            *g = mine | if store { WRITTEN } else { 0 };
-            store
-        } else if *g & 31 == t as u32 {
-            let first = store && *g & WRITTEN == 0;
+        let g = self.granule[at];
+        let mine = u64::from(self.number) << 32 | u64::from(self.batch[t]) << 8 | t as u64;
+        let first_store = if g & !WRITTEN == mine {
+            // (Already this batch's.)
+            let first = store && g & WRITTEN == 0;
             if store {
-                *g |= WRITTEN;
+                self.granule[at] = g | WRITTEN;
             }
             first
-        } else if store || *g & WRITTEN != 0 {
-            return false;
         } else {
-            *g = self.number << 8 | SHARED;
-            false
+            let others = self.live_others(g, t);
+            if others == 0 {
+                self.granule[at] = mine | if store { WRITTEN } else { 0 };
+                store
+            } else if store || g & WRITTEN != 0 {
+                self.conflict = others;
+                return false;
+            } else {
+                self.granule[at] = u64::from(self.number) << 32 | SHARED;
+                false
+            }
         };
         if first_store {
             let mut bytes = [0u8; 32];
@@ -126,18 +191,182 @@ impl Epochs {
         }
         true
     }
+
+    /// The live batches of tasklets other than `t` that a DMA of `t` writing (`store`) or
+    /// reading the WRAM bytes `w..w + n` conflicts with.
+    fn dma_conflicts(&self, t: usize, w: u32, n: u32, store: bool) -> u32 {
+        let mut m = 0;
+        let (first, last) = (w as usize >> 5, (w + n - 1) as usize >> 5);
+        for &g in &self.granule[first % GRANULES..=last % GRANULES] {
+            if store || g & WRITTEN != 0 {
+                m |= self.live_others(g, t);
+            }
+        }
+        m
+    }
 }
 
 impl Dpu<'_> {
-    /// Tries an epoch at cycle `now` (the last issuer being `last`), ending before cycle
-    /// `bound`. Returns the cycle and last issuer after it, or `None` when no epoch of at least
-    /// `MIN_TURNS` turns was possible (nothing changed).
+    /// Starts an epoch at cycle `now` (`last` being the last issuer), or goes on with the one
+    /// under way after the interpreter executed its event; ending before cycle `bound`.
+    /// Returns the cycle and last issuer at which the interpreter goes on (with the epoch under
+    /// way when it is to execute an event), or `None` when nothing changed.
     #[inline(never)]
     pub(super) fn try_epoch(&mut self, now: u64, last: usize, bound: u64) -> Option<(u64, usize)> {
+        if now >= bound {
+            return if self.epochs.active {
+                self.sweep_end(now, last, now)
+            } else {
+                None
+            };
+        }
+        if !self.epochs.active {
+            let e = &mut self.epochs;
+            e.number = e.number.wrapping_add(1);
+            if e.number == 0 {
+                e.granule.fill(0);
+                e.number = 1;
+            }
+            e.active = true;
+            e.slots = 0;
+        }
+        self.epochs.dirty = true;
+        self.sweep(now, last, bound)
+    }
+
+    /// The epoch's revolver (see the module documentation).
+    fn sweep(&mut self, start: u64, mut last: usize, bound: u64) -> Option<(u64, usize)> {
+        let (nr, rev) = (self.nr, self.rev);
+        let mut now = start;
+        loop {
+            if self.epochs.dirty {
+                self.epochs.dirty = false;
+                if let Some((at, l)) = self.bulk(now, last, bound) {
+                    now = at;
+                    last = l;
+                }
+            }
+            if now >= bound {
+                return self.sweep_end(now, last, start);
+            }
+            // The issuer of cycle `now`, chosen as the interpreter does.
+            let mut t = last + 1;
+            if t >= nr {
+                t = 0;
+            }
+            if self.hot[t].ready_at > now {
+                match self.select(now, last) {
+                    Some((n, at)) if at < bound => {
+                        t = n;
+                        now = at;
+                    }
+                    Some((_, at)) => return self.sweep_end(at, last, start),
+                    None => return self.sweep_end(now, last, start),
+                }
+            }
+            let bit = 1u32 << t;
+            if self.held_spin & bit != 0 {
+                debug_assert!(self.owing & bit == 0);
+                self.spin_passive_slot(t);
+            } else if self.epochs.avail[t] > 0 {
+                self.issue_ahead(t, 1);
+            } else if self.hot[t].pc == self.spin_index {
+                // A spinner whose bit was released: its slot is the branch back, the acquire
+                // failing again, or the acquire that takes the bit (an event).
+                if self.spin_slot(t).is_some() {
+                    return self.hand_over(now, last);
+                }
+            } else if self.epochs.stopped & bit != 0 && self.event_ready(t) {
+                self.epochs.stopped &= !bit;
+                return self.hand_over(now, last);
+            } else {
+                let mut done = self.batch_run(t);
+                if done == 0 && self.epochs.conflict != 0 {
+                    // Its next slot accesses WRAM that other live batches conflict with: they
+                    // go back to their issued slots, and the access is no longer early.
+                    self.epochs.dbg[7] += 1;
+                    self.rollback(self.epochs.conflict);
+                    done = self.batch_run(t);
+                }
+                if done == 0 {
+                    return if self.event_ready(t) {
+                        self.hand_over(now, last)
+                    } else {
+                        if std::env::var("EPDBG").is_ok() && self.epochs.dbg[6] < 20 { let pc=self.hot[t].pc; eprintln!("end at op {:?} a7={}", self.ops[pc as usize], self.regs[t][17]); }
+                        self.epochs.dbg[6] += 1;
+                        self.sweep_end(now, last, start)
+                    };
+                }
+                self.issue_ahead(t, 1);
+            }
+            let h = &mut self.hot[t];
+            h.icount += 1;
+            h.ready_at = now + rev;
+            now += 1;
+            last = t;
+            self.epochs.slots += 1;
+        }
+    }
+
+    /// Runs a new batch of tasklet `t` (whose slots have all issued); returns its slots.
+    fn batch_run(&mut self, t: usize) -> u32 {
+        let e = &mut self.epochs;
+        e.conflict = 0;
+        e.batch[t] = e.batch[t].wrapping_add(1);
+        self.epoch_save(t);
+        let done = self.epoch_run(t, BATCH);
+        e_dbg!(self, 5);
+        if done > 0 {
+            let e = &mut self.epochs;
+            if done < BATCH {
+                e.stopped |= 1 << t;
+            } else {
+                e.stopped &= !(1 << t);
+            }
+            e.avail[t] = done;
+            e.issued[t] = 0;
+            e.live |= 1 << t;
+            e.dirty = true;
+        }
+        done
+    }
+
+    /// `q` slots of tasklet `t`'s live batch issue (their cycles and counts are the caller's).
+    #[inline(always)]
+    fn issue_ahead(&mut self, t: usize, q: u32) {
+        let e = &mut self.epochs;
+        e.avail[t] -= q;
+        e.issued[t] += q;
+        if e.avail[t] == 0 {
+            e.live &= !(1 << t);
+            self.batch_issued(t);
+        }
+    }
+
+    /// Tasklet `t`'s batch has issued (in full, or as far as a rollback ran it again): its
+    /// fused pairs count, and the slots of an arithmetic call it began are owed.
+    #[inline(never)]
+    fn batch_issued(&mut self, t: usize) {
+        let s = &mut self.epochs.saved[t];
+        self.run_stats.fused_pairs += s.fused;
+        s.fused = 0;
+        if let Some((at, slots)) = s.owe.take() {
+            self.owe(t, at, slots, 0);
+        }
+    }
+
+    /// The epoch goes on after the interpreter executes the slot of cycle `now`.
+    fn hand_over(&mut self, now: u64, last: usize) -> Option<(u64, usize)> {
+        self.epochs.dbg[0] += 1;
+        Some((now, last))
+    }
+
+    /// Counts whole turns at once, from cycle `now` (`last` being the last issuer), while the
+    /// same tasklets (at least `revolver_cycles`) issue in turn, each a slot its batch executed
+    /// or a spinner's, and no other becomes ready; ends before `bound`.
+    #[inline(never)]
+    fn bulk(&mut self, now: u64, last: usize, bound: u64) -> Option<(u64, usize)> {
         let nr = self.nr;
-        // The tasklets in the rotation: ready within a turn (`blocked` is only a hint: a
-        // tasklet in it may be ready again); the others wait longer, and the epoch ends before
-        // the first of them is ready.
         let mut running = 0u32;
         let mut end = bound;
         for t in 0..nr {
@@ -150,8 +379,9 @@ impl Dpu<'_> {
         }
         let n = running.count_ones() as usize;
         if (n as u64) < self.rev {
-            return self.epoch_failed();
+            return None;
         }
+        let mut q = (end.saturating_sub(now) / n as u64).min(u64::from(BATCH)) as u32;
         // In round-robin order after `last`, each ready at its turn.
         let mut order = [0usize; MAXT];
         let mut m = running.rotate_right((last as u32 + 1) % 32);
@@ -159,161 +389,152 @@ impl Dpu<'_> {
             let j = m.trailing_zeros();
             m &= m - 1;
             let t = ((j + last as u32 + 1) % 32) as usize;
-            if self.hot[t].ready_at > now + p as u64 || self.stops_at_once(t) {
-                return self.epoch_failed();
+            if self.hot[t].ready_at > now + p as u64 {
+                return None;
+            }
+            if self.held_spin & (1 << t) == 0 {
+                q = q.min(self.epochs.avail[t]);
             }
             *slot = t;
         }
-        // At most twice the turns of the last epoch: the tasklets run first would otherwise
-        // run far beyond where the others stop, and be rolled back.
-        let turns = (end.saturating_sub(now) / n as u64).min(u64::from(self.epochs.cap)) as u32;
-        if turns < MIN_TURNS {
-            return self.epoch_failed();
+        if q == 0 {
+            return None;
         }
-        let order = &order[..n];
-        let e = &mut self.epochs;
-        e.number = (e.number + 1) & 0xff_ffff;
-        if e.number == 0 {
-            e.granule.fill(0);
-            e.number = 1;
-        }
-        let passive = (self.passive, self.owing);
-        let mut k = turns;
-        for (i, &t) in order.iter().enumerate() {
-            self.epoch_save(t);
-            k = k.min(self.epoch_run(t, k));
-            if k < MIN_TURNS {
-                // Not worth it: every tasklet run so far back as it was.
-                for &u in order[..=i].iter().rev() {
-                    self.epoch_restore(u, passive);
-                }
-                return self.epoch_failed();
-            }
-        }
-        // Every tasklet to `k` turns: those that ran more are rolled back and run `k` again
-        // (the same turns, so they run them in full; were one to stop earlier, `k` falls).
-        loop {
-            let mut again = false;
-            for &t in order {
-                if self.epochs.saved[t].turns > k {
-                    self.epoch_restore(t, passive);
-                    let done = self.epoch_run(t, k);
-                    if done < k {
-                        k = done;
-                        again = true;
-                    }
-                }
-            }
-            if !again {
-                break;
-            }
-            if k < MIN_TURNS {
-                // (Not expected: a tasklet's turns are the same when run again.)
-                for &t in order.iter().rev() {
-                    self.epoch_restore(t, passive);
-                }
-                return self.epoch_failed();
-            }
-        }
-        // Commit: the `k` turns issue at their cycles.
         let rev = self.rev;
-        for (p, &t) in order.iter().enumerate() {
-            let s = self.epochs.saved[t];
-            self.run_stats.fused_pairs += s.fused;
-            if let Some((at, slots)) = s.owe {
-                self.owe(t, at, slots, 0);
-            }
+        for (p, &t) in order[..n].iter().enumerate() {
             if self.held_spin & (1 << t) != 0 {
-                for _ in 0..k {
-                    self.spin_passive_slot(t);
-                }
+                self.spin_passive_slots(t, q);
+            } else {
+                self.issue_ahead(t, q);
             }
             let h = &mut self.hot[t];
-            h.icount += u64::from(k);
-            h.ready_at = now + (u64::from(k) - 1) * n as u64 + p as u64 + rev;
+            h.icount += u64::from(q);
+            h.ready_at = now + (u64::from(q) - 1) * n as u64 + p as u64 + rev;
         }
-        // (Halved, not reset: where epochs mostly fail, one success should not bring back
-        // attempts at every turn.)
-        self.epochs.backoff = (self.epochs.backoff / 2).max(16);
-        self.epochs.cap = (2 * k).clamp(2 * MIN_TURNS, MAX_TURNS);
-        Some((now + u64::from(k) * n as u64, order[n - 1]))
+        self.epochs.slots += u64::from(q) * n as u64;
+        self.epochs.dbg[4] += u64::from(q) * n as u64;
+        Some((now + u64::from(q) * n as u64, order[n - 1]))
     }
 
-    /// Whether tasklet `t`'s next slot is sure to stop an epoch (an environment call other
-    /// than the arithmetic ones, or an op never executed in one): seen from its ops alone, so
-    /// that an attempt that would end at once costs nothing. (Only a hint: `epoch_run`
-    /// decides.)
-    fn stops_at_once(&self, t: usize) -> bool {
-        if self.passive & (1 << t) != 0 {
+    /// Whether tasklet `t`'s next slot (nothing of which its batch could execute) is an event
+    /// the interpreter may execute within the epoch: a DMA call or an atomic acquire or
+    /// release that cannot fault, the DMA's WRAM clear of other live batches (those it
+    /// conflicts with are rolled back).
+    #[inline(never)]
+    fn event_ready(&mut self, t: usize) -> bool {
+        // The slot's ops before its call (register-only ops), on the registers, then undone.
+        let regs = self.regs[t];
+        let mut i = self.hot[t].pc;
+        let found = loop {
+            let op = self.ops[i as usize];
+            match op {
+                Op::Ecall | Op::EcallSpin { .. } => break true,
+                _ => match alu_dest(op) {
+                    Some(rd) if rd >> 5 == fuse::ALWAYS => {
+                        self.plain_op(t, i);
+                        i += 1;
+                    }
+                    _ => break false,
+                },
+            }
+        };
+        let r = std::mem::replace(&mut self.regs[t], regs);
+        if !found {
             return false;
         }
-        let mut i = self.hot[t].pc as usize;
-        let mut call = None;
-        loop {
-            let op = self.ops[i];
-            let mark = match op {
-                Op::Ecall => {
-                    let nr = call.unwrap_or(self.regs[t][usize::from(openpim_isa::reg::A7)]);
-                    return !(crate::ecall::MUL32..=crate::ecall::FDIV64).contains(&nr);
-                }
-                Op::EcallSpin { .. }
-                | Op::Ebreak
-                | Op::Illegal { .. }
-                | Op::Generic { .. }
-                | Op::FellOff
-                | Op::Stall
-                | Op::Spin => return true,
-                Op::Li { rd, imm } => {
-                    if rd & 31 == openpim_isa::reg::A7 {
-                        call = Some(imm);
-                    }
-                    rd >> 5
-                }
-                Op::Addi { rd, .. }
-                | Op::Add { rd, .. }
-                | Op::Ori { rd, .. }
-                | Op::Andi { rd, .. }
-                | Op::Xori { rd, .. } => {
-                    if rd & 31 == openpim_isa::reg::A7 {
-                        return false;
-                    }
-                    rd >> 5
-                }
-                _ => return false,
-            };
-            if mark != fuse::ALWAYS || i + 1 >= self.ops.len() {
-                return false;
+        let (call, a0, a1, a2) = (
+            r[usize::from(reg::A7)],
+            r[usize::from(reg::A0)],
+            r[usize::from(reg::A1)],
+            r[usize::from(reg::A2)],
+        );
+        match call {
+            ecall::ATOMIC_ACQUIRE | ecall::ATOMIC_LOCK | ecall::ATOMIC_RELEASE => {
+                Self::atomic_bit(a0).is_ok()
             }
-            i += 1;
+            ecall::DMA_MRAM_TO_WRAM | ecall::DMA_WRAM_TO_MRAM => {
+                let read = call == ecall::DMA_MRAM_TO_WRAM;
+                let (mram, wram) = if read { (a0, a1) } else { (a1, a0) };
+                let Ok((d, _)) = self.dma_decode(wram, mram, a2) else {
+                    return false;
+                };
+                let others = self.epochs.dma_conflicts(t, d.wram, d.size, read);
+                if others != 0 {
+                    self.rollback(others);
+                }
+                true
+            }
+            _ => false,
         }
     }
 
-    #[cold]
-    fn epoch_failed(&mut self) -> Option<(u64, usize)> {
-        let e = &mut self.epochs;
-        e.wait = e.backoff;
-        e.backoff = (e.backoff * 2).min(1 << 16);
-        None
+    /// Rolls the live batches of the tasklets in `mask` back to their issued slots.
+    fn rollback(&mut self, mask: u32) {
+        let mut m = mask & self.epochs.live;
+        while m != 0 {
+            let t = m.trailing_zeros() as usize;
+            m &= m - 1;
+            let issued = self.epochs.issued[t];
+            self.epochs.dbg[2] += 1;
+            self.epoch_restore(t);
+            let e = &mut self.epochs;
+            e.live &= !(1 << t);
+            e.avail[t] = 0;
+            if issued > 0 {
+                // The same slots, on the same data: they run in full.
+                let done = self.epoch_run(t, issued);
+                debug_assert_eq!(done, issued, "a batch ran again differently");
+                self.batch_issued(t);
+            }
+        }
+        self.epochs.dirty = true;
     }
 
-    /// Keeps what tasklet `t` has before its run in the epoch.
+    /// Ends the epoch at cycle `now` (`last` being the last issuer): every live batch rolled
+    /// back. `None` when nothing changed since cycle `start`.
+    #[cold]
+    fn sweep_end(&mut self, now: u64, last: usize, start: u64) -> Option<(u64, usize)> {
+        self.epoch_abort();
+        let e = &mut self.epochs;
+        e.dbg[1] += 1;
+        e.dbg[3] += e.slots;
+        if e.slots < WORTH {
+            e.wait = e.backoff;
+            e.backoff = (e.backoff * 2).min(1 << 16);
+        } else {
+            // (Halved, not reset: where epochs mostly end early, one good one should not
+            // bring back attempts at every turn.)
+            e.wait = 1;
+            e.backoff = (e.backoff / 2).max(16);
+        }
+        e.slots = 0;
+        (now != start).then_some((now, last))
+    }
+
+    /// Ends the epoch under way, if any: every live batch rolled back to its issued slots.
+    pub(super) fn epoch_abort(&mut self) {
+        if self.epochs.active {
+            self.rollback(self.epochs.live);
+            self.epochs.active = false;
+        }
+    }
+
+    /// Keeps what tasklet `t` has before its batch.
     fn epoch_save(&mut self, t: usize) {
         self.epochs.before[t].clear();
         self.epochs.saved[t] = Saved {
             regs: self.regs[t],
             pc: self.hot[t].pc,
             owed: self.owed[t],
-            turns: 0,
             fused: 0,
             owe: None,
         };
     }
 
-    /// Undoes tasklet `t`'s run in the epoch: its stores (in reverse), its registers, pc and
-    /// what it owes (`passive`: the `passive` and `owing` masks before the epoch).
-    fn epoch_restore(&mut self, t: usize, passive: (u32, u32)) {
+    /// Undoes tasklet `t`'s batch: its stores (in reverse), its registers, pc and what it owes.
+    fn epoch_restore(&mut self, t: usize) {
         let s = self.epochs.saved[t];
-        // (The granules stay marked as this tasklet's: a run again stores to them without
+        // (The granules stay marked as this batch's: a run again stores to them without
         // keeping them again, and another restore restores them from these.)
         for &(at, bytes) in self.epochs.before[t].iter().rev() {
             let at = usize::from(at) * 32;
@@ -322,10 +543,15 @@ impl Dpu<'_> {
         self.regs[t] = s.regs;
         self.hot[t].pc = s.pc;
         self.owed[t] = s.owed;
+        // (A tasklet with a batch does not spin: it is passive only if it owes slots.)
         let bit = 1u32 << t;
-        self.passive = (self.passive & !bit) | (passive.0 & bit);
-        self.owing = (self.owing & !bit) | (passive.1 & bit);
-        self.epochs.saved[t].turns = 0;
+        if s.owed != 0 {
+            self.owing |= bit;
+            self.passive |= bit;
+        } else {
+            self.owing &= !bit;
+            self.passive &= !bit;
+        }
         self.epochs.saved[t].fused = 0;
         self.epochs.saved[t].owe = None;
     }
@@ -337,9 +563,7 @@ impl Dpu<'_> {
     #[inline(never)]
     fn epoch_run(&mut self, t: usize, k: u32) -> u32 {
         let (done, fused) = self.epoch_turns(t, k);
-        let s = &mut self.epochs.saved[t];
-        s.turns = done;
-        s.fused = fused;
+        self.epochs.saved[t].fused = fused;
         done
     }
 
@@ -347,12 +571,8 @@ impl Dpu<'_> {
     #[inline(always)]
     fn epoch_turns(&mut self, t: usize, k: u32) -> (u32, u64) {
         let bit = 1u32 << t;
-        if self.held_spin & bit != 0 {
-            // Every slot of a spin on a held bit executes no op (counted at the commit); no
-            // tasklet can release the bit within the epoch (a release is an environment
-            // call).
-            return (k, 0);
-        }
+        // (A spinner's slots are counted, never run.)
+        debug_assert!(self.held_spin & bit == 0);
         let mut done = 0u32;
         if self.owing & bit != 0 {
             let m = self.owed[t].min(u64::from(k));
