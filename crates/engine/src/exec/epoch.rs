@@ -47,8 +47,11 @@ macro_rules! e_dbg { ($s:expr, $i:expr) => { $s.epochs.dbg[$i] += 1; } }
 
 /// Granules of WRAM tracked per epoch (32 bytes each).
 pub(super) const GRANULES: usize = WS / 32;
-/// Most slots of one batch (bounds the undo log and the work a rollback throws away).
+/// Most slots of a tasklet's first batch; each batch that runs that many (not stopped
+/// by an op) lets the next run twice as many, up to `MAX_BATCH` (bounds the work a rollback
+/// throws away).
 const BATCH: u32 = 128;
+const MAX_BATCH: u32 = 2048;
 /// Fewest slots an epoch must issue to count as worth its set-up (else the next attempt waits
 /// longer).
 const WORTH: u64 = 64;
@@ -92,6 +95,8 @@ pub(super) struct Epochs {
     batch: [u16; MAXT],
     avail: [u32; MAXT],
     issued: [u32; MAXT],
+    /// Most slots of each tasklet's next batch.
+    cap: [u32; MAXT],
     /// Tasklets with a live batch.
     live: u32,
     /// Tasklets whose last batch stopped before a slot it could not execute (not at its
@@ -125,6 +130,7 @@ impl Epochs {
             batch: [0; MAXT],
             avail: [0; MAXT],
             issued: [0; MAXT],
+            cap: [BATCH; MAXT],
             live: 0,
             stopped: 0,
             before: (0..MAXT).map(|_| Vec::new()).collect(),
@@ -276,6 +282,7 @@ impl Dpu<'_> {
                 if self.spin_slot(t).is_some() {
                     return self.hand_over(now, last);
                 }
+                self.epochs.dirty = true;
             } else if self.epochs.stopped & bit != 0 && self.event_ready(t) {
                 self.epochs.stopped &= !bit;
                 return self.hand_over(now, last);
@@ -314,14 +321,17 @@ impl Dpu<'_> {
         e.conflict = 0;
         e.batch[t] = e.batch[t].wrapping_add(1);
         self.epoch_save(t);
-        let done = self.epoch_run(t, BATCH);
+        let cap = self.epochs.cap[t];
+        let done = self.epoch_run(t, cap);
         e_dbg!(self, 5);
         if done > 0 {
             let e = &mut self.epochs;
-            if done < BATCH {
+            if done < cap {
                 e.stopped |= 1 << t;
+                e.cap[t] = BATCH;
             } else {
                 e.stopped &= !(1 << t);
+                e.cap[t] = (2 * cap).min(MAX_BATCH);
             }
             e.avail[t] = done;
             e.issued[t] = 0;
@@ -361,59 +371,75 @@ impl Dpu<'_> {
         Some((now, last))
     }
 
-    /// Counts whole turns at once, from cycle `now` (`last` being the last issuer), while the
-    /// same tasklets (at least `revolver_cycles`) issue in turn, each a slot its batch executed
-    /// or a spinner's, and no other becomes ready; ends before `bound`.
+    /// Counts slots in bulk from cycle `now` (`last` being the last issuer) while the same
+    /// tasklets (at least `revolver_cycles`) issue in turn, each a slot its batch executed or a
+    /// spinner's, and no other becomes ready: whole turns, then the slots of the next turn
+    /// before the first tasklet whose batch has issued in full. Ends before `bound`.
     #[inline(never)]
     fn bulk(&mut self, now: u64, last: usize, bound: u64) -> Option<(u64, usize)> {
         let nr = self.nr;
-        let mut running = 0u32;
-        let mut end = bound;
-        for t in 0..nr {
-            let at = self.hot[t].ready_at;
-            if at <= now + nr as u64 {
-                running |= 1 << t;
-            } else {
-                end = end.min(at);
-            }
-        }
-        let n = running.count_ones() as usize;
+        let all = if nr == 32 { u32::MAX } else { (1u32 << nr) - 1 };
+        let members = (self.epochs.live | self.held_spin) & all;
+        let n = members.count_ones() as usize;
         if (n as u64) < self.rev {
             return None;
         }
-        let mut q = (end.saturating_sub(now) / n as u64).min(u64::from(BATCH)) as u32;
-        // In round-robin order after `last`, each ready at its turn.
+        let mut end = bound;
+        let mut m = all & !members;
+        while m != 0 {
+            let t = m.trailing_zeros() as usize;
+            m &= m - 1;
+            end = end.min(self.hot[t].ready_at);
+        }
+        // In round-robin order after `last`, each ready at its turn; the fewest slots any
+        // batch has left, and the first tasklet (in that order) left with so few.
         let mut order = [0usize; MAXT];
-        let mut m = running.rotate_right((last as u32 + 1) % 32);
+        let shift = (last as u32 + 1) % 32;
+        let mut m = members.rotate_right(shift);
+        let (mut fewest, mut first) = (u32::MAX, n);
         for (p, slot) in order.iter_mut().enumerate().take(n) {
             let j = m.trailing_zeros();
             m &= m - 1;
-            let t = ((j + last as u32 + 1) % 32) as usize;
+            let t = ((j + shift) % 32) as usize;
             if self.hot[t].ready_at > now + p as u64 {
                 return None;
             }
-            if self.held_spin & (1 << t) == 0 {
-                q = q.min(self.epochs.avail[t]);
+            if self.held_spin & (1 << t) == 0 && self.epochs.avail[t] < fewest {
+                fewest = self.epochs.avail[t];
+                first = p;
             }
             *slot = t;
         }
-        if q == 0 {
+        let n64 = n as u64;
+        // (Spinners alone count at most `BATCH` turns at once.)
+        let most = if fewest == u32::MAX {
+            u64::from(BATCH) * n64
+        } else {
+            u64::from(fewest) * n64 + first as u64
+        };
+        let total = most.min(end.saturating_sub(now));
+        if total == 0 {
             return None;
         }
+        let (full, part) = (total / n64, (total % n64) as usize);
         let rev = self.rev;
         for (p, &t) in order[..n].iter().enumerate() {
+            let q = full + u64::from(p < part);
+            if q == 0 {
+                break;
+            }
             if self.held_spin & (1 << t) != 0 {
-                self.spin_passive_slots(t, q);
+                self.spin_passive_slots(t, q as u32);
             } else {
-                self.issue_ahead(t, q);
+                self.issue_ahead(t, q as u32);
             }
             let h = &mut self.hot[t];
-            h.icount += u64::from(q);
-            h.ready_at = now + (u64::from(q) - 1) * n as u64 + p as u64 + rev;
+            h.icount += q;
+            h.ready_at = now + (q - 1) * n64 + p as u64 + rev;
         }
-        self.epochs.slots += u64::from(q) * n as u64;
-        self.epochs.dbg[4] += u64::from(q) * n as u64;
-        Some((now + u64::from(q) * n as u64, order[n - 1]))
+        self.epochs.slots += total;
+        self.epochs.dbg[4] += total;
+        Some((now + total, order[((total - 1) % n64) as usize]))
     }
 
     /// Whether tasklet `t`'s next slot (nothing of which its batch could execute) is an event
