@@ -45,8 +45,11 @@ use crate::map::WRAM_SIZE;
 use openpim_isa::reg;
 macro_rules! e_dbg { ($s:expr, $i:expr) => { $s.epochs.dbg[$i] += 1; } }
 
-/// Granules of WRAM tracked per epoch (32 bytes each).
-pub(super) const GRANULES: usize = WS / 32;
+/// Bytes of a granule of WRAM (the unit in which batches' accesses are tracked): a 64-bit
+/// word, so that the per-tasklet words of an array do not look shared.
+const GRANULE: usize = 8;
+/// Granules of WRAM.
+pub(super) const GRANULES: usize = WS / GRANULE;
 /// Most slots of a tasklet's first batch; each batch that runs that many (not stopped
 /// by an op) lets the next run twice as many, up to `MAX_BATCH` (bounds the work a rollback
 /// throws away).
@@ -61,7 +64,7 @@ const SHARED: u64 = 31;
 const WRITTEN: u64 = 32;
 
 /// A granule's index and its bytes before the batch's first store to it.
-type GranuleCopy = (u16, [u8; 32]);
+type GranuleCopy = (u16, [u8; GRANULE]);
 
 /// A store of a slot that may still stop (the first access of a word pair), undone if it does.
 #[derive(Clone, Copy, Default)]
@@ -112,8 +115,9 @@ pub(super) struct Epochs {
     conflict: u32,
     /// Whether whole turns may be counted at once (set when the tasklets' slots change).
     dirty: bool,
-    /// Slots issued by the epoch under way.
+    /// Slots issued by the epoch under way, and slots its rollbacks threw away.
     slots: u64,
+    wasted: u64,
     /// Cycles in the interleaved interpreter before the next attempt after an epoch that
     /// issued less than `WORTH` slots, and after the next such one (doubling up to a limit,
     /// halved by a good one).
@@ -139,6 +143,7 @@ impl Epochs {
             conflict: 0,
             dirty: false,
             slots: 0,
+            wasted: 0,
             wait: 0,
             backoff: 16,
             dbg: [0; 8],
@@ -167,7 +172,7 @@ impl Epochs {
     /// and one of the two accesses is a store.
     #[inline(never)]
     fn access(&mut self, wram: &[u8; WS], t: usize, a: u32, store: bool) -> bool {
-        let at = (a as usize >> 5) % GRANULES;
+        let at = (a as usize / GRANULE) % GRANULES;
         let g = self.granule[at];
         let mine = u64::from(self.number) << 32 | u64::from(self.batch[t]) << 8 | t as u64;
         let first_store = if g & !WRITTEN == mine {
@@ -183,6 +188,7 @@ impl Epochs {
                 self.granule[at] = mine | if store { WRITTEN } else { 0 };
                 store
             } else if store || g & WRITTEN != 0 {
+                if std::env::var("EPDBG2").is_ok() { eprintln!("conflict t{} a={:#x} store={} g_owner={} written={}", t, a, store, g & 31, g & WRITTEN != 0); }
                 self.conflict = others;
                 return false;
             } else {
@@ -191,8 +197,8 @@ impl Epochs {
             }
         };
         if first_store {
-            let mut bytes = [0u8; 32];
-            bytes.copy_from_slice(&wram[at * 32..at * 32 + 32]);
+            let mut bytes = [0u8; GRANULE];
+            bytes.copy_from_slice(&wram[at * GRANULE..(at + 1) * GRANULE]);
             self.before[t].push((at as u16, bytes));
         }
         true
@@ -202,7 +208,7 @@ impl Epochs {
     /// reading the WRAM bytes `w..w + n` conflicts with.
     fn dma_conflicts(&self, t: usize, w: u32, n: u32, store: bool) -> u32 {
         let mut m = 0;
-        let (first, last) = (w as usize >> 5, (w + n - 1) as usize >> 5);
+        let (first, last) = (w as usize / GRANULE, (w + n - 1) as usize / GRANULE);
         for &g in &self.granule[first % GRANULES..=last % GRANULES] {
             if store || g & WRITTEN != 0 {
                 m |= self.live_others(g, t);
@@ -293,6 +299,11 @@ impl Dpu<'_> {
                     // go back to their issued slots, and the access is no longer early.
                     self.epochs.dbg[7] += 1;
                     self.rollback(self.epochs.conflict);
+                    if self.epochs.wasted > WORTH + self.epochs.slots / 4 {
+                        // Tasklets exchanging data this often throw away more than the epoch
+                        // saves.
+                        return self.sweep_end(now, last, start);
+                    }
                     done = self.batch_run(t);
                 }
                 if done == 0 {
@@ -439,56 +450,71 @@ impl Dpu<'_> {
         }
         self.epochs.slots += total;
         self.epochs.dbg[4] += total;
+        self.epochs.dbg[6] += 1;
         Some((now + total, order[((total - 1) % n64) as usize]))
     }
 
     /// Whether tasklet `t`'s next slot (nothing of which its batch could execute) is an event
-    /// the interpreter may execute within the epoch: a DMA call or an atomic acquire or
-    /// release that cannot fault, the DMA's WRAM clear of other live batches (those it
-    /// conflicts with are rolled back).
+    /// the interpreter may execute within the epoch: one that touches no WRAM a live batch of
+    /// another tasklet accessed (those a DMA conflicts with are rolled back first). That is an
+    /// environment call other than `printf` (which reads WRAM), or a load or store outside the
+    /// WRAM (an MRAM access, or a fault). A slot that faults or ends the run is fine: the run
+    /// ends with every live batch rolled back (`epoch_abort`).
     #[inline(never)]
     fn event_ready(&mut self, t: usize) -> bool {
-        // The slot's ops before its call (register-only ops), on the registers, then undone.
+        // The slot's ops before its last (register-only ops), on the registers, then undone.
         let regs = self.regs[t];
         let mut i = self.hot[t].pc;
-        let found = loop {
+        let last = loop {
             let op = self.ops[i as usize];
-            match op {
-                Op::Ecall | Op::EcallSpin { .. } => break true,
-                _ => match alu_dest(op) {
-                    Some(rd) if rd >> 5 == fuse::ALWAYS => {
-                        self.plain_op(t, i);
-                        i += 1;
-                    }
-                    _ => break false,
-                },
+            match alu_dest(op) {
+                Some(rd) if rd >> 5 == fuse::ALWAYS => {
+                    self.plain_op(t, i);
+                    i += 1;
+                }
+                _ => break op,
             }
         };
         let r = std::mem::replace(&mut self.regs[t], regs);
-        if !found {
-            return false;
-        }
-        let (call, a0, a1, a2) = (
-            r[usize::from(reg::A7)],
-            r[usize::from(reg::A0)],
-            r[usize::from(reg::A1)],
-            r[usize::from(reg::A2)],
-        );
-        match call {
-            ecall::ATOMIC_ACQUIRE | ecall::ATOMIC_LOCK | ecall::ATOMIC_RELEASE => {
-                Self::atomic_bit(a0).is_ok()
-            }
-            ecall::DMA_MRAM_TO_WRAM | ecall::DMA_WRAM_TO_MRAM => {
-                let read = call == ecall::DMA_MRAM_TO_WRAM;
-                let (mram, wram) = if read { (a0, a1) } else { (a1, a0) };
-                let Ok((d, _)) = self.dma_decode(wram, mram, a2) else {
+        let x = |i: u8| r[usize::from(i & 31)];
+        match last {
+            Op::Ecall | Op::EcallSpin { .. } => {
+                let call = x(reg::A7);
+                if call == ecall::PRINTF {
                     return false;
+                }
+                if call != ecall::DMA_MRAM_TO_WRAM && call != ecall::DMA_WRAM_TO_MRAM {
+                    return true;
+                }
+                let read = call == ecall::DMA_MRAM_TO_WRAM;
+                let (a0, a1) = (x(reg::A0), x(reg::A1));
+                let (mram, wram) = if read { (a0, a1) } else { (a1, a0) };
+                let Ok((d, _)) = self.dma_decode(wram, mram, x(reg::A2)) else {
+                    // (It faults.)
+                    return true;
                 };
                 let others = self.epochs.dma_conflicts(t, d.wram, d.size, read);
                 if others != 0 {
                     self.rollback(others);
                 }
                 true
+            }
+            Op::Lw { rs1, imm, .. }
+            | Op::Lh { rs1, imm, .. }
+            | Op::Lhu { rs1, imm, .. }
+            | Op::Lb { rs1, imm, .. }
+            | Op::Lbu { rs1, imm, .. }
+            | Op::Sw { rs1, imm, .. }
+            | Op::Sh { rs1, imm, .. }
+            | Op::Sb { rs1, imm, .. } => {
+                let size = match last {
+                    Op::Lw { .. } | Op::Sw { .. } => 4,
+                    Op::Lh { .. } | Op::Lhu { .. } | Op::Sh { .. } => 2,
+                    _ => 1,
+                };
+                let a = x(rs1).wrapping_add(imm as u32);
+                // (An aligned WRAM access stopped the batch on a conflict, handled above.)
+                a >= WRAM_SIZE || a & (size - 1) != 0
             }
             _ => false,
         }
@@ -501,6 +527,7 @@ impl Dpu<'_> {
             let t = m.trailing_zeros() as usize;
             m &= m - 1;
             let issued = self.epochs.issued[t];
+            self.epochs.wasted += u64::from(self.epochs.avail[t]);
             self.epochs.dbg[2] += 1;
             self.epoch_restore(t);
             let e = &mut self.epochs;
@@ -520,11 +547,14 @@ impl Dpu<'_> {
     /// back. `None` when nothing changed since cycle `start`.
     #[cold]
     fn sweep_end(&mut self, now: u64, last: usize, start: u64) -> Option<(u64, usize)> {
+        // (Judged before the rollbacks of the end, which throw away what any end would.)
+        let e = &self.epochs;
+        let poor = e.slots < WORTH || e.wasted > WORTH + e.slots / 4;
         self.epoch_abort();
         let e = &mut self.epochs;
         e.dbg[1] += 1;
         e.dbg[3] += e.slots;
-        if e.slots < WORTH {
+        if poor {
             e.wait = e.backoff;
             e.backoff = (e.backoff * 2).min(1 << 16);
         } else {
@@ -534,6 +564,7 @@ impl Dpu<'_> {
             e.backoff = (e.backoff / 2).max(16);
         }
         e.slots = 0;
+        e.wasted = 0;
         (now != start).then_some((now, last))
     }
 
@@ -563,8 +594,8 @@ impl Dpu<'_> {
         // (The granules stay marked as this batch's: a run again stores to them without
         // keeping them again, and another restore restores them from these.)
         for &(at, bytes) in self.epochs.before[t].iter().rev() {
-            let at = usize::from(at) * 32;
-            self.wram[at..at + 32].copy_from_slice(&bytes);
+            let at = usize::from(at) * GRANULE;
+            self.wram[at..at + GRANULE].copy_from_slice(&bytes);
         }
         self.regs[t] = s.regs;
         self.hot[t].pc = s.pc;
@@ -656,7 +687,7 @@ impl Dpu<'_> {
             // Whether the run may access WRAM byte `a` (see `Epochs::access`).
             macro_rules! granted {
                 ($a:expr, $store:expr) => {{
-                    let g = ($a as usize >> 5) % GRANULES;
+                    let g = ($a as usize / GRANULE) % GRANULES;
                     g == stored_g
                         || (!$store && g == read_g)
                         || (self.epochs.access(&*self.wram, t, $a, $store) && {
