@@ -150,6 +150,11 @@ impl Epochs {
         }
     }
 
+    /// The state of a granule that tasklet `t`'s batch accessed (without `WRITTEN`).
+    fn mark(&self, t: usize) -> u64 {
+        u64::from(self.number) << 32 | u64::from(self.batch[t]) << 8 | t as u64
+    }
+
     /// The live batches other than `t`'s that a granule state `g` says accessed the granule
     /// (a mask; every other live batch for a granule several read).
     fn live_others(&self, g: u64, t: usize) -> u32 {
@@ -174,7 +179,7 @@ impl Epochs {
     fn access(&mut self, wram: &[u8; WS], t: usize, a: u32, store: bool) -> bool {
         let at = (a as usize / GRANULE) % GRANULES;
         let g = self.granule[at];
-        let mine = u64::from(self.number) << 32 | u64::from(self.batch[t]) << 8 | t as u64;
+        let mine = self.mark(t);
         let first_store = if g & !WRITTEN == mine {
             // (Already this batch's.)
             let first = store && g & WRITTEN == 0;
@@ -392,15 +397,15 @@ impl Dpu<'_> {
         let all = if nr == 32 { u32::MAX } else { (1u32 << nr) - 1 };
         let members = (self.epochs.live | self.held_spin) & all;
         let n = members.count_ones() as usize;
-        if (n as u64) < self.rev {
-            return None;
-        }
         let mut end = bound;
         let mut m = all & !members;
         while m != 0 {
             let t = m.trailing_zeros() as usize;
             m &= m - 1;
             end = end.min(self.hot[t].ready_at);
+        }
+        if (n as u64) < self.rev {
+            return self.bulk_sparse(now, members, end);
         }
         // In round-robin order after `last`, each ready at its turn; the fewest slots any
         // batch has left, and the first tasklet (in that order) left with so few.
@@ -452,6 +457,71 @@ impl Dpu<'_> {
         self.epochs.dbg[4] += total;
         self.epochs.dbg[6] += 1;
         Some((now + total, order[((total - 1) % n64) as usize]))
+    }
+
+    /// `bulk` for fewer tasklets than the revolver has cycles: each issues once every
+    /// `revolver_cycles` cycles, at the cycle it is ready, as long as they are ready at
+    /// distinct cycles within one such period (else they wait for one another, and the slots
+    /// issue one by one). Ends before `end` and before the first slot a batch has not executed.
+    fn bulk_sparse(&mut self, now: u64, members: u32, end: u64) -> Option<(u64, usize)> {
+        if members == 0 {
+            return None;
+        }
+        let rev = self.rev;
+        let (mut lo, mut hi, mut seen) = (u64::MAX, 0u64, 0u64);
+        let mut stop = end;
+        let mut m = members;
+        while m != 0 {
+            let t = m.trailing_zeros() as usize;
+            m &= m - 1;
+            let r = self.hot[t].ready_at;
+            let phase = 1u64 << (r % rev);
+            if r < now || seen & phase != 0 {
+                return None;
+            }
+            seen |= phase;
+            (lo, hi) = (lo.min(r), hi.max(r));
+            if self.held_spin & (1 << t) == 0 {
+                stop = stop.min(r + u64::from(self.epochs.avail[t]) * rev);
+            }
+        }
+        if hi - lo >= rev {
+            return None;
+        }
+        // (Spinners alone count at most `BATCH` periods at once.)
+        stop = stop.min(lo + u64::from(BATCH) * rev);
+        let (mut total, mut last_at, mut last) = (0u64, 0u64, 0usize);
+        let mut m = members;
+        while m != 0 {
+            let t = m.trailing_zeros() as usize;
+            m &= m - 1;
+            let r = self.hot[t].ready_at;
+            if stop <= r {
+                continue;
+            }
+            let q = (stop - r - 1) / rev + 1;
+            if self.held_spin & (1 << t) != 0 {
+                self.spin_passive_slots(t, q as u32);
+            } else {
+                self.issue_ahead(t, q as u32);
+            }
+            let h = &mut self.hot[t];
+            h.icount += q;
+            h.ready_at = r + q * rev;
+            total += q;
+            if r + (q - 1) * rev >= last_at {
+                last_at = r + (q - 1) * rev;
+                last = t;
+            }
+        }
+        if total == 0 {
+            return None;
+        }
+        // The cycles without an issue, as `select`'s clock jumps count them.
+        self.run_stats.idle_cycles += last_at + 1 - now - total;
+        self.epochs.slots += total;
+        self.epochs.dbg[4] += total;
+        Some((last_at + 1, last))
     }
 
     /// Whether tasklet `t`'s next slot (nothing of which its batch could execute) is an event
