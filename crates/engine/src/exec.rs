@@ -330,7 +330,6 @@ pub(crate) fn run(
             let end = dpu.run_loop();
             // (An epoch under way leaves no slot executed ahead of its issue.)
             dpu.epoch_abort();
-            if std::env::var("EPDBG").is_ok() { eprintln!("epdbg handover {} ends {} rollbacks {} sweepslots {} bulk {} batches {} endnonevent {} conflicts {} total {}", dpu.epochs.dbg[0], dpu.epochs.dbg[1], dpu.epochs.dbg[2], dpu.epochs.dbg[3], dpu.epochs.dbg[4], dpu.epochs.dbg[5], dpu.epochs.dbg[6], dpu.epochs.dbg[7], dpu.total_instructions()); }
             end
         }
     };

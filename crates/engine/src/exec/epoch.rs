@@ -43,7 +43,6 @@ use crate::decode::{alu_dest, fuse, Op};
 use crate::ecall;
 use crate::map::WRAM_SIZE;
 use openpim_isa::reg;
-macro_rules! e_dbg { ($s:expr, $i:expr) => { $s.epochs.dbg[$i] += 1; } }
 
 /// Bytes of a granule of WRAM (the unit in which batches' accesses are tracked): a 64-bit
 /// word, so that the per-tasklet words of an array do not look shared.
@@ -58,6 +57,11 @@ const MAX_BATCH: u32 = 2048;
 /// Fewest slots an epoch must issue to count as worth its set-up (else the next attempt waits
 /// longer).
 const WORTH: u64 = 64;
+/// Fewest slots an epoch must issue per event it hands over (averaged over its slots so far
+/// and `EVENT_GRACE` more): handing an event over costs about what interpreting this many
+/// slots does, so where tasklets make events more often the interleaved interpreter is faster.
+const EVENT_SLOTS: u64 = 40;
+const EVENT_GRACE: u64 = 512;
 /// Owner value of a granule read by several live batches.
 const SHARED: u64 = 31;
 /// Bit of a granule's state: stored to by its batch.
@@ -115,15 +119,20 @@ pub(super) struct Epochs {
     conflict: u32,
     /// Whether whole turns may be counted at once (set when the tasklets' slots change).
     dirty: bool,
-    /// Slots issued by the epoch under way, and slots its rollbacks threw away.
+    /// Slots issued by the epoch under way, slots its rollbacks threw away and events it
+    /// handed over; the slots and events since `window` slots (the events' rate is judged
+    /// over the last few thousand slots).
     slots: u64,
     wasted: u64,
+    events: u64,
+    window: u64,
+    /// The tasklet whose event the interpreter executes.
+    event: Option<usize>,
     /// Cycles in the interleaved interpreter before the next attempt after an epoch that
     /// issued less than `WORTH` slots, and after the next such one (doubling up to a limit,
     /// halved by a good one).
     pub(super) wait: u32,
     backoff: u32,
-    pub(super) dbg: [u64; 8],
 }
 
 impl Epochs {
@@ -144,9 +153,11 @@ impl Epochs {
             dirty: false,
             slots: 0,
             wasted: 0,
+            events: 0,
+            window: 0,
+            event: None,
             wait: 0,
             backoff: 16,
-            dbg: [0; 8],
         }
     }
 
@@ -193,7 +204,6 @@ impl Epochs {
                 self.granule[at] = mine | if store { WRITTEN } else { 0 };
                 store
             } else if store || g & WRITTEN != 0 {
-                if std::env::var("EPDBG2").is_ok() { eprintln!("conflict t{} a={:#x} store={} g_owner={} written={}", t, a, store, g & 31, g & WRITTEN != 0); }
                 self.conflict = others;
                 return false;
             } else {
@@ -246,6 +256,17 @@ impl Dpu<'_> {
             }
             e.active = true;
             e.slots = 0;
+        } else if let Some(t) = self.epochs.event.take() {
+            // The tasklet whose event the interpreter just executed: its next batch runs now
+            // (a batch may run as soon as its tasklet's slots have all issued), so that the
+            // slots up to its next turn count in bulk.
+            let bit = 1u32 << t;
+            if self.held_spin & bit == 0
+                && self.hot[t].pc != self.spin_index
+                && self.hot[t].ready_at != u64::MAX
+            {
+                self.batch_run(t);
+            }
         }
         self.epochs.dirty = true;
         self.sweep(now, last, bound)
@@ -291,18 +312,18 @@ impl Dpu<'_> {
                 // A spinner whose bit was released: its slot is the branch back, the acquire
                 // failing again, or the acquire that takes the bit (an event).
                 if self.spin_slot(t).is_some() {
-                    return self.hand_over(now, last);
+                    return self.hand_over(t, now, last, start);
                 }
                 self.epochs.dirty = true;
-            } else if self.epochs.stopped & bit != 0 && self.event_ready(t) {
+            } else if self.epochs.stopped & bit != 0 && self.owing & bit == 0 && self.event_ready(t)
+            {
                 self.epochs.stopped &= !bit;
-                return self.hand_over(now, last);
+                return self.hand_over(t, now, last, start);
             } else {
                 let mut done = self.batch_run(t);
                 if done == 0 && self.epochs.conflict != 0 {
                     // Its next slot accesses WRAM that other live batches conflict with: they
                     // go back to their issued slots, and the access is no longer early.
-                    self.epochs.dbg[7] += 1;
                     self.rollback(self.epochs.conflict);
                     if self.epochs.wasted > WORTH + self.epochs.slots / 4 {
                         // Tasklets exchanging data this often throw away more than the epoch
@@ -313,10 +334,8 @@ impl Dpu<'_> {
                 }
                 if done == 0 {
                     return if self.event_ready(t) {
-                        self.hand_over(now, last)
+                        self.hand_over(t, now, last, start)
                     } else {
-                        if std::env::var("EPDBG").is_ok() && self.epochs.dbg[6] < 20 { let pc=self.hot[t].pc; eprintln!("end at op {:?} a7={}", self.ops[pc as usize], self.regs[t][17]); }
-                        self.epochs.dbg[6] += 1;
                         self.sweep_end(now, last, start)
                     };
                 }
@@ -339,7 +358,6 @@ impl Dpu<'_> {
         self.epoch_save(t);
         let cap = self.epochs.cap[t];
         let done = self.epoch_run(t, cap);
-        e_dbg!(self, 5);
         if done > 0 {
             let e = &mut self.epochs;
             if done < cap {
@@ -382,8 +400,17 @@ impl Dpu<'_> {
     }
 
     /// The epoch goes on after the interpreter executes the slot of cycle `now`.
-    fn hand_over(&mut self, now: u64, last: usize) -> Option<(u64, usize)> {
-        self.epochs.dbg[0] += 1;
+    fn hand_over(&mut self, t: usize, now: u64, last: usize, start: u64) -> Option<(u64, usize)> {
+        let e = &mut self.epochs;
+        if e.slots - e.window > 8 * EVENT_GRACE {
+            e.window = e.slots;
+            e.events = 0;
+        }
+        e.events += 1;
+        if e.events * EVENT_SLOTS > e.slots - e.window + EVENT_GRACE {
+            return self.sweep_end(now, last, start);
+        }
+        e.event = Some(t);
         Some((now, last))
     }
 
@@ -395,36 +422,48 @@ impl Dpu<'_> {
     fn bulk(&mut self, now: u64, last: usize, bound: u64) -> Option<(u64, usize)> {
         let nr = self.nr;
         let all = if nr == 32 { u32::MAX } else { (1u32 << nr) - 1 };
-        let members = (self.epochs.live | self.held_spin) & all;
-        let n = members.count_ones() as usize;
+        let passive = (self.epochs.live | self.held_spin) & all;
+        if (passive.count_ones() as u64) < self.rev {
+            return self.bulk_sparse(now, all, bound);
+        }
+        // The count ends before any other tasklet is ready (its slot is not counted), and
+        // before a tasklet with a batch that waits longer than a turn is.
         let mut end = bound;
-        let mut m = all & !members;
+        let mut m = all & !passive;
         while m != 0 {
             let t = m.trailing_zeros() as usize;
             m &= m - 1;
             end = end.min(self.hot[t].ready_at);
         }
-        if (n as u64) < self.rev {
-            return self.bulk_sparse(now, members, end);
-        }
-        // In round-robin order after `last`, each ready at its turn; the fewest slots any
-        // batch has left, and the first tasklet (in that order) left with so few.
+        // The others in round-robin order after `last`, each ready at its turn; the fewest
+        // slots any batch has left, and the first tasklet (in that order) left with so few.
         let mut order = [0usize; MAXT];
         let shift = (last as u32 + 1) % 32;
-        let mut m = members.rotate_right(shift);
-        let (mut fewest, mut first) = (u32::MAX, n);
-        for (p, slot) in order.iter_mut().enumerate().take(n) {
+        let mut m = passive.rotate_right(shift);
+        let (mut fewest, mut first, mut n) = (u32::MAX, 0, 0);
+        let mut waiting = false;
+        while m != 0 {
             let j = m.trailing_zeros();
             m &= m - 1;
             let t = ((j + shift) % 32) as usize;
-            if self.hot[t].ready_at > now + p as u64 {
+            let at = self.hot[t].ready_at;
+            if at > now + nr as u64 {
+                end = end.min(at);
+                waiting = true;
+                continue;
+            }
+            if at > now + n as u64 {
                 return None;
             }
             if self.held_spin & (1 << t) == 0 && self.epochs.avail[t] < fewest {
                 fewest = self.epochs.avail[t];
-                first = p;
+                first = n;
             }
-            *slot = t;
+            order[n] = t;
+            n += 1;
+        }
+        if (n as u64) < self.rev {
+            return self.bulk_sparse(now, all, bound);
         }
         let n64 = n as u64;
         // (Spinners alone count at most `BATCH` turns at once.)
@@ -437,6 +476,9 @@ impl Dpu<'_> {
         if total == 0 {
             return None;
         }
+        // (Cut where another tasklet becomes ready: when it has a batch, the count goes on once
+        // it has joined.)
+        self.epochs.dirty = most > total && waiting;
         let (full, part) = (total / n64, (total % n64) as usize);
         let rev = self.rev;
         for (p, &t) in order[..n].iter().enumerate() {
@@ -454,8 +496,6 @@ impl Dpu<'_> {
             h.ready_at = now + (q - 1) * n64 + p as u64 + rev;
         }
         self.epochs.slots += total;
-        self.epochs.dbg[4] += total;
-        self.epochs.dbg[6] += 1;
         Some((now + total, order[((total - 1) % n64) as usize]))
     }
 
@@ -464,17 +504,22 @@ impl Dpu<'_> {
     /// distinct cycles within one such period (else they wait for one another, and the slots
     /// issue one by one). Ends before `end` and before the first slot a batch has not executed.
     fn bulk_sparse(&mut self, now: u64, members: u32, end: u64) -> Option<(u64, usize)> {
-        if members == 0 {
+        let rev = self.rev;
+        if rev > 64 {
             return None;
         }
-        let rev = self.rev;
         let (mut lo, mut hi, mut seen) = (u64::MAX, 0u64, 0u64);
-        let mut stop = end;
+        let (mut stop, mut rotation) = (end, 0u32);
         let mut m = members;
         while m != 0 {
             let t = m.trailing_zeros() as usize;
             m &= m - 1;
             let r = self.hot[t].ready_at;
+            if r >= now + rev {
+                stop = stop.min(r);
+                continue;
+            }
+            rotation |= 1 << t;
             let phase = 1u64 << (r % rev);
             if r < now || seen & phase != 0 {
                 return None;
@@ -485,13 +530,16 @@ impl Dpu<'_> {
                 stop = stop.min(r + u64::from(self.epochs.avail[t]) * rev);
             }
         }
-        if hi - lo >= rev {
+        if rotation == 0 || hi - lo >= rev {
             return None;
         }
         // (Spinners alone count at most `BATCH` periods at once.)
         stop = stop.min(lo + u64::from(BATCH) * rev);
+        // (Cut where another tasklet becomes ready: when it has a batch, the count goes on once
+        // it has joined.)
+        let cut = self.epochs.live & !rotation != 0 || stop == lo + u64::from(BATCH) * rev;
         let (mut total, mut last_at, mut last) = (0u64, 0u64, 0usize);
-        let mut m = members;
+        let mut m = rotation;
         while m != 0 {
             let t = m.trailing_zeros() as usize;
             m &= m - 1;
@@ -517,10 +565,10 @@ impl Dpu<'_> {
         if total == 0 {
             return None;
         }
+        self.epochs.dirty = cut;
         // The cycles without an issue, as `select`'s clock jumps count them.
         self.run_stats.idle_cycles += last_at + 1 - now - total;
         self.epochs.slots += total;
-        self.epochs.dbg[4] += total;
         Some((last_at + 1, last))
     }
 
@@ -598,7 +646,6 @@ impl Dpu<'_> {
             m &= m - 1;
             let issued = self.epochs.issued[t];
             self.epochs.wasted += u64::from(self.epochs.avail[t]);
-            self.epochs.dbg[2] += 1;
             self.epoch_restore(t);
             let e = &mut self.epochs;
             e.live &= !(1 << t);
@@ -619,11 +666,11 @@ impl Dpu<'_> {
     fn sweep_end(&mut self, now: u64, last: usize, start: u64) -> Option<(u64, usize)> {
         // (Judged before the rollbacks of the end, which throw away what any end would.)
         let e = &self.epochs;
-        let poor = e.slots < WORTH || e.wasted > WORTH + e.slots / 4;
+        let poor = e.slots < WORTH
+            || e.wasted > WORTH + e.slots / 4
+            || e.events * EVENT_SLOTS > e.slots - e.window + EVENT_GRACE;
         self.epoch_abort();
         let e = &mut self.epochs;
-        e.dbg[1] += 1;
-        e.dbg[3] += e.slots;
         if poor {
             e.wait = e.backoff;
             e.backoff = (e.backoff * 2).min(1 << 16);
@@ -635,6 +682,9 @@ impl Dpu<'_> {
         }
         e.slots = 0;
         e.wasted = 0;
+        e.events = 0;
+        e.window = 0;
+        e.event = None;
         (now != start).then_some((now, last))
     }
 
