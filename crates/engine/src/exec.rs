@@ -22,12 +22,11 @@
 //!   predictor; a batch of one tasklet's code does not.
 //! - *Blocked tasklets*: picking the next issuer when the one after the last issuer is not
 //!   ready skips the tasklets waiting for their DMA, asleep or exited (`Dpu::select`).
-//! - *Epochs* (`epoch`): while at least `revolver_cycles` tasklets run without waiting, the
-//!   revolver issues them round-robin one slot per turn; many turns of every one of them are
-//!   executed one tasklet at a time, up to the first slot of any of them that could change
-//!   that (an environment call other than the arithmetic ones, an MRAM access, a WRAM access
-//!   that another tasklet's in the same epoch conflicts with), and issued at the cycles the
-//!   revolver would have issued them.
+//! - *Epochs* (`epoch`): the tasklets' code runs ahead of its issue in batches, one tasklet
+//!   at a time, while the revolver only counts issue slots (in bulk where the same tasklets
+//!   issue in turn); a slot other tasklets could observe (a DMA, an atomic bit, another
+//!   environment call, an MRAM access) is handed back here and executed at its cycle, WRAM the
+//!   batches share is tracked per 8-byte granule, and batches that conflict are rolled back.
 
 use crate::decode::{fuse, Op, Program};
 use crate::map::{ATOMIC_BASE, ATOMIC_BITS, MAX_TASKLETS, MRAM_BASE, MRAM_SIZE, WRAM_SIZE};
@@ -204,7 +203,7 @@ struct Dpu<'a> {
     /// Set while the second access of a fused MRAM word pair executes: the pair is one
     /// 8-byte DMA, booked by the first access (consumed by `load_slow` / `store_slow`).
     pair_second: bool,
-    /// Turns of every running tasklet executed one tasklet at a time (`epoch`).
+    /// The tasklets' code run ahead of its issue in batches (`epoch`).
     epochs: epoch::Epochs,
 }
 

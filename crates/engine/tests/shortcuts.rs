@@ -1,7 +1,7 @@
 //! The interpreter's shortcuts (slots executed ahead of their issue, spinning on a held atomic
 //! bit without re-executing the lock loop, skipping tasklets blocked on their DMA when picking
-//! the next issuer, epochs of many turns executed one tasklet at a time) change nothing but
-//! speed: every program here runs with them and without them (`Program::without_shortcuts`),
+//! the next issuer, epochs: each tasklet's code run ahead in batches while the slots are
+//! counted) change nothing but speed: every program here runs with them and without them (`Program::without_shortcuts`),
 //! and the outcomes (cycles, instructions, statistics, fused pairs, faults and where they
 //! happened) and the memories must be identical, also when the run is cut by a cycle limit at
 //! any point or ends on another tasklet's fault.

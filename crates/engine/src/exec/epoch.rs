@@ -2,37 +2,51 @@
 //! them, one tasklet at a time.
 //!
 //! Interleaving sixteen tasklets slot by slot is what makes interpretation slow: the host
-//! cannot predict the branches of code that changes every slot. During an epoch every running
-//! tasklet's code runs instead in *batches* (up to `BATCH` slots of one tasklet in a row,
-//! `epoch_run`), and the revolver only counts: it picks the issuer of each cycle exactly as
-//! the interpreter does (`Dpu::select`) and issues a slot its batch already executed (or a
-//! slot of a tasklet spinning on a held atomic bit), updating the clock, the tasklet's next
-//! issue cycle and its instruction count. While at least `revolver_cycles` tasklets issue in
-//! turn and all of them have such slots, whole turns are counted at once (`bulk`).
+//! cannot predict the branches of code that changes every slot. During an epoch every
+//! tasklet's code runs instead in *batches* (`batch_run`: up to `BATCH` slots of one tasklet
+//! in a row, twice as many after each batch that was not stopped, up to `MAX_BATCH`), and the
+//! revolver only counts: it picks the issuer of each cycle exactly as the interpreter does
+//! (`Dpu::select`) and issues a slot its batch already executed (or a slot of a tasklet
+//! spinning on a held atomic bit), updating the clock, the tasklet's next issue cycle and its
+//! instruction count. Where the same tasklets issue in turn and all of them have such slots,
+//! the slots are counted at once (`bulk`: whole turns of at least `revolver_cycles`
+//! tasklets, or, with fewer, whole periods of `revolver_cycles` cycles in which each issues
+//! once, `bulk_sparse`). A batch may run as soon as its tasklet's slots have all issued, even
+//! while it waits for its DMA.
 //!
 //! A batch stops before a slot that other tasklets could observe or that depends on when it
 //! issues: environment calls other than the arithmetic ones, MRAM accesses, ops that would
 //! fault, and WRAM accesses that conflict (below). When that slot's turn comes, it is an
-//! *event*: a DMA call, an atomic acquire or release, or a spinning tasklet's acquire of a
-//! released bit is handed to the interpreter, which executes that one slot at its cycle
-//! (`run_loop`; the epoch goes on at the next cycle); any other slot ends the epoch.
+//! *event* (`event_ready`): any environment call but `printf` (DMA, atomic bits, sleep and
+//! wake-up, counters, exit...) and any load or store outside the WRAM is handed to the
+//! interpreter, which executes that one slot at its cycle (`run_loop`; the epoch goes on at
+//! the next cycle), as is a spinning tasklet's acquire of a released bit; any other slot ends
+//! the epoch. A slot handed over that faults or ends the run ends it as without epochs: the
+//! live batches are rolled back first (`epoch_abort`).
 //!
 //! Exact because slots executed ahead of their cycle can only differ from slots executed at it
 //! through data other tasklets write or read meanwhile, and none can:
-//! - registers are the tasklet's own, MRAM is only touched by events, which execute at their
-//!   cycles in cycle order, and the atomic bits likewise;
-//! - WRAM is tracked per 32-byte granule: each granule records the last tasklet and batch that
+//! - registers are the tasklet's own, and MRAM and the atomic bits are only touched by events,
+//!   which execute at their cycles in cycle order;
+//! - WRAM is tracked per 8-byte granule: each granule records the last tasklet and batch that
 //!   accessed it (`Epochs::access`). A batch is *live* while some of its slots have not issued.
 //!   A tasklet may not load a granule a live batch of another tasklet stored to, nor store to
 //!   one another live batch accessed; a DMA call may not write a granule another live batch
 //!   accessed, nor read one it stored to. Where one would, the other tasklet's batch is rolled
-//!   back to its issued slots (its stores undone from the granules' copies, its registers,
-//!   pc and owed slots restored, its issued slots run again) and the access goes ahead: the
-//!   data then passes in cycle order. Accesses of batches that have issued in full are in the
-//!   past of every slot still to execute, and never conflict;
+//!   back to its issued slots (`rollback`: its stores undone from the granules' copies, its
+//!   registers, pc and owed slots restored, its issued slots run again) and the access goes
+//!   ahead: the data then passes in cycle order. Accesses of batches that have issued in full
+//!   are in the past of every slot still to execute, and never conflict;
 //! - an epoch ends before the next check of the cycle limit or of a stop request, and
-//!   whatever ends it (any event not handed over, the end of the run) first rolls back every
+//!   whatever ends it (any slot not handed over, the end of the run) first rolls back every
 //!   live batch (`sweep_end`, `epoch_abort`).
+//!
+//! Speed only decides when an epoch ends early: when its rollbacks have thrown away more than
+//! a quarter of the slots it issued (tasklets exchanging data through WRAM that often), or
+//! when it hands over an event more often than every `EVENT_SLOTS` slots (a hand-over costs
+//! about what interpreting that many slots does: lock-heavy code runs faster interleaved).
+//! An epoch that ended so, or issued fewer than `WORTH` slots, makes the next attempt wait
+//! (doubling up to 65,536 cycles, halved by a good one).
 //!
 //! Spinning tasklets and the slots tasklets owe (see the `exec` module) take part: a spinner's
 //! slots execute no op, and a batch starts with the slots its tasklet owes. Epochs are a
@@ -57,10 +71,12 @@ const MAX_BATCH: u32 = 2048;
 /// Fewest slots an epoch must issue to count as worth its set-up (else the next attempt waits
 /// longer).
 const WORTH: u64 = 64;
-/// Fewest slots an epoch must issue per event it hands over (averaged over its slots so far
-/// and `EVENT_GRACE` more): handing an event over costs about what interpreting this many
-/// slots does, so where tasklets make events more often the interleaved interpreter is faster.
-const EVENT_SLOTS: u64 = 40;
+/// Fewest slots an epoch must issue per event it hands over, over its last few thousand slots
+/// (up to `8 * EVENT_GRACE`, `EVENT_GRACE` granted): handing an event over costs about what
+/// interpreting this many slots does, so where tasklets make events more often the
+/// interleaved interpreter is faster (PrIM HST-L: 40 and more as fast as without epochs, 32
+/// 1.25x slower; `dma` the same from 32 to 48).
+const EVENT_SLOTS: u64 = 48;
 const EVENT_GRACE: u64 = 512;
 /// Owner value of a granule read by several live batches.
 const SHARED: u64 = 31;
