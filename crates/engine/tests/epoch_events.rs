@@ -45,18 +45,6 @@ fn xorshift(mut x: u32, iterations: u32) -> u32 {
     x
 }
 
-/// A placeholder for a forward branch, patched by `fill`.
-fn hole(p: &mut P) -> usize {
-    p.i(0);
-    p.0.len() - 1
-}
-
-/// Makes the placeholder `at` the instruction `f(offset)`, `offset` leading to the next word.
-fn fill(p: &mut P, at: usize, f: impl Fn(i32) -> u32) {
-    let off = p.here() - 4 * at as i32;
-    p.0[at] = f(off);
-}
-
 /// Runs `program` on each tasklet count of `nrs` (initialised by `init`, which is given the
 /// count) with and without shortcuts, complete and cut by cycle limits at about 100 points;
 /// returns the complete runs' memories.

@@ -91,18 +91,6 @@ fn same_everywhere(p: &P, nrs: &[u32], cut: &[u32], init: &dyn Fn(&mut Dpu)) -> 
 // ---------------------------------------------------------------------------------------
 // Program pieces.
 
-/// A placeholder for a forward branch or jump, patched by `fill`.
-fn hole(p: &mut P) -> usize {
-    p.i(0);
-    p.0.len() - 1
-}
-
-/// Makes the placeholder `at` the instruction `f(offset)`, `offset` leading to the next word.
-fn fill(p: &mut P, at: usize, f: impl Fn(i32) -> u32) {
-    let off = p.here() - 4 * at as i32;
-    p.0[at] = f(off);
-}
-
 /// `a0 = x * y` with the MUL32 call (its operand set-up issues with the `ecall`; the caller
 /// then owes the call's slots, which are passive).
 fn mul(p: &mut P, x: u8, y: u8) {

@@ -496,23 +496,28 @@ impl Dpu<'_> {
         // it has joined.)
         self.epochs.dirty = most > total && waiting;
         let (full, part) = (total / n64, (total % n64) as usize);
-        let rev = self.rev;
         for (p, &t) in order[..n].iter().enumerate() {
             let q = full + u64::from(p < part);
             if q == 0 {
                 break;
             }
-            if self.held_spin & (1 << t) != 0 {
-                self.spin_passive_slots(t, q as u32);
-            } else {
-                self.issue_ahead(t, q as u32);
-            }
-            let h = &mut self.hot[t];
-            h.icount += q;
-            h.ready_at = now + (q - 1) * n64 + p as u64 + rev;
+            self.issue_counted(t, q, now + (q - 1) * n64 + p as u64);
         }
         self.epochs.slots += total;
         Some((now + total, order[((total - 1) % n64) as usize]))
+    }
+
+    /// `q` slots of tasklet `t` counted at once (a spinner's, or slots its batch executed), the
+    /// last of them at cycle `last`.
+    fn issue_counted(&mut self, t: usize, q: u64, last: u64) {
+        if self.held_spin & (1 << t) != 0 {
+            self.spin_passive_slots(t, q as u32);
+        } else {
+            self.issue_ahead(t, q as u32);
+        }
+        let h = &mut self.hot[t];
+        h.icount += q;
+        h.ready_at = last + self.rev;
     }
 
     /// `bulk` for fewer tasklets than the revolver has cycles: each issues once every
@@ -564,14 +569,7 @@ impl Dpu<'_> {
                 continue;
             }
             let q = (stop - r - 1) / rev + 1;
-            if self.held_spin & (1 << t) != 0 {
-                self.spin_passive_slots(t, q as u32);
-            } else {
-                self.issue_ahead(t, q as u32);
-            }
-            let h = &mut self.hot[t];
-            h.icount += q;
-            h.ready_at = r + q * rev;
+            self.issue_counted(t, q, r + (q - 1) * rev);
             total += q;
             if r + (q - 1) * rev >= last_at {
                 last_at = r + (q - 1) * rev;

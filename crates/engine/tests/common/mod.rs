@@ -150,6 +150,18 @@ impl Dpu {
     }
 }
 
+/// A placeholder for a forward branch or jump, patched by `fill`.
+pub fn hole(p: &mut P) -> usize {
+    p.i(0);
+    p.0.len() - 1
+}
+
+/// Makes the placeholder `at` the instruction `f(offset)`, `offset` leading to the next word.
+pub fn fill(p: &mut P, at: usize, f: impl Fn(i32) -> u32) {
+    let off = p.here() - 4 * at as i32;
+    p.0[at] = f(off);
+}
+
 /// Runs `p` with `nr` tasklets and the test timing on fresh memories.
 pub fn run_p(p: &P, nr: u32) -> (RunOutcome, Dpu) {
     let mut d = Dpu::new();
