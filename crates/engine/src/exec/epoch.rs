@@ -74,9 +74,9 @@ const WORTH: u64 = 64;
 /// Fewest slots an epoch must issue per event it hands over, over its last few thousand slots
 /// (up to `8 * EVENT_GRACE`, `EVENT_GRACE` granted): handing an event over costs about what
 /// interpreting this many slots does, so where tasklets make events more often the
-/// interleaved interpreter is faster (PrIM HST-L: 40 and more as fast as without epochs, 32
-/// 1.25x slower; `dma` the same from 32 to 48).
-const EVENT_SLOTS: u64 = 48;
+/// interleaved interpreter is faster (PrIM HST-L: 40 and 48 as fast as without epochs, 32
+/// 1.25x slower; `dma` the same from 32 to 48; PrIM TRNS 1.06x faster at 40 than at 48).
+const EVENT_SLOTS: u64 = 40;
 const EVENT_GRACE: u64 = 512;
 /// Owner value of a granule read by several live batches.
 const SHARED: u64 = 31;
