@@ -451,7 +451,7 @@ impl Dpu<'_> {
             m &= m - 1;
             end = end.min(self.hot[t].ready_at);
         }
-        // The others in round-robin order after `last`, each ready at its turn; the fewest
+        // The tasklets in round-robin order after `last`, each ready at its turn; the fewest
         // slots any batch has left, and the first tasklet (in that order) left with so few.
         let mut order = [0usize; MAXT];
         let shift = (last as u32 + 1) % 32;
@@ -747,10 +747,10 @@ impl Dpu<'_> {
         self.epochs.saved[t].owe = None;
     }
 
-    /// Runs up to `k` turns of tasklet `t` (one issue slot each); returns the turns run, kept
-    /// with the fused pairs of their slots (counted at the commit) in `Epochs::saved`. Stops
-    /// before a slot that cannot execute in an epoch; its registers, pc, what it owes and WRAM
-    /// are then as after the turns run.
+    /// Runs up to `k` issue slots of tasklet `t` (its batch); returns the slots run, keeping
+    /// their fused pairs (counted once they have issued) in `Epochs::saved`. Stops before a
+    /// slot that cannot execute in a batch; its registers, pc, what it owes and WRAM are then
+    /// as after the slots run.
     #[inline(never)]
     fn epoch_run(&mut self, t: usize, k: u32) -> u32 {
         let (done, fused) = self.epoch_turns(t, k);
@@ -758,7 +758,7 @@ impl Dpu<'_> {
         done
     }
 
-    /// `epoch_run`'s turns: the turns run and their fused pairs.
+    /// `epoch_run`'s slots: the slots run and their fused pairs.
     #[inline(always)]
     fn epoch_turns(&mut self, t: usize, k: u32) -> (u32, u64) {
         let bit = 1u32 << t;
