@@ -13,7 +13,7 @@
 mod common;
 
 use common::*;
-use openpim_engine::{map, Fault, Program};
+use openpim_engine::{map, Program};
 use openpim_isa::{asm::*, reg::*};
 
 /// WRAM word holding the number of tasklets (set by each test's initialisation).
@@ -54,23 +54,7 @@ fn same_everywhere(program: &Program, nrs: &[u32], init: &dyn Fn(&mut Dpu, u32))
         let tm = timing();
         let (out, d) = same_init(program, nr, &tm, &|d| init(d, nr));
         assert_eq!(out.fault, None, "{nr} tasklets: {:?}", out.fault);
-        let step = (out.cycles / 97).max(1);
-        for limit in (1..out.cycles)
-            .step_by(step as usize)
-            .chain([out.cycles - 1])
-        {
-            let mut tm = timing();
-            tm.max_cycles = Some(limit);
-            let (cut, _) = same_init(program, nr, &tm, &|d| init(d, nr));
-            assert!(
-                matches!(
-                    cut.fault.as_ref().map(|f| &f.fault),
-                    Some(Fault::CycleLimit { .. })
-                ),
-                "{nr} tasklets, limit {limit}: {:?}",
-                cut.fault
-            );
-        }
+        same_cut(program, nr, &|d| init(d, nr), spread(out.cycles));
         runs.push(d);
     }
     runs

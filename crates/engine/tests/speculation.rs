@@ -20,7 +20,7 @@
 mod common;
 
 use common::*;
-use openpim_engine::{map, run_stoppable, DpuMemory, Fault, Program, RunOutcome};
+use openpim_engine::{map, run_stoppable, DpuMemory, Fault, RunOutcome};
 use openpim_isa::{asm::*, reg::*};
 
 // ---------------------------------------------------------------------------------------
@@ -33,37 +33,6 @@ struct Run {
     nr: u32,
     out: RunOutcome,
     d: Dpu,
-}
-
-/// Cuts the run of `program` on `nr` tasklets with a cycle limit at each of `limits` (all
-/// before its end), comparing with and without shortcuts each time.
-fn same_cut(
-    program: &Program,
-    nr: u32,
-    init: &dyn Fn(&mut Dpu),
-    limits: impl Iterator<Item = u64>,
-) {
-    let mut tm = timing();
-    for limit in limits {
-        tm.max_cycles = Some(limit);
-        let (out, _) = same_init(program, nr, &tm, init);
-        assert!(
-            matches!(
-                out.fault.as_ref().map(|f| &f.fault),
-                Some(Fault::CycleLimit { .. })
-            ),
-            "{nr} tasklets, limit {limit}: {:?}",
-            out.fault
-        );
-    }
-}
-
-/// About 100 limits spread over a run of `full` cycles, and two odd ones.
-fn spread(full: u64) -> impl Iterator<Item = u64> {
-    let step = (full / 97).max(1);
-    (1..full)
-        .step_by(step as usize)
-        .chain([full - 1, full / 2 + 3])
 }
 
 /// `same_init` on every tasklet count of `nrs` (the runs must end without a fault), then, for

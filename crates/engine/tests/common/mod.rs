@@ -1,7 +1,7 @@
 //! Helpers shared by the engine's integration tests: a tiny program builder and a runner.
 #![allow(dead_code)]
 
-use openpim_engine::{map, run, BootInfo, DpuMemory, Program, RunOutcome, Timing};
+use openpim_engine::{map, run, BootInfo, DpuMemory, Fault, Program, RunOutcome, Timing};
 use openpim_isa::{asm, reg::*};
 
 pub const BASE: u32 = map::IRAM_BASE;
@@ -230,4 +230,35 @@ pub fn same_init(
         );
     }
     (a, fast)
+}
+
+/// Cuts the run of `program` on `nr` tasklets with a cycle limit at each of `limits` (all
+/// before its end), comparing with and without shortcuts each time.
+pub fn same_cut(
+    program: &Program,
+    nr: u32,
+    init: &dyn Fn(&mut Dpu),
+    limits: impl Iterator<Item = u64>,
+) {
+    let mut tm = timing();
+    for limit in limits {
+        tm.max_cycles = Some(limit);
+        let (out, _) = same_init(program, nr, &tm, init);
+        assert!(
+            matches!(
+                out.fault.as_ref().map(|f| &f.fault),
+                Some(Fault::CycleLimit { .. })
+            ),
+            "{nr} tasklets, limit {limit}: {:?}",
+            out.fault
+        );
+    }
+}
+
+/// About 100 limits spread over a run of `full` cycles, and two odd ones.
+pub fn spread(full: u64) -> impl Iterator<Item = u64> {
+    let step = (full / 97).max(1);
+    (1..full)
+        .step_by(step as usize)
+        .chain([full - 1, full / 2 + 3])
 }
