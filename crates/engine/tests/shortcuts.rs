@@ -22,30 +22,14 @@ fn same(program: &Program, nr: u32, timing: &Timing) -> RunOutcome {
 /// largest count at many points.
 fn same_everywhere(p: &P, nrs: &[u32]) {
     let program = p.program_fused();
-    let mut tm = timing();
+    let tm = timing();
     let mut full = 0;
     for &nr in nrs {
         let out = same(&program, nr, &tm);
         assert_eq!(out.fault, None, "{nr} tasklets: {:?}", out.fault);
         full = out.cycles;
     }
-    let nr = *nrs.last().unwrap();
-    let step = (full / 97).max(1);
-    for limit in (1..full)
-        .step_by(step as usize)
-        .chain([full - 1, full / 2 + 3])
-    {
-        tm.max_cycles = Some(limit);
-        let out = same(&program, nr, &tm);
-        assert!(
-            matches!(
-                out.fault.as_ref().map(|f| &f.fault),
-                Some(Fault::CycleLimit { .. })
-            ),
-            "limit {limit}: {:?}",
-            out.fault
-        );
-    }
+    same_cut(&program, *nrs.last().unwrap(), &|_| {}, spread(full));
 }
 
 /// Lock loop on atomic bit `s0` (`mv a0, s0; li a7, call; ecall; beqz a0, back`): the
