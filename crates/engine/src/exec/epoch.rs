@@ -439,9 +439,6 @@ impl Dpu<'_> {
         let nr = self.nr;
         let all = if nr == 32 { u32::MAX } else { (1u32 << nr) - 1 };
         let passive = (self.epochs.live | self.held_spin) & all;
-        if (passive.count_ones() as u64) < self.rev {
-            return self.bulk_sparse(now, all, bound);
-        }
         // The count ends before any other tasklet is ready (its slot is not counted), and
         // before a tasklet with a batch that waits longer than a turn is.
         let mut end = bound;
@@ -450,6 +447,13 @@ impl Dpu<'_> {
             let t = m.trailing_zeros() as usize;
             m &= m - 1;
             end = end.min(self.hot[t].ready_at);
+        }
+        if end <= now {
+            // (One is ready now: nothing to count, in either way.)
+            return None;
+        }
+        if (passive.count_ones() as u64) < self.rev {
+            return self.bulk_sparse(now, all, end);
         }
         // The tasklets in round-robin order after `last`, each ready at its turn; the fewest
         // slots any batch has left, and the first tasklet (in that order) left with so few.
