@@ -336,3 +336,118 @@ fn counters_read_between_batches() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// 5. Atomic bits taken and released inside batches.
+
+/// Shared counter under the shared lock.
+const SHARED_COUNT: i32 = 0x140;
+/// The shared lock's bit, the shared try-lock's bit, a bit never acquired, and the first of
+/// the tasklets' own bits (one each).
+const LOCK_BIT: i32 = 2;
+const TRY_BIT: i32 = 3;
+const CLEAR_BIT: i32 = 60;
+const OWN_BIT: i32 = 10;
+
+/// A lock loop on the bit in `a0`'s source `rs` (`mv a0, rs; li a7, 14; ecall; beqz a0`):
+/// the SDK's `mutex_lock`.
+fn lock_on(p: &mut P, rs: u8) {
+    let top = p.here();
+    p.i(addi(A0, rs, 0));
+    p.sys(14);
+    p.i(beq(A0, ZERO, top - p.here()));
+}
+
+fn release(p: &mut P, rs: u8) {
+    p.i(addi(A0, rs, 0));
+    p.sys(5);
+}
+
+/// Each tasklet, `ROUNDS` times: computes; takes its own bit, adds 1 to its own count and
+/// releases it (never contended: a batch may do all three); tries the shared try-lock once
+/// and, if it got it, computes holding it and counts a success, else counts a failure;
+/// takes the shared lock, adds 1 to the shared count with some computing in between and
+/// releases it; releases a bit nobody holds and keeps the result (0). Counts in its
+/// results: own count, successes, failures, the last release's result.
+fn atomic_bits() -> P {
+    let mut p = P::new();
+    p.i(addi(S5, TP, 1));
+    p.i(addi(S0, TP, OWN_BIT));
+    p.i(addi(S1, ZERO, LOCK_BIT));
+    p.i(addi(S2, ZERO, TRY_BIT));
+    p.i(addi(S3, ZERO, CLEAR_BIT));
+    p.i(slli(S8, TP, 4));
+    p.i(addi(S8, S8, RES));
+    p.i(addi(S7, ZERO, 0));
+    let top = p.here();
+    compute(&mut p, 8);
+    lock_on(&mut p, S0);
+    p.i(lw(T0, S8, 0));
+    p.i(addi(T0, T0, 1));
+    p.i(sw(T0, S8, 0));
+    release(&mut p, S0);
+    // One attempt at the try-lock (`ATOMIC_ACQUIRE`, not in a loop).
+    p.i(addi(A0, S2, 0));
+    p.sys(4);
+    let missed = hole(&mut p); // beq a0, zero
+    compute(&mut p, 3);
+    p.i(lw(T0, S8, 4));
+    p.i(addi(T0, T0, 1));
+    p.i(sw(T0, S8, 4));
+    release(&mut p, S2);
+    let joined = hole(&mut p); // j
+    fill(&mut p, missed, |o| beq(A0, ZERO, o));
+    p.i(lw(T0, S8, 8));
+    p.i(addi(T0, T0, 1));
+    p.i(sw(T0, S8, 8));
+    fill(&mut p, joined, jal_zero);
+    lock_on(&mut p, S1);
+    p.i(lw(T0, ZERO, SHARED_COUNT));
+    compute(&mut p, 2);
+    p.i(addi(T0, T0, 1));
+    p.i(sw(T0, ZERO, SHARED_COUNT));
+    release(&mut p, S1);
+    release(&mut p, S3);
+    p.i(sw(A0, S8, 12));
+    p.i(addi(S7, S7, 1));
+    p.i(addi(T0, ZERO, ROUNDS));
+    p.i(bne(S7, T0, top - p.here()));
+    p.exit();
+    p
+}
+
+/// `j` by `o` bytes.
+fn jal_zero(o: i32) -> u32 {
+    jal(ZERO, o)
+}
+
+#[test]
+fn atomic_bits_taken_and_released_in_batches() {
+    let runs = same_everywhere(&atomic_bits().program_fused(), &COUNTS, &|d, nr| {
+        set_nr(d, nr);
+        // (A result word the last release overwrites with 0.)
+        for t in 0..nr {
+            d.set_w32(RES as u32 + 16 * t + 12, 0xdead);
+        }
+    });
+    let rounds = ROUNDS as u32;
+    for (d, &nr) in runs.iter().zip(&COUNTS) {
+        assert_eq!(d.w32(SHARED_COUNT as u32), nr * rounds, "{nr} tasklets");
+        let mut successes = 0;
+        for t in 0..nr {
+            let at = RES as u32 + 16 * t;
+            assert_eq!(d.w32(at), rounds, "{nr} tasklets, tasklet {t}");
+            assert_eq!(
+                d.w32(at + 4) + d.w32(at + 8),
+                rounds,
+                "{nr} tasklets, tasklet {t}"
+            );
+            assert_eq!(d.w32(at + 12), 0, "{nr} tasklets, tasklet {t}");
+            successes += d.w32(at + 4);
+        }
+        assert!(successes > 0, "{nr} tasklets: nobody got the try-lock");
+        if nr == 1 {
+            assert_eq!(successes, rounds);
+        }
+    }
+}

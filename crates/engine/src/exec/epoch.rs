@@ -15,8 +15,9 @@
 //! while it waits for its DMA.
 //!
 //! A batch stops before a slot that other tasklets could observe or that depends on when it
-//! issues: environment calls other than the arithmetic ones, MRAM accesses, ops that would
-//! fault, and WRAM accesses that conflict (below). When that slot's turn comes, it is an
+//! issues: environment calls other than the arithmetic ones and the atomic-bit calls no other
+//! tasklet can observe yet (below), MRAM accesses, ops that would fault, and WRAM accesses
+//! that conflict (below). When that slot's turn comes, it is an
 //! *event* (`event_ready`): any environment call but `printf` (DMA, atomic bits, sleep and
 //! wake-up, counters, exit...) and any load or store outside the WRAM is handed to the
 //! interpreter, which executes that one slot at its cycle (`run_loop`; the epoch goes on at
@@ -26,8 +27,15 @@
 //!
 //! Exact because slots executed ahead of their cycle can only differ from slots executed at it
 //! through data other tasklets write or read meanwhile, and none can:
-//! - registers are the tasklet's own, and MRAM and the atomic bits are only touched by events,
-//!   which execute at their cycles in cycle order;
+//! - registers are the tasklet's own, and MRAM is only touched by events, which execute at
+//!   their cycles in cycle order;
+//! - an atomic bit is acquired or released in a batch (`batch_atomic`) only when no tasklet
+//!   spins on it (a spinner reads it at each of its slots) and no other live batch changed it,
+//!   and an acquire only when the bit is clear; each bit records the last batch that changed
+//!   it (`Epochs::bit`), and an event on the bit (another tasklet's acquire or release, which
+//!   is also how a tasklet starts spinning on it) first rolls back a live batch of another
+//!   tasklet that changed it (`event_ready`), which restores the bit: the calls on a bit then
+//!   execute in cycle order;
 //! - WRAM is tracked per 8-byte granule: each granule records the last tasklet and batch that
 //!   accessed it (`Epochs::access`). A batch is *live* while some of its slots have not issued.
 //!   A tasklet may not load a granule a live batch of another tasklet stored to, nor store to
@@ -55,7 +63,7 @@
 use super::{Dpu, MAXT, WS};
 use crate::decode::{alu_dest, fuse, Op};
 use crate::ecall;
-use crate::map::WRAM_SIZE;
+use crate::map::{ATOMIC_BITS, WRAM_SIZE};
 use openpim_isa::reg;
 
 /// Bytes of a granule of WRAM (the unit in which batches' accesses are tracked): a 64-bit
@@ -128,6 +136,11 @@ pub(super) struct Epochs {
     /// Per tasklet, the granules its batch stored to, as they were before (what a rollback
     /// restores; a granule is only ever stored to by one live batch).
     before: Box<[Vec<GranuleCopy>]>,
+    /// Per atomic bit, the last batch that acquired or released it (as `granule`, without
+    /// `WRITTEN`); per tasklet, the bits its batch changed and their values before (what a
+    /// rollback restores).
+    bit: Box<[u64]>,
+    bits_before: Box<[Vec<(u8, bool)>]>,
     saved: Box<[Saved]>,
     /// An epoch is under way (it handed an event to the interpreter and goes on after it).
     pub(super) active: bool,
@@ -163,6 +176,8 @@ impl Epochs {
             live: 0,
             stopped: 0,
             before: (0..MAXT).map(|_| Vec::new()).collect(),
+            bit: vec![0; ATOMIC_BITS as usize].into_boxed_slice(),
+            bits_before: (0..MAXT).map(|_| Vec::new()).collect(),
             saved: vec![Saved::default(); MAXT].into_boxed_slice(),
             active: false,
             conflict: 0,
@@ -268,6 +283,7 @@ impl Dpu<'_> {
             e.number = e.number.wrapping_add(1);
             if e.number == 0 {
                 e.granule.fill(0);
+                e.bit.fill(0);
                 e.number = 1;
             }
             e.active = true;
@@ -328,6 +344,12 @@ impl Dpu<'_> {
                 // A spinner whose bit was released: its slot is the branch back, the acquire
                 // failing again, or the acquire that takes the bit (an event).
                 if self.spin_slot(t).is_some() {
+                    // (No live batch changes a bit a tasklet spins on: `batch_atomic`.)
+                    debug_assert_eq!(
+                        self.epochs
+                            .live_others(self.epochs.bit[usize::from(self.spin[t].bit)], t),
+                        0
+                    );
                     return self.hand_over(t, now, last, start);
                 }
                 self.epochs.dirty = true;
@@ -619,6 +641,19 @@ impl Dpu<'_> {
                 if call == ecall::PRINTF {
                     return false;
                 }
+                if matches!(
+                    call,
+                    ecall::ATOMIC_ACQUIRE | ecall::ATOMIC_LOCK | ecall::ATOMIC_RELEASE
+                ) {
+                    // (A live batch of another tasklet that changed the bit goes back first.)
+                    if let Ok(b) = Self::atomic_bit(x(reg::A0)) {
+                        let others = self.epochs.live_others(self.epochs.bit[b], t);
+                        if others != 0 {
+                            self.rollback(others);
+                        }
+                    }
+                    return true;
+                }
                 if call != ecall::DMA_MRAM_TO_WRAM && call != ecall::DMA_WRAM_TO_MRAM {
                     return true;
                 }
@@ -717,6 +752,7 @@ impl Dpu<'_> {
     /// Keeps what tasklet `t` has before its batch.
     fn epoch_save(&mut self, t: usize) {
         self.epochs.before[t].clear();
+        self.epochs.bits_before[t].clear();
         self.epochs.saved[t] = Saved {
             regs: self.regs[t],
             pc: self.hot[t].pc,
@@ -735,6 +771,14 @@ impl Dpu<'_> {
             let at = usize::from(at) * GRANULE;
             self.wram[at..at + GRANULE].copy_from_slice(&bytes);
         }
+        for &(b, was) in self.epochs.bits_before[t].iter().rev() {
+            let (word, mask) = (usize::from(b) / 64, 1u64 << (b % 64));
+            if was {
+                self.atomic[word] |= mask;
+            } else {
+                self.atomic[word] &= !mask;
+            }
+        }
         self.regs[t] = s.regs;
         self.hot[t].pc = s.pc;
         self.owed[t] = s.owed;
@@ -749,6 +793,42 @@ impl Dpu<'_> {
         }
         self.epochs.saved[t].fused = 0;
         self.epochs.saved[t].owe = None;
+    }
+
+    /// The atomic-bit call of op `op` (index `i`, an `ecall` whose `a7` asks to acquire, lock
+    /// or release a bit) in tasklet `t`'s batch, when no other tasklet can observe the bit
+    /// before the slot issues: no tasklet spins on it (its slots read it at their cycles) and
+    /// no other live batch changed it (events on it roll such a batch back first,
+    /// `event_ready`); and when an acquire finds it clear (a failed one makes the tasklet spin:
+    /// the interpreter's). Returns the next op index and the fused pairs of the slot (a lock's
+    /// branch back, rule 9); `None`, and nothing changed, otherwise.
+    fn batch_atomic(&mut self, t: usize, i: u32, op: Op) -> Option<(u32, u64)> {
+        let r = &self.regs[t];
+        let (call, v) = (r[usize::from(reg::A7)], r[usize::from(reg::A0)]);
+        let b = Self::atomic_bit(v).ok()?;
+        let (word, mask) = (b / 64, 1u64 << (b % 64));
+        let was_set = self.atomic[word] & mask != 0;
+        let acquire = call != ecall::ATOMIC_RELEASE;
+        if acquire && was_set || self.epochs.live_others(self.epochs.bit[b], t) != 0 {
+            return None;
+        }
+        let spin = self.spin_index;
+        if (0..self.nr).any(|s| self.hot[s].pc == spin && usize::from(self.spin[s].bit) == b) {
+            return None;
+        }
+        self.epochs.bits_before[t].push((b as u8, was_set));
+        self.epochs.bit[b] = self.epochs.mark(t);
+        if acquire {
+            self.atomic[word] |= mask;
+        } else {
+            self.atomic[word] &= !mask;
+        }
+        // (The interpreter's result: 1 when the bit changed.)
+        self.regs[t][usize::from(reg::A0)] = u32::from(was_set != acquire);
+        Some(match op {
+            Op::EcallSpin { lock: true, .. } if call == ecall::ATOMIC_LOCK => (i + 2, 1),
+            _ => (i + 1, 0),
+        })
     }
 
     /// Runs up to `k` issue slots of tasklet `t` (its batch); returns the slots run, keeping
@@ -1005,6 +1085,18 @@ impl Dpu<'_> {
                         let Ok(to) = self.jump_index(dest) else {
                             stop!();
                         };
+                        end_slot!(to);
+                    }
+                    Op::Ecall | Op::EcallSpin { .. }
+                        if matches!(
+                            x!(reg::A7),
+                            ecall::ATOMIC_ACQUIRE | ecall::ATOMIC_LOCK | ecall::ATOMIC_RELEASE
+                        ) =>
+                    {
+                        let Some((to, pair)) = self.batch_atomic(t, i, op) else {
+                            stop!();
+                        };
+                        fused += pair;
                         end_slot!(to);
                     }
                     Op::Ecall => {
