@@ -3,7 +3,8 @@
 //! interpreter at its own cycle and the epoch goes on after it. These programs make such slots
 //! between long runs of register-only code: a tasklet put to sleep and woken by another that
 //! stored what it then reads, MRAM word loads and stores and DMA between tasklets, the words of
-//! adjacent tasklets within one 8-byte word, and counters read mid-run. A few tasklets (fewer
+//! adjacent tasklets within one 8-byte word, counters read mid-run, and atomic bits that
+//! batches acquire and release themselves when no other tasklet can see them yet. A few tasklets (fewer
 //! than the revolver's cycles, whose slots are counted period by period) and many.
 //!
 //! Every program runs with the shortcuts and without them (`Program::without_shortcuts`), on
@@ -349,20 +350,6 @@ const TRY_BIT: i32 = 3;
 const CLEAR_BIT: i32 = 60;
 const OWN_BIT: i32 = 10;
 
-/// A lock loop on the bit in `a0`'s source `rs` (`mv a0, rs; li a7, 14; ecall; beqz a0`):
-/// the SDK's `mutex_lock`.
-fn lock_on(p: &mut P, rs: u8) {
-    let top = p.here();
-    p.i(addi(A0, rs, 0));
-    p.sys(14);
-    p.i(beq(A0, ZERO, top - p.here()));
-}
-
-fn release(p: &mut P, rs: u8) {
-    p.i(addi(A0, rs, 0));
-    p.sys(5);
-}
-
 /// Each tasklet, `ROUNDS` times: computes; takes its own bit, adds 1 to its own count and
 /// releases it (never contended: a batch may do all three); tries the shared try-lock once
 /// and, if it got it, computes holding it and counts a success, else counts a failure;
@@ -381,11 +368,11 @@ fn atomic_bits() -> P {
     p.i(addi(S7, ZERO, 0));
     let top = p.here();
     compute(&mut p, 8);
-    lock_on(&mut p, S0);
+    lock(&mut p, S0, 14);
     p.i(lw(T0, S8, 0));
     p.i(addi(T0, T0, 1));
     p.i(sw(T0, S8, 0));
-    release(&mut p, S0);
+    unlock(&mut p, S0);
     // One attempt at the try-lock (`ATOMIC_ACQUIRE`, not in a loop).
     p.i(addi(A0, S2, 0));
     p.sys(4);
@@ -394,20 +381,20 @@ fn atomic_bits() -> P {
     p.i(lw(T0, S8, 4));
     p.i(addi(T0, T0, 1));
     p.i(sw(T0, S8, 4));
-    release(&mut p, S2);
+    unlock(&mut p, S2);
     let joined = hole(&mut p); // j
     fill(&mut p, missed, |o| beq(A0, ZERO, o));
     p.i(lw(T0, S8, 8));
     p.i(addi(T0, T0, 1));
     p.i(sw(T0, S8, 8));
     fill(&mut p, joined, jal_zero);
-    lock_on(&mut p, S1);
+    lock(&mut p, S1, 14);
     p.i(lw(T0, ZERO, SHARED_COUNT));
     compute(&mut p, 2);
     p.i(addi(T0, T0, 1));
     p.i(sw(T0, ZERO, SHARED_COUNT));
-    release(&mut p, S1);
-    release(&mut p, S3);
+    unlock(&mut p, S1);
+    unlock(&mut p, S3);
     p.i(sw(A0, S8, 12));
     p.i(addi(S7, S7, 1));
     p.i(addi(T0, ZERO, ROUNDS));

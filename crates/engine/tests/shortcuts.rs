@@ -32,21 +32,6 @@ fn same_everywhere(p: &P, nrs: &[u32]) {
     same_cut(&program, *nrs.last().unwrap(), &|_| {}, spread(full));
 }
 
-/// Lock loop on atomic bit `s0` (`mv a0, s0; li a7, call; ecall; beqz a0, back`): the
-/// operand set-up issues with the `ecall`; with `ATOMIC_LOCK` (14, the SDK's `mutex_lock`) the
-/// branch does too (rule 9), with `ATOMIC_ACQUIRE` (4, a trylock loop) it issues alone.
-fn lock(p: &mut P, call: u32) {
-    let top = p.here();
-    p.i(asm::addi(A0, S0, 0));
-    p.sys(call);
-    p.i(asm::beq(A0, ZERO, top - p.here()));
-}
-
-fn unlock(p: &mut P) {
-    p.i(asm::addi(A0, S0, 0));
-    p.sys(5);
-}
-
 /// A local loop of `n` iterations (register-only slots, fused ALU + branch).
 fn local_work(p: &mut P, n: i32) {
     p.i(asm::addi(T2, ZERO, n));
@@ -69,7 +54,7 @@ fn mutex_dma_kernel(iterations: i32, lock_call: u32) -> P {
     p.i(asm::slli(S4, A0, 6)); // and of WRAM
     p.i(asm::addi(S4, S4, 0x400));
     let top = p.here();
-    lock(&mut p, lock_call);
+    lock(&mut p, S0, lock_call);
     p.i(asm::lw(T1, S2, 0));
     p.i(asm::addi(T1, T1, 1));
     p.i(asm::sw(T1, S2, 0));
@@ -82,7 +67,7 @@ fn mutex_dma_kernel(iterations: i32, lock_call: u32) -> P {
     p.i(asm::addi(A1, S4, 0));
     p.i(asm::addi(A2, ZERO, 32));
     p.sys(2);
-    unlock(&mut p);
+    unlock(&mut p, S0);
     local_work(&mut p, 7);
     // MUL32 (operand-dependent slots).
     p.i(asm::addi(A0, S1, 0));

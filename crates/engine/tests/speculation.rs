@@ -68,19 +68,6 @@ fn mul(p: &mut P, x: u8, y: u8) {
     p.sys(20);
 }
 
-/// Lock loop on atomic bit `s0` with `call` (14: ATOMIC_LOCK, 4: ATOMIC_ACQUIRE).
-fn lock(p: &mut P, call: u32) {
-    let top = p.here();
-    p.i(addi(A0, S0, 0));
-    p.sys(call);
-    p.i(beq(A0, ZERO, top - p.here()));
-}
-
-fn unlock(p: &mut P) {
-    p.i(addi(A0, S0, 0));
-    p.sys(5);
-}
-
 /// The word at `addr` of a run's WRAM.
 fn w32(d: &Dpu, addr: i32) -> u32 {
     d.w32(addr as u32)
@@ -424,7 +411,7 @@ fn locked_updates(call: u32) -> P {
     let top = p.here();
     mul(&mut p, S5, S5);
     p.i(xori(T4, A0, 0x5));
-    lock(&mut p, call);
+    lock(&mut p, S0, call);
     p.i(lw(T0, ZERO, 0x140));
     p.i(addi(T0, T0, 1));
     p.i(lw(T1, ZERO, 0x148));
@@ -438,7 +425,7 @@ fn locked_updates(call: u32) -> P {
     p.i(slli(T3, T0, 1));
     p.i(xor(T3, T3, T4));
     p.i(sb(T3, ZERO, 0x154));
-    unlock(&mut p);
+    unlock(&mut p, S0);
     // Racy, outside the lock.
     p.i(lw(T5, ZERO, 0x158));
     p.i(add(T5, T5, T4));

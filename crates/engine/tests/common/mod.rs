@@ -150,6 +150,23 @@ impl Dpu {
     }
 }
 
+/// A lock loop on the atomic bit in register `rs` (`mv a0, rs; li a7, call; ecall; beqz a0,
+/// back`): the operand set-up issues with the `ecall`; with `ATOMIC_LOCK` (14, the SDK's
+/// `mutex_lock`) the branch does too (rule 9), with `ATOMIC_ACQUIRE` (4, a trylock loop) it
+/// issues alone.
+pub fn lock(p: &mut P, rs: u8, call: u32) {
+    let top = p.here();
+    p.i(asm::addi(A0, rs, 0));
+    p.sys(call);
+    p.i(asm::beq(A0, ZERO, top - p.here()));
+}
+
+/// `ATOMIC_RELEASE` of the atomic bit in register `rs`.
+pub fn unlock(p: &mut P, rs: u8) {
+    p.i(asm::addi(A0, rs, 0));
+    p.sys(5);
+}
+
 /// A placeholder for a forward branch or jump, patched by `fill`.
 pub fn hole(p: &mut P) -> usize {
     p.i(0);
