@@ -4,8 +4,9 @@
 //! between long runs of register-only code: a tasklet put to sleep and woken by another that
 //! stored what it then reads, MRAM word loads and stores and DMA between tasklets, the words of
 //! adjacent tasklets within one 8-byte word, counters read mid-run, and atomic bits that
-//! batches acquire and release themselves when no other tasklet can see them yet. A few tasklets (fewer
-//! than the revolver's cycles, whose slots are counted period by period) and many.
+//! batches acquire and release themselves when no other tasklet can see them yet. A few
+//! tasklets (fewer than the revolver's cycles, whose slots are counted period by period) and
+//! many.
 //!
 //! Every program runs with the shortcuts and without them (`Program::without_shortcuts`), on
 //! many tasklet counts and with cycle limits cutting it at about 100 points; outcomes and both
