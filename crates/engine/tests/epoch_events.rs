@@ -26,6 +26,11 @@ const RES: i32 = 0x400;
 /// `iterations` rounds of a xorshift on `s5` (register-only code: long batches).
 fn compute(p: &mut P, iterations: u8) {
     p.i(addi(T3, ZERO, i32::from(iterations)));
+    compute_t3(p);
+}
+
+/// `compute` with its count already in `t3`.
+fn compute_t3(p: &mut P) {
     let top = p.here();
     p.i(slli(T4, S5, 13));
     p.i(xor(S5, S5, T4));
@@ -83,16 +88,8 @@ fn sleep_chain() -> P {
     p.i(addi(S5, TP, 1));
     p.i(slli(T0, TP, 3));
     p.i(addi(T3, T0, 40));
-    // compute(40 + 8 tp), with the count in t3 set above.
-    let top = p.here();
-    p.i(slli(T4, S5, 13));
-    p.i(xor(S5, S5, T4));
-    p.i(srli(T4, S5, 17));
-    p.i(xor(S5, S5, T4));
-    p.i(slli(T4, S5, 5));
-    p.i(xor(S5, S5, T4));
-    p.i(addi(T3, T3, -1));
-    p.i(bne(T3, ZERO, top - p.here()));
+    // compute(40 + 8 tp)
+    compute_t3(&mut p);
     p.i(addi(S6, ZERO, 7));
     let first = hole(&mut p); // beq tp, zero
     p.sys(6); // sleep
