@@ -558,7 +558,10 @@ impl Connection {
                 Err(e) => error_reply(&e),
             },
             Request::Log { rank, dpu } => match self.enter(rank) {
-                Ok(a) => Reply::Bytes(a.served.log(dpu)),
+                Ok(a) => match a.served.log(dpu) {
+                    Ok(bytes) => Reply::Bytes(bytes),
+                    Err(e) => error_reply(&e),
+                },
                 Err(e) => error_reply(&e),
             },
             Request::RunStats { rank, first, count } => match self.enter(rank) {

@@ -194,6 +194,8 @@ struct Dpu<'a> {
     perf_base_instr: u64,
     printf_used: u64,
     printf_capacity: u32,
+    /// The printf output went round the ring buffer (`ecall::PRINTF`).
+    log_wrapped: bool,
     log: Vec<u8>,
     run_stats: RunStats,
     /// Cycle at which the run ended.
@@ -292,6 +294,7 @@ pub(crate) fn run(
         perf_base_instr: 0,
         printf_used: 0,
         printf_capacity: boot.printf_capacity,
+        log_wrapped: false,
         log: Vec::new(),
         run_stats: RunStats::default(),
         end_cycle: 0,
@@ -1770,16 +1773,27 @@ impl<'a> Dpu<'a> {
                 return Ok(next);
             }
             ecall::PRINTF => {
+                // The printf buffer is a ring, as the UPMEM runtime's: output past its end
+                // wraps over the oldest (the host then cannot show the log: `log_wrapped`);
+                // only one call larger than the whole buffer faults.
                 let start = self.log.len();
-                let args = printf::format(self.wram, self.mram, a0, a1, &mut self.log)?;
-                let cost = 4 + u64::from(args);
-                if self.printf_used + cost > u64::from(self.printf_capacity) {
+                let bytes = printf::format(self.wram, self.mram, a0, a1, &mut self.log)?;
+                let capacity = u64::from(self.printf_capacity);
+                if bytes > capacity {
                     self.log.truncate(start);
                     return Err(Fault::PrintfOverflow {
+                        bytes,
                         capacity: self.printf_capacity,
                     });
                 }
-                self.printf_used += cost;
+                self.printf_used += bytes;
+                if self.printf_used >= capacity {
+                    self.log_wrapped = true;
+                }
+                if self.log_wrapped {
+                    // (What the host cannot show is not kept.)
+                    self.log.clear();
+                }
                 return Ok(next);
             }
             ecall::FAULT => {
@@ -1950,6 +1964,7 @@ impl<'a> Dpu<'a> {
             cycles: end_cycle,
             instructions: self.total_instructions(),
             log: std::mem::take(&mut self.log),
+            log_wrapped: self.log_wrapped,
             fault,
             halted,
             stats,

@@ -425,9 +425,10 @@ pub enum Fault {
     /// Any other program-detected fault.
     #[error("program fault {code} (detail {detail})")]
     ProgramFault { code: u32, detail: u32 },
-    /// The printf buffer is full.
-    #[error("printf buffer overflow: more than {capacity} bytes of printf data in one launch (raise STDOUT_BUFFER_INIT(n), or print less)")]
-    PrintfOverflow { capacity: u32 },
+    /// One printf call needs more than the whole printf buffer (the UPMEM runtime faults
+    /// then: the message could never be read back).
+    #[error("printf buffer overflow: one printf call needs {bytes} bytes of the printf buffer, which holds {capacity} (raise STDOUT_BUFFER_INIT(n), or print less per call)")]
+    PrintfOverflow { bytes: u64, capacity: u32 },
     /// One launch printed more than the engine's output limit.
     #[error("printf output of this launch exceeds {limit} bytes")]
     PrintfOutputTooLarge { limit: u64 },
@@ -523,7 +524,7 @@ pub struct RunStats {
     pub dma_requests: u64,
     /// Cycles in which no instruction issued (pipeline idle).
     pub idle_cycles: u64,
-    /// Bytes of the printf buffer consumed.
+    /// Bytes written to the printf buffer (over its capacity when it wrapped).
     pub printf_bytes: u64,
     /// Issues in which two RV32I instructions issued together as one DPU instruction
     /// (fused pairs, see "Issue-slot corrections"); each counts once in `instructions`, so
@@ -589,8 +590,11 @@ pub struct RunOutcome {
     pub cycles: u64,
     /// Instructions issued (arithmetic calls count their slots).
     pub instructions: u64,
-    /// The formatted printf output of this launch.
+    /// The formatted printf output of this launch (empty when `log_wrapped`).
     pub log: Vec<u8>,
+    /// The launch printed more than its printf buffer holds: the ring buffer wrapped over
+    /// its oldest output, and the host cannot show the log (`DPU_ERR_LOG_BUFFER_TOO_SMALL`).
+    pub log_wrapped: bool,
     /// `Some` when the DPU stopped on a fault.
     pub fault: Option<FaultReport>,
     /// Whether the run ended with `HALT`.

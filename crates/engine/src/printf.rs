@@ -76,19 +76,57 @@ struct Spec {
     prec: Option<usize>,
 }
 
-/// Formats one `printf` call into `out`. Returns the number of bytes of arguments consumed
-/// (from `va` to the end of the last argument).
+/// What one `printf` call takes in the DPU's printf buffer, as the UPMEM runtime encodes it
+/// (the host formats the text only when it reads the log): a format section (each run of
+/// literal characters becomes `%s`, each conversion `%` and its letters but `L` and `z`, then
+/// a NUL) and an argument section (4 bytes per argument, 8 with an `l` length or for a
+/// floating-point one, 1 for `%c`, a string's bytes and its NUL for `%s`, each run of literal
+/// characters and its NUL), written through an 8-byte cache: the call takes the next multiple
+/// of 8 above its bytes (its last, partial or empty, cache line is padded and written).
+#[derive(Default)]
+struct Encoding {
+    format: u64,
+    args: u64,
+    /// A run of literal characters is under way (in the format section: its `%s` is written;
+    /// in the argument section: its NUL is owed).
+    literal: bool,
+}
+
+impl Encoding {
+    fn literal(&mut self) {
+        if !self.literal {
+            self.format += 2;
+            self.literal = true;
+        }
+        self.args += 1;
+    }
+
+    fn conversion(&mut self, spec_letters: u64, arg_bytes: u64) {
+        self.format += 1 + spec_letters;
+        self.args += arg_bytes + u64::from(self.literal);
+        self.literal = false;
+    }
+
+    fn buffer_bytes(&self) -> u64 {
+        let n = self.format + 1 + self.args + u64::from(self.literal);
+        (n / 8 + 1) * 8
+    }
+}
+
+/// Formats one `printf` call into `out`. Returns the bytes the call takes in the DPU's
+/// printf buffer (`Encoding`).
 pub(crate) fn format(
     wram: &[u8; WS],
     mram: &[u8],
     fmt: u32,
     va: u32,
     out: &mut Vec<u8>,
-) -> Result<u32, Fault> {
+) -> Result<u64, Fault> {
     let mem = Mem { wram, mram };
     let mut args = Args { mem: &mem, ap: va };
     let mut p = fmt;
     let log_start = out.len();
+    let mut encoded = Encoding::default();
     let next = |p: &mut u32| -> Result<u8, Fault> {
         let c = mem.byte(*p)?;
         *p = p.wrapping_add(1);
@@ -107,6 +145,7 @@ pub(crate) fn format(
         }
         if c != b'%' {
             out.push(c);
+            encoded.literal();
             continue;
         }
         let spec_start = p.wrapping_sub(1);
@@ -158,6 +197,7 @@ pub(crate) fn format(
         // Length: bits of the integer argument.
         let mut bits = 32u32;
         let mut int_bits = 32u32;
+        let (mut long, mut unwritten) = (false, 0u64);
         match c {
             b'h' => {
                 c = next(&mut p)?;
@@ -168,6 +208,7 @@ pub(crate) fn format(
                 }
             }
             b'l' => {
+                long = true;
                 c = next(&mut p)?;
                 if c == b'l' {
                     c = next(&mut p)?;
@@ -180,8 +221,21 @@ pub(crate) fn format(
                 bits = 64;
                 int_bits = 64;
             }
-            b'z' | b't' => c = next(&mut p)?,
+            b'z' | b't' => {
+                unwritten = u64::from(c == b'z');
+                c = next(&mut p)?;
+            }
             _ => {}
+        }
+        // (The runtime keeps the letters up to the conversion, less `z`; `%%` is a literal.)
+        let letters = u64::from(p.wrapping_sub(spec_start) - 1) - unwritten;
+        let word = if long || bits == 64 { 8 } else { 4 };
+        match c {
+            b'%' => encoded.literal(),
+            b'c' => encoded.conversion(letters, 1),
+            b's' => {}
+            b'f' | b'F' | b'e' | b'E' | b'g' | b'G' => encoded.conversion(letters, 8),
+            _ => encoded.conversion(letters, word),
         }
         let fetch = |args: &mut Args<'_>| -> Result<u64, Fault> {
             if bits == 64 {
@@ -268,6 +322,7 @@ pub(crate) fn format(
                     }
                 }
                 pad_bytes(out, &s, &bytes);
+                encoded.conversion(letters, bytes.len() as u64 + 1);
             }
             b'f' | b'F' | b'e' | b'E' | b'g' | b'G' => {
                 let v = f64::from_bits(args.next64()?);
@@ -292,7 +347,7 @@ pub(crate) fn format(
             }
         }
     }
-    Ok(args.ap.wrapping_sub(va))
+    Ok(encoded.buffer_bytes())
 }
 
 /// Digits of `v` in `base`, zero-extended to `prec` digits (C rules: precision 0 and value 0
@@ -441,8 +496,8 @@ mod tests {
     use super::*;
 
     /// Lays out `fmt` at 0x100 and the argument slots at 0x1000, formats, and returns the
-    /// text and the consumed argument bytes.
-    fn pf(fmt: &str, slots: &[u32]) -> (String, u32) {
+    /// text and the bytes the call takes in the printf buffer.
+    fn pf(fmt: &str, slots: &[u32]) -> (String, u64) {
         let mut wram = Box::new([0u8; WS]);
         wram[0x100..0x100 + fmt.len()].copy_from_slice(fmt.as_bytes());
         for (i, v) in slots.iter().enumerate() {
@@ -503,7 +558,8 @@ mod tests {
         let v = -1234567890123i64 as u64;
         let (text, n) = pf("%d %lld %d", &[1, 0xdead, v as u32, (v >> 32) as u32, 9]);
         assert_eq!(text, "1 -1234567890123 9");
-        assert_eq!(n, 20);
+        // 13 bytes of format section ("%d", "%s", "%lld", "%s", "%d", NUL), 20 of arguments.
+        assert_eq!(n, 40);
         assert_eq!(
             s("%llu %jx", &[u32::MAX, u32::MAX, 0, 1]),
             "18446744073709551615 100000000"
@@ -589,7 +645,26 @@ mod tests {
         let [lo, hi] = d(0.5);
         let (t, n) = pf("%d %.1f %d", &[1, 0, lo, hi, 2]);
         assert_eq!(t, "1 0.5 2");
-        assert_eq!(n, 20);
+        assert_eq!(n, 40);
+    }
+
+    #[test]
+    fn buffer_bytes_follow_the_runtime_encoding() {
+        // (format section + NUL + argument section, in 8-byte lines, the last one always
+        // written: a call of exactly 16 bytes takes 24.)
+        for (fmt, slots, bytes) in [
+            ("", &[][..], 8),           // 1 + 0
+            ("abc", &[], 8),            // "%s" NUL, "abc" NUL: 3 + 4
+            ("%d", &[1], 8),            // 3 + 4
+            ("a%d", &[1], 16),          // "%s%d" NUL, "a" NUL 4 bytes: 5 + 6
+            ("%d%d%c", &[1, 2, 3], 24), // 7 + 9 = 16
+            ("%s", &[0x2000], 16),      // 3 + "hello" NUL
+            ("%%|%zu", &[5], 16),       // "%s%u" NUL, "%|" NUL 4 bytes: 5 + 7
+            ("%08.3f", &[0, 0], 16),    // "%08.3f" NUL, 8 bytes: 7 + 8
+            ("%lx", &[1], 16),          // "%lx" NUL, 8 bytes (an `l` is 64-bit there)
+        ] {
+            assert_eq!(pf(fmt, slots).1, bytes, "{fmt:?}");
+        }
     }
 
     #[test]

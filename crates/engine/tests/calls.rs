@@ -477,21 +477,43 @@ fn printf_formats_into_the_log() {
     assert_eq!(out.fault, None);
     let line = "hello DPU #7:  2.50|ab  |!\n";
     assert_eq!(String::from_utf8(out.log).unwrap(), format!("{line}{line}"));
-    // 4 + 24 bytes of arguments per call.
-    assert_eq!(out.stats.printf_bytes, 56);
+    // As the UPMEM runtime encodes a call: a format section of 27 bytes ("%s" per literal run,
+    // '%' and the letters of each conversion) and its NUL, an argument section of 40 (6 + 1
+    // for "hello " and its NUL, 3 + 1 for the string, 2 + 1 + 4, 2 + 1 + 8 for the double,
+    // 1 + 1 + 4, 1 + 1 + 1 for the char, 1 + 1 for the newline): 68 bytes, 72 in 8-byte
+    // lines.
+    assert!(!out.log_wrapped);
+    assert_eq!(out.stats.printf_bytes, 2 * 72);
 }
 
 #[test]
-fn printf_overflow_faults() {
-    // Each call costs 4 + 8 = 12 bytes; capacity 30 allows two.
-    let out = printf_log("%d %d\n", &[1, 2], 3, 30);
-    assert_eq!(String::from_utf8(out.log.clone()).unwrap(), "1 2\n1 2\n");
+fn printf_buffer_wraps_and_one_call_larger_than_it_faults() {
+    // "%d %d\n": 9 bytes of format section, 12 of arguments: 24 per call.
+    let out = printf_log("%d %d\n", &[1, 2], 2, 72);
+    assert_eq!((out.fault, out.log_wrapped), (None, false));
+    assert_eq!(String::from_utf8(out.log).unwrap(), "1 2\n1 2\n");
+    // Three calls in 48 or 64 bytes: the ring wraps over the oldest output (the log cannot be
+    // shown), and the DPU runs on; exactly full (two calls in 48) wraps too, as the write
+    // pointer goes back to 0.
+    for capacity in [48, 64] {
+        let out = printf_log("%d %d\n", &[1, 2], 3, capacity);
+        assert_eq!(out.fault, None, "capacity {capacity}");
+        assert!(out.log_wrapped, "capacity {capacity}");
+        assert!(out.log.is_empty());
+        assert_eq!(out.stats.printf_bytes, 72);
+    }
+    // One call larger than the whole buffer faults, at that call.
+    let out = printf_log("%d %d\n", &[1, 2], 3, 16);
+    assert_eq!(out.log, b"");
     let f = out.fault.expect("overflow");
-    assert_eq!(f.fault, Fault::PrintfOverflow { capacity: 30 });
-    assert_eq!(f.pc, BASE + 4 * (6 * 2 + 5)); // the third call's ecall
-                                              // Exactly full is fine.
-    let out = printf_log("%d %d\n", &[1, 2], 2, 24);
-    assert_eq!(out.fault, None);
+    assert_eq!(
+        f.fault,
+        Fault::PrintfOverflow {
+            bytes: 24,
+            capacity: 16
+        }
+    );
+    assert_eq!(f.pc, BASE + 4 * 5); // the first call's ecall
 }
 
 #[test]
@@ -501,7 +523,8 @@ fn printf_log_resets_each_launch() {
     let mut d = Dpu::new();
     d.put_str(0x400, "x");
     let mut b = boot(1);
-    b.printf_capacity = 4;
+    // (One call takes 8 bytes: a launch that kept the last one's would wrap.)
+    b.printf_capacity = 16;
     for _ in 0..3 {
         let out = d.run(&p, &b, &timing());
         assert_eq!(out.fault, None);

@@ -380,7 +380,10 @@ fn every_fault_has_a_message() {
         SeqreadMisuse { detail: 1 },
         AllocatorMisuse { detail: 1 },
         ProgramFault { code: 9, detail: 1 },
-        PrintfOverflow { capacity: 1 },
+        PrintfOverflow {
+            bytes: 16,
+            capacity: 1,
+        },
         PrintfOutputTooLarge { limit: 1 },
         BadAtomicBit { bit: 1 },
         BadTaskletId {

@@ -51,6 +51,7 @@ pub fn code_of(e: &Error) -> DpuError {
         Error::CallbackFailed { code } => *code,
         Error::NonblockingSyncCallback => DPU_ERR_NONBLOCKING_SYNC_CALLBACK,
         Error::Internal(_) => DPU_ERR_INTERNAL,
+        Error::LogBufferTooSmall { .. } => DPU_ERR_LOG_BUFFER_TOO_SMALL,
     }
 }
 

@@ -927,7 +927,11 @@ unsafe fn write_log(set: &DpuSet, stream: *mut libc::FILE, header: bool) -> R {
     if header {
         log.extend_from_slice(format!("=== DPU#0x{:x} ===\n", set.dpu_id()?).as_bytes());
     }
-    log.extend_from_slice(&set.log()?);
+    // (A log that cannot be shown fails after the header, as the SDK's does.)
+    let text = set.log();
+    if let Ok(text) = &text {
+        log.extend_from_slice(text);
+    }
     if !log.is_empty() {
         // SAFETY: `stream` is the caller's open FILE*; we write `log.len()` bytes of `log`.
         let n = unsafe { libc::fwrite(log.as_ptr().cast(), 1, log.len(), stream) };
@@ -938,6 +942,7 @@ unsafe fn write_log(set: &DpuSet, stream: *mut libc::FILE, header: bool) -> R {
             ));
         }
     }
+    text?;
     Ok(())
 }
 

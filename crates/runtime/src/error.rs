@@ -139,6 +139,15 @@ pub enum Error {
     /// A bug or an unexpected state inside OpenPIM.
     #[error("internal error: {0}")]
     Internal(String),
+    /// The DPU's printf output went round its ring buffer: the oldest was overwritten, so the
+    /// log cannot be shown (as on UPMEM hardware).
+    #[error("cannot show the log of DPU {dpu} of rank {rank}: its last launch wrote {written} bytes of printf data into a {capacity}-byte printf buffer, which wrapped over the oldest output; raise STDOUT_BUFFER_INIT(n) in the DPU program, or print less")]
+    LogBufferTooSmall {
+        rank: u32,
+        dpu: u32,
+        written: u64,
+        capacity: u32,
+    },
 }
 
 fn origin_suffix(origin: &Option<String>) -> String {
@@ -269,6 +278,17 @@ impl Error {
             Error::CallbackFailed { code } => Error::CallbackFailed { code: *code },
             Error::NonblockingSyncCallback => Error::NonblockingSyncCallback,
             Error::Internal(s) => Error::Internal(s.clone()),
+            Error::LogBufferTooSmall {
+                rank,
+                dpu,
+                written,
+                capacity,
+            } => Error::LogBufferTooSmall {
+                rank: *rank,
+                dpu: *dpu,
+                written: *written,
+                capacity: *capacity,
+            },
         }
     }
 }

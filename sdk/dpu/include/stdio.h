@@ -1,7 +1,9 @@
 /* OpenPIM DPU: <stdio.h>
  * printf formats into the DPU's printf buffer (PRINTF environment call); the host prints it
  * with dpu_log_read(). The buffer capacity is __stdout_buffer_size (1 MiB unless
- * STDOUT_BUFFER_INIT(n) is used once in the program); overflowing it is a DPU fault. */
+ * STDOUT_BUFFER_INIT(n) is used once in the program). It is a ring, as the SDK's: a launch
+ * printing more wraps over the oldest output (the DPU runs on; dpu_log_read then returns
+ * DPU_ERR_LOG_BUFFER_TOO_SMALL), and one call larger than the whole buffer is a DPU fault. */
 #ifndef _OPENPIM_STDIO_H
 #define _OPENPIM_STDIO_H
 #include <stdarg.h>

@@ -468,6 +468,51 @@ static int log_budget_child(void)
     return whole_first && cut_last ? 0 : 5;
 }
 
+/* The printf buffer is a ring: a launch printing more than it holds runs to its end, and the
+ * log then cannot be shown (DPU_ERR_LOG_BUFFER_TOO_SMALL after the header line, as the SDK's
+ * dpu_log_read); a launch that fits reads back. */
+static void printf_wrap_case(void)
+{
+    const char *name = "printf output wrapping the printf buffer: the launch succeeds, dpu_log_read gives DPU_ERR_LOG_BUFFER_TOO_SMALL";
+    struct dpu_set_t set;
+    char detail[300], text[256];
+    dpu_error_t st = dpu_alloc(1, NULL, &set);
+    bool allocated = st == DPU_OK;
+    if (st == DPU_OK)
+        st = dpu_load(set, "./bin/dpu_printf_small", NULL);
+    dpu_error_t launch = DPU_OK, wrapped = DPU_OK, fits = DPU_OK;
+    size_t n = 0;
+    for (uint32_t mode = 2; st == DPU_OK; mode = 0) {
+        st = dpu_copy_to(set, "mode", 0, &mode, 4);
+        if (st == DPU_OK)
+            launch = dpu_launch(set, DPU_SYNCHRONOUS);
+        FILE *f = tmpfile();
+        if (st != DPU_OK || launch != DPU_OK || !f) {
+            if (f)
+                fclose(f);
+            break;
+        }
+        dpu_error_t r = dpu_log_read(set, f);
+        rewind(f);
+        n = fread(text, 1, sizeof(text) - 1, f);
+        text[n] = 0;
+        fclose(f);
+        if (mode == 2) {
+            wrapped = r;
+        } else {
+            fits = r;
+            break;
+        }
+    }
+    int ok = st == DPU_OK && launch == DPU_OK && wrapped == DPU_ERR_LOG_BUFFER_TOO_SMALL && fits == DPU_OK &&
+        strstr(text, "===\nx1\n") != NULL;
+    snprintf(detail, sizeof(detail), "setup %s, launch %s, log of the wrapped launch %s, of the one that fits %s (\"%.40s\")",
+        err_name(st), err_name(launch), err_name(wrapped), err_name(fits), text);
+    verdict(name, ok, detail);
+    if (allocated)
+        dpu_free(set);
+}
+
 static void log_budget_case(void)
 {
     char out[2048], detail[2400];
@@ -569,7 +614,8 @@ int main(int argc, char **argv)
     fault_case("mem_alloc heap exhausted", "./bin/dpu_faults", 7, 1, 0);
     fault_case("one faulting DPU among 4", "./bin/dpu_faults", 1, 4, 2);
     fault_case("printf within a small STDOUT_BUFFER_INIT", "./bin/dpu_printf_small", 0, 1, 0);
-    fault_case("printf buffer overflow", "./bin/dpu_printf_small", 1, 1, 0);
+    fault_case("one printf larger than the whole printf buffer", "./bin/dpu_printf_small", 1, 1, 0);
+    printf_wrap_case();
     log_budget_case();
     fault_message_case();
 

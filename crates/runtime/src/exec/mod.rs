@@ -239,8 +239,9 @@ pub trait Backend: Send + Sync {
     /// writes), as of the operations run so far.
     fn programs(&self, rank: u32, first: u32, count: u32) -> Vec<Option<Arc<Program>>>;
 
-    /// The log (printf output) of one DPU's last launch.
-    fn log(&self, rank: u32, dpu: u32) -> Vec<u8>;
+    /// The log (printf output) of one DPU's last launch (`Error::LogBufferTooSmall` when its
+    /// printf buffer wrapped).
+    fn log(&self, rank: u32, dpu: u32) -> Result<Vec<u8>>;
 
     /// Statistics of the last launch of the rank's DPUs `first..first + count`.
     fn run_stats(&self, rank: u32, first: u32, count: u32) -> Vec<Option<DpuRunStats>>;

@@ -94,7 +94,7 @@ impl Rank {
         self.backend.status(self.id).idle
     }
 
-    pub(crate) fn log_of(&self, dpu: u32) -> Vec<u8> {
+    pub(crate) fn log_of(&self, dpu: u32) -> Result<Vec<u8>> {
         self.backend.log(self.id, dpu)
     }
 

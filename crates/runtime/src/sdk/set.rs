@@ -522,11 +522,11 @@ impl DpuSet {
         match self {
             DpuSet::Dpu(r, i) => {
                 r.wait_idle();
-                Ok(r.log_of(*i))
+                r.log_of(*i)
             }
             DpuSet::Ranks(rs) if self.nr_dpus() == 1 => {
                 rs[0].wait_idle();
-                Ok(rs[0].log_of(0))
+                rs[0].log_of(0)
             }
             _ => Err(Error::InvalidDpuSet(format!(
                 "the log is read from one DPU, but the set has {} DPUs; use DPU_FOREACH",

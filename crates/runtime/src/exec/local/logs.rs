@@ -69,10 +69,26 @@ fn budget() -> u64 {
     })
 }
 
+/// A launch's printf output as the host may read it back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum LaunchLog {
+    /// The formatted output.
+    Text(Vec<u8>),
+    /// The DPU's printf ring buffer wrapped over its oldest output (the engine's
+    /// `log_wrapped`): `written` bytes of printf data into a `capacity`-byte buffer.
+    Wrapped { written: u64, capacity: u32 },
+}
+
+impl Default for LaunchLog {
+    fn default() -> LaunchLog {
+        LaunchLog::Text(Vec::new())
+    }
+}
+
 /// One DPU's printf output, charged to an account's budget while it is held.
 #[derive(Default)]
 pub(crate) struct DpuLog {
-    bytes: Vec<u8>,
+    log: LaunchLog,
     /// The account the bytes are charged to.
     account: Option<Arc<LogAccount>>,
 }
@@ -80,23 +96,29 @@ pub(crate) struct DpuLog {
 impl DpuLog {
     /// Replaces the output with a launch's `log`, cut at what `account`'s budget still
     /// allows.
-    pub(crate) fn replace(&mut self, log: Vec<u8>, account: &Arc<LogAccount>) {
+    pub(crate) fn replace(&mut self, log: LaunchLog, account: &Arc<LogAccount>) {
         self.clear();
-        self.bytes = charge(&account.held, log, budget());
-        self.bytes.shrink_to_fit();
+        self.log = match log {
+            LaunchLog::Text(bytes) => {
+                let mut kept = charge(&account.held, bytes, budget());
+                kept.shrink_to_fit();
+                LaunchLog::Text(kept)
+            }
+            wrapped => wrapped,
+        };
         self.account = Some(Arc::clone(account));
     }
 
     /// Drops the output (a new program, a new launch that failed before printing).
     pub(crate) fn clear(&mut self) {
-        if let Some(a) = self.account.take() {
-            a.held.fetch_sub(self.bytes.len() as u64, Ordering::AcqRel);
+        if let (Some(a), LaunchLog::Text(bytes)) = (self.account.take(), &self.log) {
+            a.held.fetch_sub(bytes.len() as u64, Ordering::AcqRel);
         }
-        self.bytes = Vec::new();
+        self.log = LaunchLog::default();
     }
 
-    pub(crate) fn to_vec(&self) -> Vec<u8> {
-        self.bytes.clone()
+    pub(crate) fn get(&self) -> LaunchLog {
+        self.log.clone()
     }
 }
 
@@ -164,14 +186,22 @@ mod tests {
     fn accounts_are_apart_and_freed_on_clear() {
         let (a, b) = (LogAccount::new(), LogAccount::new());
         let mut la = DpuLog::default();
-        la.replace(vec![b'a'; 700], &a);
+        la.replace(LaunchLog::Text(vec![b'a'; 700]), &a);
         assert_eq!((a.held(), b.held()), (700, 0));
         let mut lb = DpuLog::default();
-        lb.replace(vec![b'b'; 300], &b);
+        lb.replace(LaunchLog::Text(vec![b'b'; 300]), &b);
         assert_eq!((a.held(), b.held()), (700, 300));
         // A new launch's output replaces the old one in the account it goes to.
-        la.replace(vec![b'a'; 10], &b);
+        la.replace(LaunchLog::Text(vec![b'a'; 10]), &b);
         assert_eq!((a.held(), b.held()), (0, 310));
+        // A wrapped log holds no text, and frees what the last one held.
+        let wrapped = LaunchLog::Wrapped {
+            written: 80,
+            capacity: 64,
+        };
+        la.replace(wrapped.clone(), &a);
+        assert_eq!((a.held(), b.held()), (0, 300));
+        assert_eq!(la.get(), wrapped);
         drop(lb);
         la.clear();
         assert_eq!((a.held(), b.held()), (0, 0));

@@ -210,7 +210,7 @@ impl Backend for LocalBackend {
         meta.programs[first as usize..(first + count) as usize].to_vec()
     }
 
-    fn log(&self, rank: u32, dpu: u32) -> Vec<u8> {
+    fn log(&self, rank: u32, dpu: u32) -> Result<Vec<u8>> {
         self.rank(rank).log_of(dpu)
     }
 

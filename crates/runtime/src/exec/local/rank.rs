@@ -21,7 +21,7 @@ use crate::clock::stats::{self, DpuRunStats, LaunchRecord};
 use crate::clock::timeline::{self, OpDone};
 use crate::error::panic_message;
 use crate::error::{quiet, Error, FaultInfo, Result};
-use crate::exec::local::logs::{DpuLog, LogAccount};
+use crate::exec::local::logs::{DpuLog, LaunchLog, LogAccount};
 use crate::exec::local::slots::SlotGuard;
 use crate::exec::local::threads::pool;
 use crate::exec::queue::{RankQueue, RunsOps};
@@ -798,9 +798,18 @@ impl LocalRank {
         Err(e)
     }
 
-    /// Clones the log of one DPU's last launch.
-    pub(crate) fn log_of(&self, dpu: u32) -> Vec<u8> {
-        self.lock_state().dpus[dpu as usize].log.to_vec()
+    /// The log of one DPU's last launch: its text, or the error of a printf buffer that
+    /// wrapped.
+    pub(crate) fn log_of(&self, dpu: u32) -> Result<Vec<u8>> {
+        match self.lock_state().dpus[dpu as usize].log.get() {
+            LaunchLog::Text(bytes) => Ok(bytes),
+            LaunchLog::Wrapped { written, capacity } => Err(Error::LogBufferTooSmall {
+                rank: self.id(),
+                dpu,
+                written,
+                capacity,
+            }),
+        }
     }
 }
 
@@ -830,7 +839,7 @@ struct RunOutcome {
     /// The engine's panic message, if it panicked.
     panic: Option<String>,
     /// The launch's printf output, not yet charged to the log budget.
-    log: Vec<u8>,
+    log: LaunchLog,
 }
 
 /// Runs one DPU (its previous output is dropped first: the budget it held is free).
@@ -869,7 +878,14 @@ fn run_one(
             });
             RunOutcome {
                 panic: None,
-                log: out.log,
+                log: if out.log_wrapped {
+                    LaunchLog::Wrapped {
+                        written: out.stats.printf_bytes,
+                        capacity: prog.boot_info().printf_capacity,
+                    }
+                } else {
+                    LaunchLog::Text(out.log)
+                },
             }
         }
         Err(p) => {
@@ -886,7 +902,7 @@ fn run_one(
             });
             RunOutcome {
                 panic: Some(msg),
-                log: Vec::new(),
+                log: LaunchLog::default(),
             }
         }
     }

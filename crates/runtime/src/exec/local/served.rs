@@ -103,10 +103,11 @@ impl ServedRank {
         meta.programs[a..b].to_vec()
     }
 
-    /// The log of one DPU's last launch (empty for a DPU outside the rank).
-    pub fn log(&self, dpu: u32) -> Vec<u8> {
+    /// The log of one DPU's last launch (empty for a DPU outside the rank;
+    /// `Error::LogBufferTooSmall` when its printf buffer wrapped).
+    pub fn log(&self, dpu: u32) -> Result<Vec<u8>> {
         if dpu >= self.nr_dpus() {
-            return Vec::new();
+            return Ok(Vec::new());
         }
         self.rank.log_of(dpu)
     }

@@ -23,14 +23,14 @@ use openpim_machine::{map, MachineConfig};
 use crate::checkpoint::file::{self as checkpoint_file, Summary};
 use crate::clock::stats::DpuRunStats;
 use crate::error::{Error, FaultInfo, Result};
-use crate::exec::local::logs::LogAccount;
+use crate::exec::local::logs::{LaunchLog, LogAccount};
 use crate::exec::local::served::ServedRank;
 use crate::program::Program;
 
 /// What a DPU keeps of its last launch besides memories.
 #[derive(Clone)]
 struct LastLaunch {
-    log: Vec<u8>,
+    log: LaunchLog,
     stats: Option<DpuRunStats>,
     fault: Option<FaultInfo>,
     dma_quirk: Option<String>,
@@ -90,7 +90,7 @@ impl ServedRank {
             iram_image(program.as_ref(), &mut iram);
             w.dpu(dpu.fault.is_some(), dpu.mem.wram(), &iram, dpu.mem.mram())?;
             last.push(LastLaunch {
-                log: dpu.log.to_vec(),
+                log: dpu.log.get(),
                 stats: dpu.stats,
                 fault: dpu.fault.clone(),
                 dma_quirk: dpu.dma_quirk.clone(),

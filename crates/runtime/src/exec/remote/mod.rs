@@ -389,13 +389,15 @@ impl Backend for RemoteBackend {
         p[first as usize..(first + count) as usize].to_vec()
     }
 
-    fn log(&self, rank: u32, dpu: u32) -> Vec<u8> {
+    fn log(&self, rank: u32, dpu: u32) -> Result<Vec<u8>> {
         let r = self.rank(rank);
         let _op = lock(&r.op);
         let _ = r.flush();
         match r.conn.call(&Request::Log { rank: r.slot, dpu }) {
-            Ok(Reply::Bytes(b)) => b,
-            _ => Vec::new(),
+            Ok(Reply::Bytes(b)) => Ok(b),
+            Err(e @ Error::LogBufferTooSmall { .. }) => Err(e),
+            // (A daemon gone away reports itself at the next operation.)
+            _ => Ok(Vec::new()),
         }
     }
 

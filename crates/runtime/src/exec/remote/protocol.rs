@@ -1114,6 +1114,20 @@ impl WireError {
             Error::Internal(m) => (18, vec![s(m)]),
             Error::Memory(m) => (19, vec![s(m)]),
             Error::Checkpoint(m) => (20, vec![s(m)]),
+            Error::LogBufferTooSmall {
+                rank,
+                dpu,
+                written,
+                capacity,
+            } => (
+                21,
+                vec![
+                    rank.to_string(),
+                    dpu.to_string(),
+                    written.to_string(),
+                    capacity.to_string(),
+                ],
+            ),
         };
         WireError { tag, fields }
     }
@@ -1216,6 +1230,12 @@ impl WireError {
             18 => Error::Internal(s(0)?),
             19 => Error::Memory(s(0)?),
             20 => Error::Checkpoint(s(0)?),
+            21 => Error::LogBufferTooSmall {
+                rank: n32(0)?,
+                dpu: n32(1)?,
+                written: n64(2)?,
+                capacity: n32(3)?,
+            },
             _ => return None,
         })
     }
@@ -1356,6 +1376,12 @@ mod tests {
                 count: 5,
             },
             Error::NonblockingSyncCallback,
+            Error::LogBufferTooSmall {
+                rank: 1,
+                dpu: 2,
+                written: 3,
+                capacity: 4,
+            },
         ];
         for e in errors {
             let w = WireError::from_error(&e);
