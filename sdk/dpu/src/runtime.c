@@ -1,4 +1,4 @@
-/* OpenPIM DPU runtime: printf family, assert, exit/abort, errno. */
+/* OpenPIM DPU runtime: assert, exit/abort, errno (the printf family: stdio.c). */
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -8,34 +8,6 @@
 #include <openpim_ecall.h>
 
 int errno;
-
-int vprintf(const char *__restrict format, va_list args)
-{
-    /* RV32 ILP32: a va_list is the WRAM address of the next argument slot. */
-    __ecall2(__ECALL_PRINTF, (unsigned int)(uintptr_t)format, (unsigned int)(uintptr_t)args);
-    return 0;
-}
-
-int printf(const char *__restrict format, ...)
-{
-    va_list args;
-    va_start(args, format);
-    vprintf(format, args);
-    va_end(args);
-    return 0;
-}
-
-int puts(const char *s)
-{
-    printf("%s\n", s);
-    return 0;
-}
-
-int putchar(int c)
-{
-    printf("%c", c);
-    return (unsigned char)c;
-}
 
 void __assert_fail_line(unsigned int line)
 {
