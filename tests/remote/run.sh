@@ -193,6 +193,13 @@ if [ "$a" -eq 400 ] && [ "$b" -eq 400 ] && ! grep -q 'cut after' "$tmp/print_a.o
 else
     fail "printf log budget per tenant: A $a lines, B $b lines of 400" "$tmp/print_b.out"
 fi
+# A launch that wraps its printf buffer: the error of the log read crosses the daemon.
+if OPENPIM_SERVER="$tmp/logs.sock" ./bin/tenant print-wrapped >"$tmp/print_w.out" 2>&1 &&
+    grep -q 'log read: .*too small' "$tmp/print_w.out"; then
+    pass "a wrapped printf buffer through the daemon: dpu_log_read gives DPU_ERR_LOG_BUFFER_TOO_SMALL"
+else
+    fail "a wrapped printf buffer through the daemon" "$tmp/print_w.out"
+fi
 kill "$logsd"
 wait "$logsd" 2>/dev/null
 

@@ -132,6 +132,19 @@ int main(int argc, char **argv)
         CHECK(dpu_free(set));
         return 0;
     }
+    if (!strcmp(mode, "print-wrapped")) {
+        /* More lines than the 1 MiB printf buffer holds (40 bytes each): the launch succeeds,
+         * and the log cannot be shown, through the daemon as without it. */
+        uint32_t lines = 30000;
+        CHECK(dpu_alloc(1, NULL, &set));
+        CHECK(dpu_load(set, "./bin/dpu_printer", NULL));
+        CHECK(dpu_copy_to(set, "lines", 0, &lines, 4));
+        CHECK(dpu_launch(set, DPU_SYNCHRONOUS));
+        dpu_error_t e = dpu_log_read(set, stdout);
+        printf("\nlog read: %s\n", dpu_error_to_string(e));
+        CHECK(dpu_free(set));
+        return e == DPU_ERR_LOG_BUFFER_TOO_SMALL ? 0 : 1;
+    }
     fprintf(stderr, "tenant: unknown mode %s\n", mode);
     return 2;
 }
