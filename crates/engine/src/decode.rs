@@ -140,6 +140,9 @@ pub struct Program {
     pub(crate) ahead: Vec<u16>,
     /// Whether the interpreter takes its shortcuts (see [`Program::without_shortcuts`]).
     pub(crate) shortcuts: bool,
+    /// The translated code of this program image (`jit`), made on first use and shared by
+    /// every DPU that runs it.
+    pub(crate) translation: std::sync::Arc<crate::jit::LazyCache>,
 }
 
 /// Values of [`Program::ahead`]: the issue slot starting at op `i` (ops `i..=i + fused`, see
@@ -247,7 +250,13 @@ impl Program {
             pairs,
             ahead,
             shortcuts: true,
+            translation: Default::default(),
         }
+    }
+
+    /// What translating this program cost so far (regions, code bytes, host time).
+    pub fn translation_stats(&self) -> crate::TranslationStats {
+        self.translation.stats()
     }
 
     /// The same program for an interpreter without its shortcuts, which must change nothing

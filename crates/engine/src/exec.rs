@@ -35,6 +35,7 @@ use crate::{DmaQuirk, DmaQuirkKind, TaskletStats, Timing};
 use openpim_isa::{decode as isa_decode, reg, Insn};
 
 mod epoch;
+pub(crate) use epoch::translated_access;
 
 const WS: usize = WRAM_SIZE as usize;
 const MAXT: usize = MAX_TASKLETS as usize;
@@ -207,6 +208,11 @@ struct Dpu<'a> {
     pair_second: bool,
     /// The tasklets' code run ahead of its issue in batches (`epoch`).
     epochs: epoch::Epochs,
+    /// The program's translated code, when the translating engine runs the batches
+    /// (`Engine::Translator`, on a host with a code generator, with the shortcuts on).
+    translation: Option<&'a crate::jit::Cache>,
+    /// What the engine did (`EngineUse`).
+    engine_use: crate::EngineUse,
 }
 
 fn bad_boot(reason: String) -> RunOutcome {
@@ -301,7 +307,15 @@ pub(crate) fn run(
         dma_quirks: Vec::new(),
         pair_second: false,
         epochs: epoch::Epochs::new(),
+        translation: None,
+        engine_use: crate::EngineUse {
+            engine: timing.engine.effective(),
+            ..Default::default()
+        },
     });
+    if dpu.engine_use.engine == crate::Engine::Translator && program.shortcuts {
+        dpu.translation = Some(program.translation.get(program.ops.len()));
+    }
 
     let end = match program.index_of(boot.entry) {
         None => {
@@ -1969,6 +1983,7 @@ impl<'a> Dpu<'a> {
             halted,
             stats,
             dma_quirks: std::mem::take(&mut self.dma_quirks),
+            engine: self.engine_use,
         }
     }
 }

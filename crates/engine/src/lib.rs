@@ -167,7 +167,10 @@
 pub mod arith;
 mod decode;
 mod exec;
+mod jit;
 mod printf;
+
+pub use jit::TranslationStats;
 
 pub use decode::Program;
 pub use openpim_isa::disassemble;
@@ -294,6 +297,79 @@ pub struct Timing {
     /// address without the MRAM base), instead of performing them as the DPU does and
     /// recording a `DmaQuirk`. The profile key `strictDma=true`, for bug hunting.
     pub strict_dma: bool,
+    /// Which engine runs the DPU's code ([`Engine`]; the same results and timing either way).
+    pub engine: Engine,
+}
+
+/// Which engine runs a DPU's code. Both compute the same: results, cycles, instructions,
+/// statistics and faults are identical; only the host time they take differs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Engine {
+    /// The interpreter, with its batches of slots run ahead of their issue (epochs) executed
+    /// by code translated to the host's machine code (`jit`: x86-64 and aarch64 hosts).
+    /// Where the host has no code generator it is the interpreter.
+    #[default]
+    Translator,
+    /// The interpreter alone: the reference, and the engine of the tools that must see
+    /// every instruction.
+    Interpreter,
+}
+
+impl Engine {
+    /// The names `OPENPIM_ENGINE` and the profile key `engine=` take.
+    pub const NAMES: &'static str = "jit, interp";
+
+    /// The engine named `name` (`jit` or `interp`).
+    pub fn parse(name: &str) -> Option<Engine> {
+        match name {
+            "jit" => Some(Engine::Translator),
+            "interp" => Some(Engine::Interpreter),
+            _ => None,
+        }
+    }
+
+    /// Its name, as [`Engine::parse`] takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Translator => "jit",
+            Engine::Interpreter => "interp",
+        }
+    }
+
+    /// Whether this host can translate DPU code (x86-64 and aarch64).
+    pub const fn translation_available() -> bool {
+        jit::available()
+    }
+
+    /// The engine that runs when this one is asked for: the translator only where the host
+    /// has a code generator.
+    pub fn effective(self) -> Engine {
+        match self {
+            Engine::Translator if !jit::available() => Engine::Interpreter,
+            e => e,
+        }
+    }
+}
+
+/// What the engine did in a run besides what the DPU computed: bookkeeping of the host's
+/// work, not part of the run's result. Two outcomes compare equal whatever their
+/// `EngineUse` (a run computes the same on either engine).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EngineUse {
+    /// The engine that ran (after [`Engine::effective`]).
+    pub engine: Engine,
+    /// Issue slots executed by translated code (slots of a batch rolled back and run again
+    /// count again).
+    pub translated_slots: u64,
+    /// Slots of translated batches handed to the interpreter (environment calls, accesses
+    /// that stop a batch, code the translator does not handle).
+    pub interpreted_slots: u64,
+}
+
+impl PartialEq for EngineUse {
+    fn eq(&self, _: &EngineUse) -> bool {
+        true
+    }
 }
 
 impl Timing {
@@ -329,6 +405,7 @@ impl Timing {
             fdiv64_slots: 2180,
             max_cycles: None,
             strict_dma: false,
+            engine: Engine::default(),
         }
     }
 }
@@ -603,6 +680,8 @@ pub struct RunOutcome {
     pub stats: RunStats,
     /// The first tolerated-but-suspicious DMA requests (`RunStats::dma_quirks` counts all).
     pub dma_quirks: Vec<DmaQuirk>,
+    /// Which engine ran and what it translated (never part of the comparison of outcomes).
+    pub engine: EngineUse,
 }
 
 /// Runs one DPU from boot until every tasklet has exited, HALT, or a fault.

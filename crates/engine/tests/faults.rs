@@ -281,6 +281,7 @@ fn dma_run(nr: u32, a0: u32, a1: u32, n: u32, strict: bool) -> (RunOutcome, Dpu)
     }
     let t = Timing {
         strict_dma: strict,
+        engine: openpim_engine::Engine::default(),
         ..timing()
     };
     let out = d.run(&p, &boot(1), &t);

@@ -853,7 +853,10 @@ impl Dpu<'_> {
     /// as after the slots run.
     #[inline(never)]
     fn epoch_run(&mut self, t: usize, k: u32) -> u32 {
-        let (done, fused) = self.epoch_turns(t, k);
+        let (done, fused) = match self.translation {
+            Some(code) => self.epoch_translated(t, k, code),
+            None => self.epoch_turns(t, k),
+        };
         self.epochs.saved[t].fused = fused;
         done
     }
@@ -861,6 +864,72 @@ impl Dpu<'_> {
     /// `epoch_run`'s slots: the slots run and their fused pairs.
     #[inline(always)]
     fn epoch_turns(&mut self, t: usize, k: u32) -> (u32, u64) {
+        let done = self.epoch_owed(t, k);
+        self.epoch_slots::<false>(t, done, k)
+    }
+
+    /// `epoch_run`'s slots with the program's translated code (`jit`): each region from the
+    /// tasklet's pc runs until it leaves (the next region goes on), its batch has run `k`
+    /// slots, or it reaches a slot it does not execute, which the batch interpreter executes
+    /// (`epoch_slots` for one slot) or stops at.
+    #[inline(never)]
+    fn epoch_translated(&mut self, t: usize, k: u32, code: &crate::jit::Cache) -> (u32, u64) {
+        use crate::jit::{exit, JitCtx};
+        let mut done = self.epoch_owed(t, k);
+        let mut fused = 0u64;
+        let len = self.len;
+        while done < k {
+            let pc = self.hot[t].pc;
+            if let Some(region) = code.region(self.ops, self.base, len, pc) {
+                // (The pointers are taken afresh for each call: nothing else touches the DPU
+                // while the translated code runs.)
+                let mut ctx = JitCtx::new(&mut self.epochs as *mut Epochs as *mut std::ffi::c_void);
+                ctx.regs = self.regs[t].as_mut_ptr();
+                ctx.wram = self.wram.as_mut_ptr();
+                ctx.granule = self.epochs.granule.as_mut_ptr();
+                ctx.mine = self.epochs.mark(t);
+                ctx.stack_lo = self.stack_lo[t];
+                ctx.tasklet = t as u32;
+                ctx.done = done;
+                ctx.limit = k;
+                ctx.pc = pc;
+                // SAFETY: the region was translated from this program's ops for a context of
+                // this layout; every access it makes is to the tasklet's registers, WRAM at
+                // addresses it checked to be inside it, or the granule of such an address.
+                let status = unsafe { region(&mut ctx) };
+                self.engine_use.translated_slots += u64::from(ctx.done - done);
+                done = ctx.done;
+                fused += ctx.fused;
+                self.hot[t].pc = ctx.pc;
+                match status {
+                    exit::LIMIT => break,
+                    exit::LEAVE => continue,
+                    _ => {}
+                }
+                if done >= k {
+                    break;
+                }
+            }
+            // The slot at the tasklet's pc: the batch interpreter's, which executes it or stops
+            // the batch there.
+            let (d, f) = self.epoch_slots::<true>(t, done, k);
+            if d == done {
+                break;
+            }
+            self.engine_use.interpreted_slots += u64::from(d - done);
+            done = d;
+            fused += f;
+            if self.epochs.saved[t].owe.is_some() {
+                // (An arithmetic call whose slots go on after the batch ends it.)
+                break;
+            }
+        }
+        (done, fused)
+    }
+
+    /// The slots tasklet `t` owes that begin its batch (at most `k`); returns them.
+    #[inline(always)]
+    fn epoch_owed(&mut self, t: usize, k: u32) -> u32 {
         let bit = 1u32 << t;
         // (A spinner's slots are counted, never run.)
         debug_assert!(self.held_spin & bit == 0);
@@ -874,6 +943,14 @@ impl Dpu<'_> {
                 self.passive &= !bit;
             }
         }
+        done
+    }
+
+    /// The batch interpreter: runs issue slots of tasklet `t` from its pc, having run `done`,
+    /// until it has run `k` (`ONE`: until it ran one more) or before a slot it cannot run;
+    /// returns the slots run and the fused pairs of those it ran.
+    #[inline(always)]
+    fn epoch_slots<const ONE: bool>(&mut self, t: usize, mut done: u32, k: u32) -> (u32, u64) {
         let ops = self.ops;
         let mut fused = 0u64;
         let mut pc = self.hot[t].pc;
@@ -938,6 +1015,9 @@ impl Dpu<'_> {
                 ($npc:expr) => {{
                     pc = $npc;
                     done += 1;
+                    if ONE {
+                        break 'slot;
+                    }
                     continue 'slot;
                 }};
             }
@@ -1137,6 +1217,9 @@ impl Dpu<'_> {
                                     self.epochs.saved[t].owe = Some((i, slots - m));
                                     break 'slot;
                                 }
+                                if ONE {
+                                    break 'slot;
+                                }
                                 continue 'slot;
                             }
                             Ok(super::Flow::Halt) | Err(_) => stop!(),
@@ -1175,5 +1258,27 @@ fn write_raw(w: &mut [u8; WS], a: u32, size: u32, v: u32) {
     let b = v.to_le_bytes();
     for (k, byte) in b.iter().enumerate().take(size as usize) {
         w[(a as usize + k) & (WS - 1)] = *byte;
+    }
+}
+
+/// The granule check that translated code does not settle inline (`jit::translate`):
+/// [`Epochs::access`] for the batch of the context's tasklet. Returns 1 when the access may go
+/// ahead.
+///
+/// # Safety
+/// `ctx` is the context `Dpu::epoch_translated` made for the running batch: its `epochs`
+/// points to the DPU's `Epochs` and its `wram` to the DPU's WRAM, neither otherwise borrowed
+/// while the translated code runs.
+pub(crate) unsafe extern "C" fn translated_access(
+    ctx: *mut crate::jit::JitCtx,
+    addr: u32,
+    store: u32,
+) -> u32 {
+    // SAFETY: as the function's contract says.
+    unsafe {
+        let c = &*ctx;
+        let epochs = &mut *(c.epochs as *mut Epochs);
+        let wram = &*(c.wram as *const [u8; WS]);
+        u32::from(epochs.access(wram, c.tasklet as usize, addr, store != 0))
     }
 }

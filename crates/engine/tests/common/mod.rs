@@ -1,7 +1,7 @@
 //! Helpers shared by the engine's integration tests: a tiny program builder and a runner.
 #![allow(dead_code)]
 
-use openpim_engine::{map, run, BootInfo, DpuMemory, Fault, Program, RunOutcome, Timing};
+use openpim_engine::{map, run, BootInfo, DpuMemory, Engine, Fault, Program, RunOutcome, Timing};
 use openpim_isa::{asm, reg::*};
 
 pub const BASE: u32 = map::IRAM_BASE;
@@ -88,6 +88,7 @@ pub fn timing() -> Timing {
         fdiv64_slots: 2180,
         max_cycles: Some(50_000_000),
         strict_dma: false,
+        engine: Engine::default(),
     }
 }
 
@@ -232,6 +233,26 @@ pub fn same_init(
         "outcomes differ ({nr} tasklets, limit {:?})",
         timing.max_cycles
     );
+    // The other engine with its shortcuts too: the interpreter's batches, or translated ones.
+    let mut other_timing = timing.clone();
+    other_timing.engine = match timing.engine {
+        Engine::Translator => Engine::Interpreter,
+        Engine::Interpreter => Engine::Translator,
+    };
+    let mut other = Dpu::new();
+    init(&mut other);
+    let c = other.run_program(program, &boot(nr), &other_timing);
+    assert_eq!(
+        a, c,
+        "outcomes differ between the engines ({nr} tasklets, limit {:?})",
+        timing.max_cycles
+    );
+    if let Some(at) = first_difference(&fast.wram, &other.wram) {
+        panic!("WRAM differs between the engines at {at:#x} ({nr} tasklets)");
+    }
+    if let Some(at) = first_difference(&fast.mram, &other.mram) {
+        panic!("MRAM differs between the engines at offset {at:#x} ({nr} tasklets)");
+    }
     if let Some(at) = first_difference(&fast.wram, &slow.wram) {
         panic!(
             "WRAM differs at {at:#x} ({nr} tasklets, limit {:?}): {:#04x} with shortcuts, \
