@@ -13,11 +13,13 @@ Each kernel runs on 64 DPUs x 16 tasklets with every host core busy (OPENPIM_THR
 Speed = the engine's instructions (the run report's launches[].instructions) / host wall time
 of the launch / host cores: millions of DPU instructions per second per host core.
 
+Every kernel runs on both engines of this build (OPENPIM_ENGINE=jit, the translating engine,
+and interp, the interpreter), interleaved, with a check that they produce the same cycles,
+instructions and results, and the ratio; then what translation cost (regions, host code, time).
 With a baseline (--baseline REV or BENCH_BASELINE=REV: a git revision, built once into
-/tmp/openpim-bench-baseline-<rev>; or a directory holding a libdpu.so), every measurement runs
-both engines back to back (same DPU binaries, same host program, alternating order), checks that
-they produce the same cycles, instructions and results, and prints the speed-up. Medians over
---repeats runs (default 3; BENCH_REPEATS).
+/tmp/openpim-bench-baseline-<rev>; or a directory holding a libdpu.so), the baseline's default
+engine runs too and the interpreter is compared with it. Medians over --repeats runs (default 3;
+BENCH_REPEATS).
 
 Then the ALU kernel on one host thread (scaling). Exit status 0 unless a run fails.
 
@@ -59,10 +61,13 @@ def base_env() -> dict:
 BASE_ENV: dict = {}
 
 
-def env_of(lib_dir: Path | None, threads: int, report: str) -> dict:
+def env_of(lib_dir: Path | None, threads: int, report: str, engine: str | None = None) -> dict:
     if not BASE_ENV:
         BASE_ENV.update(base_env())
     env = dict(BASE_ENV)
+    env.pop("OPENPIM_ENGINE", None)
+    if engine:
+        env["OPENPIM_ENGINE"] = engine
     if lib_dir is not None:
         env["LD_LIBRARY_PATH"] = f"{lib_dir}:{env.get('LD_LIBRARY_PATH', '')}"
     env["OPENPIM_THREADS"] = str(threads)
@@ -93,17 +98,20 @@ def build_baseline(spec: str) -> Path:
     return lib
 
 
-def run_once(kernel: str, lib_dir: Path | None, threads: int, dpus: int = DPUS) -> dict:
+def run_once(kernel: str, lib_dir: Path | None, threads: int, dpus: int = DPUS,
+             engine: str | None = None) -> dict:
     prog, n = KERNELS[kernel]
     with tempfile.NamedTemporaryFile(suffix=".json") as rep:
         out = subprocess.run(
             [str(HERE / "bin/speed_host"), prog, str(dpus), str(n)],
-            cwd=HERE, env=env_of(lib_dir, threads, rep.name),
+            cwd=HERE, env=env_of(lib_dir, threads, rep.name, engine),
             capture_output=True, text=True, check=True,
         ).stdout
         fields = dict(kv.split("=", 1) for kv in out.split())
-        launch = json.load(open(rep.name))["launches"][0]
+        report = json.load(open(rep.name))
+        launch = report["launches"][0]
     return {
+        "engine": report.get("engine") or {},
         "seconds": float(fields["seconds"]),
         "cpu": float(fields["cpu_seconds"]),
         "digest": fields["digest"],
@@ -124,54 +132,71 @@ def main() -> int:
     subprocess.run(["make", "-s", "-C", str(HERE)], check=True, stdout=subprocess.DEVNULL,
                    env=env_of(None, a.threads, ""))
     base = build_baseline(a.baseline) if a.baseline else None
-    engines = [("new", None)] + ([("base", base)] if base else [])
-    runs = {(k, e): [] for k in kernels for e, _ in engines}
+    # (name, libdpu directory, OPENPIM_ENGINE): both engines of this build, and the baseline
+    # revision's engine (its default) when asked for.
+    engines = [("jit", None, "jit"), ("interp", None, "interp")]
+    if base:
+        engines.append(("base", base, None))
+    runs = {(k, e): [] for k in kernels for e, _, _ in engines}
     for rep in range(a.repeats):
         for k in kernels:
             order = engines if rep % 2 == 0 else engines[::-1]
-            for e, lib in order:
-                runs[(k, e)].append(run_once(k, lib, a.threads))
+            for e, lib, eng in order:
+                runs[(k, e)].append(run_once(k, lib, a.threads, engine=eng))
 
     cores = a.threads
     med = statistics.median
     wall_rate = lambda r: r["instructions"] / r["seconds"] / cores / 1e6
     cpu_rate = lambda r: r["instructions"] / r["cpu"] / 1e6
     wall_rate1 = lambda r: r["instructions"] / r["seconds"] / 1e6
+    same_as = lambda xs, ys: all(
+        (x["instructions"], x["cycles"], x["digest"]) == (y["instructions"], y["cycles"], y["digest"])
+        for x, y in zip(xs, ys)
+    )
     print(f"\nengine speed: {DPUS} DPUs x 16 tasklets, {cores} host threads, median of {a.repeats} runs")
     print("M/s/core = million DPU instructions per second of wall time per host core;"
-          " per CPU-s = per second of the process's CPU time")
-    hdr = f"{'kernel':<7} {'instructions':>13} {'wall s':>7} {'M/s/core':>9} {'per CPU-s':>10}"
+          " per CPU-s = per second of the process's CPU time; jit = the translating engine,"
+          " interp = the interpreter (OPENPIM_ENGINE), both in this build, interleaved")
+    hdr = (f"{'kernel':<7} {'instructions':>13} | {'jit M/s/core':>12} {'per CPU-s':>10} |"
+           f" {'interp M/s/core':>15} {'per CPU-s':>10} | {'jit/interp':>10} {'(CPU)':>6}  same")
     if base:
-        hdr += f" | {'baseline':>9} {'per CPU-s':>10} {'speed-up':>9} {'(CPU)':>6}  same cycles+results"
+        hdr += f" | {'baseline':>9} {'interp/base':>11}  same"
     print(hdr)
     print("-" * len(hdr))
     ok = True
     for k in kernels:
-        new = runs[(k, "new")]
-        line = (f"{k:<7} {new[0]['instructions']:>13,} {med(r['seconds'] for r in new):>7.3f}"
-                f" {med(wall_rate(r) for r in new):>9.1f} {med(cpu_rate(r) for r in new):>10.1f}")
+        jit, interp = runs[(k, "jit")], runs[(k, "interp")]
+        same = same_as(jit, interp)
+        ok &= same
+        line = (f"{k:<7} {jit[0]['instructions']:>13,} |"
+                f" {med(wall_rate(r) for r in jit):>12.1f} {med(cpu_rate(r) for r in jit):>10.1f} |"
+                f" {med(wall_rate(r) for r in interp):>15.1f} {med(cpu_rate(r) for r in interp):>10.1f} |"
+                f" {med(i['seconds'] / j['seconds'] for j, i in zip(jit, interp)):>9.2f}x"
+                f" {med(i['cpu'] / j['cpu'] for j, i in zip(jit, interp)):>5.2f}x"
+                f"  {'yes' if same else 'NO'}")
         if base:
             old = runs[(k, "base")]
-            same = all(
-                (n["instructions"], n["cycles"], n["digest"]) == (o["instructions"], o["cycles"], o["digest"])
-                for n, o in zip(new, old)
-            )
-            ok &= same
-            line += (f" | {med(wall_rate(r) for r in old):>9.1f} {med(cpu_rate(r) for r in old):>10.1f}"
-                     f" {med(o['seconds'] / n['seconds'] for n, o in zip(new, old)):>8.2f}x"
-                     f" {med(o['cpu'] / n['cpu'] for n, o in zip(new, old)):>5.2f}x"
-                     f"  {'yes' if same else 'NO'}")
+            line += (f" | {med(wall_rate(r) for r in old):>9.1f}"
+                     f" {med(o['seconds'] / n['seconds'] for n, o in zip(interp, old)):>10.2f}x"
+                     f"  {'yes' if same_as(interp, old) else 'NO'}")
         print(line)
+    # Translation: what the translating engine spent making code for each kernel's program.
+    print(f"\n{'kernel':<7} {'regions':>8} {'host code KiB':>14} {'translate ms':>13} {'slots translated':>17}")
+    for k in kernels:
+        e = runs[(k, "jit")][0]["engine"]
+        share = 100.0 * e.get("translated_slots", 0) / max(1, e.get("instructions", 1))
+        print(f"{k:<7} {e.get('regions', 0):>8} {e.get('code_bytes', 0) / 1024:>14.1f}"
+              f" {e.get('translate_ns', 0) / 1e6:>13.2f} {share:>16.1f}%")
     # Scaling: the ALU kernel on one host thread.
-    one = {e: [run_once("alu", lib, 1) for _ in range(a.repeats)] for e, lib in engines}
-    line = f"alu on 1 host thread: {med(wall_rate1(r) for r in one['new']):.1f} M/s"
+    one = {e: [run_once("alu", lib, 1, engine=eng) for _ in range(a.repeats)] for e, lib, eng in engines}
+    line = (f"alu on 1 host thread: jit {med(wall_rate1(r) for r in one['jit']):.1f} M/s,"
+            f" interp {med(wall_rate1(r) for r in one['interp']):.1f} M/s")
     if base:
         line += f" (baseline {med(wall_rate1(r) for r in one['base']):.1f} M/s)"
     print(line)
     if not ok:
-        print("note: cycles, instructions or results differ from the baseline's: expected only when"
-              " the baseline models a different DPU (e.g. before the operand-dependent multiply"
-              " and divide costs, 5957d7e), otherwise a bug")
+        print("error: the engines' cycles, instructions or results differ: a bug")
+        return 1
     return 0
 
 

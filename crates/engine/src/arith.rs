@@ -32,7 +32,8 @@
 //! the return of `sdk/dpu/src/arith.S`: 4 slots, standing for the DPU's `call` and the
 //! routine's own `jump r23`). Division by zero is not costed here: the engine faults.
 
-use crate::Timing;
+use crate::{ecall, Fault, Timing};
+use openpim_isa::reg;
 
 /// Significant bits of `x` (0 for 0).
 fn bits32(x: u32) -> u32 {
@@ -177,4 +178,106 @@ mod tests {
         tm.divs64_slots = u32::MAX;
         assert_eq!(divs64(&tm, i64::MIN, 1), u32::MAX);
     }
+}
+
+/// An arithmetic environment call (`MUL32` ... `FDIV64`, number `nr`) on a tasklet's
+/// registers: writes its results (from `a0`) and returns the issue slots it occupies beyond
+/// its own; `None` if `nr` is not one; a division by zero faults before changing anything.
+/// The one implementation of these calls, for the interpreter and for translated code.
+pub(crate) fn call(tm: &Timing, nr: u32, regs: &mut [u32; 32]) -> Option<Result<u32, Fault>> {
+    let nr_call = nr;
+    let (a0, a1, a2, a3) = (
+        regs[usize::from(reg::A0)],
+        regs[usize::from(reg::A1)],
+        regs[usize::from(reg::A2)],
+        regs[usize::from(reg::A3)],
+    );
+    let set = |r: &mut [u32; 32], i: u8, v: u32| r[usize::from(i)] = v;
+    let set64 = |r: &mut [u32; 32], lo: u8, v: u64| {
+        r[usize::from(lo)] = v as u32;
+        r[usize::from(lo) + 1] = (v >> 32) as u32;
+    };
+    let slots = match nr_call {
+        ecall::MUL32 => {
+            set(regs, reg::A0, a0.wrapping_mul(a1));
+            mul32(tm, a0, a1)
+        }
+        ecall::DIVU32 => {
+            if a1 == 0 {
+                return Some(Err(Fault::DivisionByZero));
+            }
+            let (q, r) = (a0 / a1, a0 % a1);
+            set(regs, reg::A0, q);
+            set(regs, reg::A1, r);
+            divu32(tm, a0, a1)
+        }
+        ecall::DIVS32 => {
+            let (x, y) = (a0 as i32, a1 as i32);
+            if y == 0 {
+                return Some(Err(Fault::DivisionByZero));
+            }
+            let (q, r) = (x.wrapping_div(y), x.wrapping_rem(y));
+            set(regs, reg::A0, q as u32);
+            set(regs, reg::A1, r as u32);
+            divs32(tm, x, y)
+        }
+        ecall::MUL64 | ecall::DIVU64 | ecall::DIVS64 => {
+            let x = u64::from(a0) | (u64::from(a1) << 32);
+            let y = u64::from(a2) | (u64::from(a3) << 32);
+            if y == 0 && nr_call != ecall::MUL64 {
+                return Some(Err(Fault::DivisionByZero));
+            }
+            match nr_call {
+                ecall::MUL64 => {
+                    set64(regs, reg::A0, x.wrapping_mul(y));
+                    mul64(tm)
+                }
+                ecall::DIVU64 => {
+                    let (q, r) = (x / y, x % y);
+                    set64(regs, reg::A0, q);
+                    set64(regs, reg::A2, r);
+                    divu64(tm, x, y)
+                }
+                _ => {
+                    let (x, y) = (x as i64, y as i64);
+                    let (q, r) = (x.wrapping_div(y), x.wrapping_rem(y));
+                    set64(regs, reg::A0, q as u64);
+                    set64(regs, reg::A2, r as u64);
+                    divs64(tm, x, y)
+                }
+            }
+        }
+        ecall::FADD32 | ecall::FSUB32 | ecall::FMUL32 | ecall::FDIV32 => {
+            let (x, y) = (f32::from_bits(a0), f32::from_bits(a1));
+            let (r, slots) = match nr_call {
+                ecall::FADD32 => (x + y, tm.fadd32_slots),
+                ecall::FSUB32 => (x - y, tm.fsub32_slots),
+                ecall::FMUL32 => (x * y, tm.fmul32_slots),
+                _ => (x / y, tm.fdiv32_slots),
+            };
+            // NaN payloads and signs differ between hosts: one canonical quiet NaN.
+            let bits = if r.is_nan() { 0x7fc0_0000 } else { r.to_bits() };
+            set(regs, reg::A0, bits);
+            slots
+        }
+        ecall::FADD64 | ecall::FSUB64 | ecall::FMUL64 | ecall::FDIV64 => {
+            let x = f64::from_bits(u64::from(a0) | (u64::from(a1) << 32));
+            let y = f64::from_bits(u64::from(a2) | (u64::from(a3) << 32));
+            let (r, slots) = match nr_call {
+                ecall::FADD64 => (x + y, tm.fadd64_slots),
+                ecall::FSUB64 => (x - y, tm.fsub64_slots),
+                ecall::FMUL64 => (x * y, tm.fmul64_slots),
+                _ => (x / y, tm.fdiv64_slots),
+            };
+            let bits = if r.is_nan() {
+                0x7ff8_0000_0000_0000
+            } else {
+                r.to_bits()
+            };
+            set64(regs, reg::A0, bits);
+            slots
+        }
+        _ => return None,
+    };
+    Some(Ok(slots))
 }

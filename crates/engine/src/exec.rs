@@ -1700,8 +1700,6 @@ impl<'a> Dpu<'a> {
         let nr_call = a(self, reg::A7);
         let a0 = a(self, reg::A0);
         let a1 = a(self, reg::A1);
-        let a2 = a(self, reg::A2);
-        let a3 = a(self, reg::A3);
         let set = |s: &mut Self, i: u8, v: u32| s.regs[t][usize::from(i)] = v;
         let set64 = |s: &mut Self, lo: u8, v: u64| {
             s.regs[t][usize::from(lo)] = v as u32;
@@ -1828,85 +1826,10 @@ impl<'a> Dpu<'a> {
                 set64(self, reg::A0, now);
                 return Ok(next);
             }
-            ecall::MUL32 => {
-                set(self, reg::A0, a0.wrapping_mul(a1));
-                arith::mul32(tm, a0, a1)
-            }
-            ecall::DIVU32 => {
-                if a1 == 0 {
-                    return Err(Fault::DivisionByZero);
-                }
-                let (q, r) = (a0 / a1, a0 % a1);
-                set(self, reg::A0, q);
-                set(self, reg::A1, r);
-                arith::divu32(tm, a0, a1)
-            }
-            ecall::DIVS32 => {
-                let (x, y) = (a0 as i32, a1 as i32);
-                if y == 0 {
-                    return Err(Fault::DivisionByZero);
-                }
-                let (q, r) = (x.wrapping_div(y), x.wrapping_rem(y));
-                set(self, reg::A0, q as u32);
-                set(self, reg::A1, r as u32);
-                arith::divs32(tm, x, y)
-            }
-            ecall::MUL64 | ecall::DIVU64 | ecall::DIVS64 => {
-                let x = u64::from(a0) | (u64::from(a1) << 32);
-                let y = u64::from(a2) | (u64::from(a3) << 32);
-                if y == 0 && nr_call != ecall::MUL64 {
-                    return Err(Fault::DivisionByZero);
-                }
-                match nr_call {
-                    ecall::MUL64 => {
-                        set64(self, reg::A0, x.wrapping_mul(y));
-                        arith::mul64(tm)
-                    }
-                    ecall::DIVU64 => {
-                        let (q, r) = (x / y, x % y);
-                        set64(self, reg::A0, q);
-                        set64(self, reg::A2, r);
-                        arith::divu64(tm, x, y)
-                    }
-                    _ => {
-                        let (x, y) = (x as i64, y as i64);
-                        let (q, r) = (x.wrapping_div(y), x.wrapping_rem(y));
-                        set64(self, reg::A0, q as u64);
-                        set64(self, reg::A2, r as u64);
-                        arith::divs64(tm, x, y)
-                    }
-                }
-            }
-            ecall::FADD32 | ecall::FSUB32 | ecall::FMUL32 | ecall::FDIV32 => {
-                let (x, y) = (f32::from_bits(a0), f32::from_bits(a1));
-                let (r, slots) = match nr_call {
-                    ecall::FADD32 => (x + y, tm.fadd32_slots),
-                    ecall::FSUB32 => (x - y, tm.fsub32_slots),
-                    ecall::FMUL32 => (x * y, tm.fmul32_slots),
-                    _ => (x / y, tm.fdiv32_slots),
-                };
-                // NaN payloads and signs differ between hosts: one canonical quiet NaN.
-                let bits = if r.is_nan() { 0x7fc0_0000 } else { r.to_bits() };
-                set(self, reg::A0, bits);
-                slots
-            }
-            ecall::FADD64 | ecall::FSUB64 | ecall::FMUL64 | ecall::FDIV64 => {
-                let x = f64::from_bits(u64::from(a0) | (u64::from(a1) << 32));
-                let y = f64::from_bits(u64::from(a2) | (u64::from(a3) << 32));
-                let (r, slots) = match nr_call {
-                    ecall::FADD64 => (x + y, tm.fadd64_slots),
-                    ecall::FSUB64 => (x - y, tm.fsub64_slots),
-                    ecall::FMUL64 => (x * y, tm.fmul64_slots),
-                    _ => (x / y, tm.fdiv64_slots),
-                };
-                let bits = if r.is_nan() {
-                    0x7ff8_0000_0000_0000
-                } else {
-                    r.to_bits()
-                };
-                set64(self, reg::A0, bits);
-                slots
-            }
+            ecall::MUL32..=ecall::FDIV64 => match arith::call(tm, nr_call, &mut self.regs[t]) {
+                Some(r) => r?,
+                None => return Err(Fault::UnknownEcall { nr: nr_call }),
+            },
             nr => return Err(Fault::UnknownEcall { nr }),
         };
         if slots == 0 {

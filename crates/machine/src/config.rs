@@ -32,7 +32,12 @@ pub const VALID_KEYS: &[&str] = &[
     "memoryBudget",
     "persist",
     "server",
+    "engine",
 ];
+
+/// Environment variable choosing the DPU engine (`jit` or `interp`); it wins over the profile
+/// key `engine=`.
+pub const ENGINE_ENV: &str = "OPENPIM_ENGINE";
 
 /// Errors of the profile string.
 #[derive(Debug, Clone, Error, PartialEq, Eq)]
@@ -136,6 +141,9 @@ pub struct SystemConfig {
     /// The rank-manager daemon's socket that runs the ranks (`server=PATH`; default: in
     /// process, unless `OPENPIM_SERVER` names one).
     pub server: Option<String>,
+    /// The DPU engine (`engine=jit|interp`; `OPENPIM_ENGINE` wins; default: the translating
+    /// engine where the host has a code generator).
+    pub engine: Option<openpim_engine::Engine>,
 }
 
 /// What the host program's clocks show (`clock=`).
@@ -297,6 +305,14 @@ impl SystemConfig {
                     self.hardware = Some(value.to_string());
                 }
                 "server" => self.server = (!value.is_empty()).then(|| value.to_string()),
+                "engine" => self.engine = Some(openpim_engine::Engine::parse(value).ok_or_else(
+                    || ConfigError::BadValue {
+                        key: key.into(),
+                        value: value.into(),
+                        expected:
+                            "jit (DPU code translated to host code) or interp (the interpreter)",
+                    },
+                )?),
                 "maxCycles" => {
                     self.max_cycles = Some(
                         value
@@ -400,6 +416,27 @@ impl MachineConfig {
         u64::from(self.nr_ranks) * u64::from(self.dpus_per_rank)
     }
 
+    /// The engine that runs this machine's DPUs: `OPENPIM_ENGINE` if set, else the profile's
+    /// `engine=`, else the translating engine; the translator only where the host has a code
+    /// generator. A bad `OPENPIM_ENGINE` is an error naming the variable and its values.
+    pub fn engine(&self) -> Result<openpim_engine::Engine, String> {
+        let env = match std::env::var(ENGINE_ENV) {
+            Err(std::env::VarError::NotPresent) => None,
+            Ok(v) if v.trim().is_empty() => None,
+            Ok(v) => Some(openpim_engine::Engine::parse(v.trim()).ok_or_else(|| {
+                format!(
+                    "{ENGINE_ENV}='{v}' is not a DPU engine: use jit (DPU code translated to host code, the default) or interp (the interpreter)"
+                )
+            })?),
+            Err(_) => {
+                return Err(format!(
+                    "{ENGINE_ENV} is not valid UTF-8: use jit or interp"
+                ))
+            }
+        };
+        Ok(env.or(self.config.engine).unwrap_or_default().effective())
+    }
+
     /// A human-readable description (for `openpim info` and `dpu_get_profile_description`).
     pub fn describe(&self) -> String {
         let hw = &self.hardware;
@@ -408,6 +445,22 @@ impl MachineConfig {
         use std::fmt::Write;
         let _ = writeln!(s, "hardware profile: {} ({})", hw.name, hw.description);
         let _ = writeln!(s, "backend: {}", c.backend);
+        let _ = match self.engine() {
+            Ok(openpim_engine::Engine::Translator) => writeln!(
+                s,
+                "DPU engine: jit (DPU code translated to host code; {ENGINE_ENV}=interp or engine=interp for the interpreter)"
+            ),
+            Ok(openpim_engine::Engine::Interpreter) => writeln!(
+                s,
+                "DPU engine: interp (the interpreter{})",
+                if openpim_engine::Engine::translation_available() {
+                    ""
+                } else {
+                    "; this host has no code generator for the translating engine"
+                }
+            ),
+            Err(e) => writeln!(s, "DPU engine: {e}"),
+        };
         let _ = writeln!(
             s,
             "topology: {} ranks x {} DPUs = {} DPUs ({} chips per rank)",

@@ -17,7 +17,8 @@ mod profile;
 pub use bus::{BusModel, BusSpec, CallShape, Direction, XferKind};
 pub use clock::{Nanos, Phase, Span, Track, VirtualClock};
 pub use config::{
-    BackendKind, ConfigError, HostClock, MachineConfig, SystemConfig, PROFILE_BASE_ENV, VALID_KEYS,
+    BackendKind, ConfigError, HostClock, MachineConfig, SystemConfig, ENGINE_ENV, PROFILE_BASE_ENV,
+    VALID_KEYS,
 };
 pub use memory::checksum::{crc32, Crc32};
 pub use memory::file::Geometry;

@@ -228,6 +228,17 @@ impl Cache {
                     self.ops.fetch_add(done.ops, Ordering::Relaxed);
                     self.code_bytes
                         .fetch_add(done.code_bytes, Ordering::Relaxed);
+                    // The region serves every slot start it holds that has none yet.
+                    for &s in &done.starts {
+                        if let Some(e) = self.entries.get(s as usize) {
+                            let _ = e.compare_exchange(
+                                0,
+                                done.code as usize,
+                                Ordering::AcqRel,
+                                Ordering::Acquire,
+                            );
+                        }
+                    }
                     done.code as usize
                 }
                 None => {

@@ -24,7 +24,7 @@ use cranelift_codegen::ir::types::{I32, I64};
 use cranelift_codegen::ir::{AbiParam, Block, InstBuilder, MemFlagsData, Signature, Value};
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_codegen::Context;
-use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Switch, Variable};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Linkage, Module};
 use std::collections::HashMap;
@@ -45,6 +45,8 @@ const WRITTEN: i64 = 32;
 /// A region's code.
 pub(super) struct Translated {
     pub code: *const u8,
+    /// The slot starts it may be entered at.
+    pub starts: Vec<u32>,
     pub ops: u64,
     pub code_bytes: u64,
 }
@@ -129,6 +131,7 @@ impl Translator {
         self.module.finalize_definitions().ok()?;
         Some(Translated {
             code: self.module.get_finalized_function(id),
+            starts: region.starts,
             ops: region.ops,
             code_bytes,
         })
@@ -228,6 +231,11 @@ fn slot_successors(ops: &[Op], s: u32, out: &mut Vec<u32>) -> u64 {
             }
             Op::J { target } | Op::Jal { target, .. } => {
                 out.push(target);
+                return n;
+            }
+            // An environment call is interpreted, and the code after it is likely run next.
+            Op::Ecall | Op::EcallSpin { .. } => {
+                out.push(j + 1);
                 return n;
             }
             // Indirect jumps leave the region; anything else is interpreted.
@@ -416,8 +424,14 @@ impl<'a, 'b> Emitter<'a, 'b> {
         for &s in &region.starts {
             blocks.insert(s, b.create_block());
         }
-        let first = blocks[&region.starts[0]];
-        b.ins().jump(first, &[]);
+        // Entered at any of its slot starts (a batch may end, and the next begin, at any).
+        let pc0 = b.ins().load(I32, flags, ctx, off::PC);
+        let mut switch = Switch::new();
+        for &s in &region.starts {
+            switch.set_entry(u128::from(s), blocks[&s]);
+        }
+        let unknown = b.create_block();
+        switch.emit(b, pc0, unknown);
 
         // The exit: (status, next pc). Registers, counters and pc written back.
         let exit = b.create_block();
@@ -437,6 +451,10 @@ impl<'a, 'b> Emitter<'a, 'b> {
         b.ins().store(flags, f, ctx, off::FUSED);
         b.ins().store(flags, pc, ctx, off::PC);
         b.ins().return_(&[status]);
+        // (Never taken: the cache enters a region only at its slot starts.)
+        b.switch_to_block(unknown);
+        let status = b.ins().iconst(I32, i64::from(exit::INTERPRET));
+        b.ins().jump(exit, &[status.into(), pc0.into()]);
 
         Emitter {
             b,

@@ -11,6 +11,7 @@
 //! - [`report`]: the run report and trace built from the timeline.
 
 pub(crate) mod cpu;
+pub mod engine_use;
 pub mod exchanges;
 pub mod host_clock;
 pub mod inter_dpu;

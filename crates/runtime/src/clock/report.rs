@@ -247,6 +247,10 @@ pub struct Report {
     /// The remote path's cost (runs through the rank-manager daemon only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote: Option<RemoteReport>,
+    /// The DPU engine that ran the launches in this process (absent when none ran here: no
+    /// launch, or the ranks were a daemon's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<crate::clock::engine_use::EngineReport>,
     pub advice: Vec<Advice>,
 }
 
@@ -301,6 +305,7 @@ fn build(s: &State) -> Report {
         total_ns: total,
         phases: Phases::from_fn(|p| s.clock.host_phase_ns(p)),
         sdk_calls: s.sdk_calls,
+        engine: crate::clock::engine_use::report(),
         ..Report::default()
     };
     // Ranks.
@@ -595,6 +600,19 @@ impl Report {
             self.hardware.frequency_mhz,
             ms(self.total_ns)
         );
+        if let Some(e) = &self.engine {
+            let _ = match e.name.as_str() {
+                "jit" => writeln!(
+                    o,
+                    "DPU engine: jit ({:.1}% of the issue slots ran as translated code; {} regions, {} KiB of host code, {} translating)",
+                    100.0 * e.translated_slots as f64 / e.instructions.max(1) as f64,
+                    e.regions,
+                    e.code_bytes.div_ceil(1024),
+                    ms(e.translate_ns)
+                ),
+                _ => writeln!(o, "DPU engine: {}", e.name),
+            };
+        }
         let _ = writeln!(o, "\n{:<12} {:>14} {:>7}", "phase", "time", "share");
         for p in Phase::ALL {
             let v = self.phases.get(p);

@@ -58,6 +58,7 @@ pub fn alloc(nr_dpus: Option<u32>, profile: &str) -> Result<DpuSet> {
     backend.start()?;
     let machine = Arc::new(backend.machine(profile)?);
     crate::clock::host_clock::configure(&machine.config)?;
+    crate::clock::engine_use::configure(&machine)?;
     let per_rank = machine.dpus_per_rank;
     match nr_dpus {
         None => build(backend, machine, profile, None, None, "all DPUs".into()),
@@ -90,6 +91,7 @@ pub fn alloc_ranks(nr_ranks: Option<u32>, profile: &str) -> Result<DpuSet> {
     backend.start()?;
     let machine = Arc::new(backend.machine(profile)?);
     crate::clock::host_clock::configure(&machine.config)?;
+    crate::clock::engine_use::configure(&machine)?;
     if let Some(n) = nr_ranks {
         if n == 0 {
             return Err(Error::Allocation {

@@ -215,6 +215,8 @@ impl LocalRank {
         }
         let mut timing = machine.hardware.timing(machine.config.max_cycles);
         timing.strict_dma = machine.config.strict_dma;
+        // (A bad `OPENPIM_ENGINE` failed the allocation already: `engine_use::configure`.)
+        timing.engine = machine.engine().unwrap_or_default();
         Ok(LocalRank {
             id: slot.0,
             nr_dpus,
@@ -863,6 +865,7 @@ fn run_one(
     }));
     match outcome {
         Ok(out) => {
+            crate::clock::engine_use::record(&out, prog.decoded());
             dpu.stats = Some(DpuRunStats::from_outcome(&out));
             dpu.dma_quirk = out
                 .dma_quirks
