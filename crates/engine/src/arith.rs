@@ -141,45 +141,6 @@ pub fn divs64(tm: &Timing, a: i64, b: i64) -> u32 {
         )
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn steps() {
-        assert_eq!(mul32_steps(12345, 3), 2);
-        assert_eq!(mul32_steps(3, 12345), 2);
-        assert_eq!(mul32_steps(7, 1000), 3);
-        assert_eq!(mul32_steps(100_000, 1000), 10);
-        assert_eq!(mul32_steps(0, 5), 1);
-        assert_eq!(mul32_steps(1, 1), 1);
-        assert_eq!(mul32_steps(-3i32 as u32, -5i32 as u32), 32);
-        assert_eq!(mul32_steps(-3i32 as u32, 5), 3);
-        assert_eq!(divu32_steps(100, 7), Some(5));
-        assert_eq!(divu32_steps(5, 7), Some(1));
-        assert_eq!(divu32_steps(3, 7), None);
-        assert_eq!(divu32_steps(0, 1), None);
-        assert_eq!(divu32_steps(u32::MAX, 1), Some(32));
-        assert_eq!(divs32_negations(-7, 2), 3);
-        assert_eq!(divs32_negations(7, -2), 2);
-        assert_eq!(divs32_negations(-7, -2), 3);
-        assert_eq!(divu64_steps(1 << 40, 1 << 20), Some(21));
-        assert_eq!(divu64_steps(5, 7), None);
-        assert_eq!(divu64_steps(7, 7), Some(1));
-        assert_eq!(divu64_steps(u64::MAX, 1), Some(64));
-    }
-
-    #[test]
-    fn saturates_instead_of_overflowing() {
-        let mut tm = Timing::upmem_default();
-        tm.mul32_step_slots = u32::MAX;
-        assert_eq!(mul32(&tm, u32::MAX, u32::MAX), u32::MAX);
-        tm.div64_step_slots = u32::MAX;
-        tm.divs64_slots = u32::MAX;
-        assert_eq!(divs64(&tm, i64::MIN, 1), u32::MAX);
-    }
-}
-
 /// An arithmetic environment call (`MUL32` ... `FDIV64`, number `nr`) on a tasklet's
 /// registers: writes its results (from `a0`) and returns the issue slots it occupies beyond
 /// its own; `None` if `nr` is not one; a division by zero faults before changing anything.
@@ -280,4 +241,43 @@ pub(crate) fn call(tm: &Timing, nr: u32, regs: &mut [u32; 32]) -> Option<Result<
         _ => return None,
     };
     Some(Ok(slots))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps() {
+        assert_eq!(mul32_steps(12345, 3), 2);
+        assert_eq!(mul32_steps(3, 12345), 2);
+        assert_eq!(mul32_steps(7, 1000), 3);
+        assert_eq!(mul32_steps(100_000, 1000), 10);
+        assert_eq!(mul32_steps(0, 5), 1);
+        assert_eq!(mul32_steps(1, 1), 1);
+        assert_eq!(mul32_steps(-3i32 as u32, -5i32 as u32), 32);
+        assert_eq!(mul32_steps(-3i32 as u32, 5), 3);
+        assert_eq!(divu32_steps(100, 7), Some(5));
+        assert_eq!(divu32_steps(5, 7), Some(1));
+        assert_eq!(divu32_steps(3, 7), None);
+        assert_eq!(divu32_steps(0, 1), None);
+        assert_eq!(divu32_steps(u32::MAX, 1), Some(32));
+        assert_eq!(divs32_negations(-7, 2), 3);
+        assert_eq!(divs32_negations(7, -2), 2);
+        assert_eq!(divs32_negations(-7, -2), 3);
+        assert_eq!(divu64_steps(1 << 40, 1 << 20), Some(21));
+        assert_eq!(divu64_steps(5, 7), None);
+        assert_eq!(divu64_steps(7, 7), Some(1));
+        assert_eq!(divu64_steps(u64::MAX, 1), Some(64));
+    }
+
+    #[test]
+    fn saturates_instead_of_overflowing() {
+        let mut tm = Timing::upmem_default();
+        tm.mul32_step_slots = u32::MAX;
+        assert_eq!(mul32(&tm, u32::MAX, u32::MAX), u32::MAX);
+        tm.div64_step_slots = u32::MAX;
+        tm.divs64_slots = u32::MAX;
+        assert_eq!(divs64(&tm, i64::MIN, 1), u32::MAX);
+    }
 }

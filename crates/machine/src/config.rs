@@ -305,14 +305,17 @@ impl SystemConfig {
                     self.hardware = Some(value.to_string());
                 }
                 "server" => self.server = (!value.is_empty()).then(|| value.to_string()),
-                "engine" => self.engine = Some(openpim_engine::Engine::parse(value).ok_or_else(
-                    || ConfigError::BadValue {
+                "engine" => {
+                    self.engine =
+                        Some(openpim_engine::Engine::parse(value).ok_or_else(|| {
+                            ConfigError::BadValue {
                         key: key.into(),
                         value: value.into(),
                         expected:
                             "jit (DPU code translated to host code) or interp (the interpreter)",
-                    },
-                )?),
+                    }
+                        })?)
+                }
                 "maxCycles" => {
                     self.max_cycles = Some(
                         value

@@ -893,6 +893,7 @@ impl Dpu<'_> {
                 ctx.done = done;
                 ctx.limit = k;
                 ctx.pc = pc;
+                ctx.timing = self.timing;
                 // SAFETY: the region was translated from this program's ops for a context of
                 // this layout; every access it makes is to the tasklet's registers, WRAM at
                 // addresses it checked to be inside it, or the granule of such an address.
@@ -904,6 +905,12 @@ impl Dpu<'_> {
                 match status {
                     exit::LIMIT => break,
                     exit::LEAVE => continue,
+                    exit::OWE => {
+                        // (As `epoch_slots` leaves an arithmetic call the batch has no room
+                        // for.)
+                        self.epochs.saved[t].owe = Some((ctx.owe_at, ctx.owe_slots));
+                        break;
+                    }
                     _ => {}
                 }
                 if done >= k {

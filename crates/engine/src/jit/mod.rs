@@ -63,7 +63,13 @@ pub(crate) struct JitCtx {
     /// For `exec::translated_access`: the epochs (`exec::epoch::Epochs`) and the tasklet.
     pub epochs: *mut std::ffi::c_void,
     pub tasklet: u32,
+    /// Out, with `exit::OWE`: the arithmetic call (its op index) whose slots go on after the
+    /// batch, and how many.
+    pub owe_at: u32,
+    pub owe_slots: u32,
     _pad: u32,
+    /// For [`arith_call`]: the run's timing (the calls' costs).
+    pub timing: *const crate::Timing,
 }
 
 /// Byte offsets of [`JitCtx`]'s fields, for the translated code.
@@ -77,6 +83,8 @@ pub(crate) mod ctx_offset {
     pub const LIMIT: i32 = 44;
     pub const PC: i32 = 48;
     pub const STACK_LO: i32 = 52;
+    pub const OWE_AT: i32 = 68;
+    pub const OWE_SLOTS: i32 = 72;
 }
 
 const _: () = {
@@ -89,6 +97,8 @@ const _: () = {
     assert!(std::mem::offset_of!(JitCtx, limit) == ctx_offset::LIMIT as usize);
     assert!(std::mem::offset_of!(JitCtx, pc) == ctx_offset::PC as usize);
     assert!(std::mem::offset_of!(JitCtx, stack_lo) == ctx_offset::STACK_LO as usize);
+    assert!(std::mem::offset_of!(JitCtx, owe_at) == ctx_offset::OWE_AT as usize);
+    assert!(std::mem::offset_of!(JitCtx, owe_slots) == ctx_offset::OWE_SLOTS as usize);
 };
 
 impl JitCtx {
@@ -105,7 +115,10 @@ impl JitCtx {
             stack_lo: 0,
             epochs,
             tasklet: 0,
+            owe_at: 0,
+            owe_slots: 0,
             _pad: 0,
+            timing: std::ptr::null(),
         }
     }
 }
@@ -118,6 +131,30 @@ pub(crate) mod exit {
     pub const INTERPRET: u32 = 1;
     /// Control left the region: go on at `pc` (another region's entry).
     pub const LEAVE: u32 = 2;
+    /// An arithmetic call's slots go on past the batch's most (`owe_at`, `owe_slots`): the
+    /// batch ends, and they are owed after it, at `pc`.
+    pub const OWE: u32 = 3;
+}
+
+/// An arithmetic environment call (`MUL32` ... `FDIV64`, `arith::call`) made by translated
+/// code on the tasklet's registers (which it stored before the call and reloads after):
+/// returns 1 + the issue slots the call occupies beyond its own, or 0 when the call is not an
+/// arithmetic one or faults (the batch interpreter then takes the slot).
+///
+/// # Safety
+/// `ctx` is the context `Dpu::epoch_translated` made: `regs` points to the tasklet's 32
+/// registers and `timing` to the run's timing.
+pub(crate) unsafe extern "C" fn arith_call(ctx: *mut JitCtx) -> u32 {
+    // SAFETY: as the function's contract says; nothing else touches them during the call.
+    unsafe {
+        let c = &*ctx;
+        let regs = &mut *(c.regs as *mut [u32; 32]);
+        let nr = regs[usize::from(openpim_isa::reg::A7)];
+        match crate::arith::call(&*c.timing, nr, regs) {
+            Some(Ok(slots)) => slots.saturating_add(1),
+            _ => 0,
+        }
+    }
 }
 
 /// A translated region: `fn(&mut JitCtx) -> exit code`.

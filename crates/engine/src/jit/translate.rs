@@ -57,8 +57,10 @@ pub(super) struct Translator {
     module: JITModule,
     ctx: Context,
     fctx: FunctionBuilderContext,
-    /// The slow granule check's signature (`exec::translated_access`).
+    /// The slow granule check's signature (`exec::translated_access`), and the arithmetic
+    /// calls' (`jit::arith_call`).
     access_sig: Signature,
+    call_sig: Signature,
     next_name: u32,
 }
 
@@ -71,6 +73,9 @@ impl Translator {
     pub(super) fn new() -> Option<Translator> {
         let mut flags = settings::builder();
         flags.set("opt_level", "speed").ok()?;
+        // (The IR is made by this module, from decoded ops: checking it at every translation
+        // costs more than half of the translation time.)
+        flags.set("enable_verifier", "false").ok()?;
         flags.set("is_pic", "false").ok()?;
         flags.set("use_colocated_libcalls", "false").ok()?;
         let isa = cranelift_native::builder()
@@ -84,7 +89,11 @@ impl Translator {
         access_sig.params.push(AbiParam::new(I32));
         access_sig.params.push(AbiParam::new(I32));
         access_sig.returns.push(AbiParam::new(I32));
+        let mut call_sig = module.make_signature();
+        call_sig.params.push(AbiParam::new(ptr));
+        call_sig.returns.push(AbiParam::new(I32));
         Some(Translator {
+            call_sig,
             ctx: module.make_context(),
             module,
             fctx: FunctionBuilderContext::new(),
@@ -116,8 +125,11 @@ impl Translator {
             .ok()?;
         {
             let mut b = FunctionBuilder::new(&mut self.ctx.func, &mut self.fctx);
-            let access_sig = b.import_signature(self.access_sig.clone());
-            let mut e = Emitter::new(&mut b, ops, base, len, &region, ptr, access_sig);
+            let sigs = (
+                b.import_signature(self.access_sig.clone()),
+                b.import_signature(self.call_sig.clone()),
+            );
+            let mut e = Emitter::new(&mut b, ops, base, len, &region, ptr, sigs);
             e.emit(&region.starts);
             b.seal_all_blocks();
             b.finalize(self.module.target_config());
@@ -229,8 +241,19 @@ fn slot_successors(ops: &[Op], s: u32, out: &mut Vec<u32>) -> u64 {
                 out.push(target);
                 false
             }
-            Op::J { target } | Op::Jal { target, .. } => {
+            Op::J { target } => {
                 out.push(target);
+                return n;
+            }
+            // A call: the callee, and the return point (reached by its return, through
+            // `Emitter::indirect`).
+            Op::Jal { target, .. } => {
+                out.push(target);
+                out.push(j + 1);
+                return n;
+            }
+            Op::Jalr { .. } => {
+                out.push(j + 1);
                 return n;
             }
             // An environment call is interpreted, and the code after it is likely run next.
@@ -338,6 +361,44 @@ fn op_regs(op: Op) -> Vec<u8> {
     v.into_iter().map(r).filter(|&x| x != 0).collect()
 }
 
+/// The registers (1..=31) op `op` may write (an `ecall`: an arithmetic call's results).
+fn op_writes(op: Op) -> Vec<u8> {
+    use openpim_isa::reg::{A0, A1, A2, A3};
+    let v = match op {
+        Op::Li { rd, .. }
+        | Op::Addi { rd, .. }
+        | Op::Slti { rd, .. }
+        | Op::Sltiu { rd, .. }
+        | Op::Xori { rd, .. }
+        | Op::Ori { rd, .. }
+        | Op::Andi { rd, .. }
+        | Op::Slli { rd, .. }
+        | Op::Srli { rd, .. }
+        | Op::Srai { rd, .. }
+        | Op::Add { rd, .. }
+        | Op::Sub { rd, .. }
+        | Op::Sll { rd, .. }
+        | Op::Slt { rd, .. }
+        | Op::Sltu { rd, .. }
+        | Op::Xor { rd, .. }
+        | Op::Srl { rd, .. }
+        | Op::Sra { rd, .. }
+        | Op::Or { rd, .. }
+        | Op::And { rd, .. }
+        | Op::Lb { rd, .. }
+        | Op::Lh { rd, .. }
+        | Op::Lw { rd, .. }
+        | Op::Lbu { rd, .. }
+        | Op::Lhu { rd, .. }
+        | Op::Jal { rd, .. }
+        | Op::Jalr { rd, .. } => vec![rd],
+        Op::AddiSp { .. } => vec![2],
+        Op::Ecall => vec![A0, A1, A2, A3],
+        _ => vec![],
+    };
+    v.into_iter().map(r).filter(|&x| x != 0).collect()
+}
+
 /// A zero-extended 32-bit constant (Cranelift's `iconst.i32` takes the unsigned value).
 fn c32(b: &mut FunctionBuilder, v: u32) -> Value {
     b.ins().iconst(I32, i64::from(v))
@@ -350,6 +411,8 @@ struct Emitter<'a, 'b> {
     /// Instructions of the program (the ops past them are sentinels).
     len: u32,
     blocks: HashMap<u32, Block>,
+    /// The region's return points (the ops after its calls).
+    returns: Vec<u32>,
     regs: [Option<Variable>; 32],
     done: Variable,
     fused: Variable,
@@ -361,8 +424,11 @@ struct Emitter<'a, 'b> {
     mine_w: Value,
     stack_lo: Value,
     exit: Block,
+    regs_ptr: Value,
     access_sig: cranelift_codegen::ir::SigRef,
     access_fn: Value,
+    call_sig: cranelift_codegen::ir::SigRef,
+    call_fn: Value,
 }
 
 impl<'a, 'b> Emitter<'a, 'b> {
@@ -373,7 +439,7 @@ impl<'a, 'b> Emitter<'a, 'b> {
         len: u32,
         region: &Region,
         ptr: cranelift_codegen::ir::Type,
-        access_sig: cranelift_codegen::ir::SigRef,
+        (access_sig, call_sig): (cranelift_codegen::ir::SigRef, cranelift_codegen::ir::SigRef),
     ) -> Emitter<'a, 'b> {
         let entry = b.create_block();
         b.append_block_params_for_function_params(entry);
@@ -393,17 +459,24 @@ impl<'a, 'b> Emitter<'a, 'b> {
             ptr,
             crate::exec::translated_access as *const () as usize as i64,
         );
+        let call_fn = b
+            .ins()
+            .iconst(ptr, super::arith_call as *const () as usize as i64);
         let done = b.declare_var(I32);
         b.def_var(done, done0);
         let fused = b.declare_var(I64);
         b.def_var(fused, fused0);
         // The registers the region's ops name, loaded once.
         let mut used = [false; 32];
+        let mut written = [false; 32];
         for &s in &region.starts {
             let mut j = s as usize;
             while let Some(&op) = ops.get(j) {
                 for x in op_regs(op) {
                     used[usize::from(x)] = true;
+                }
+                for x in op_writes(op) {
+                    written[usize::from(x)] = true;
                 }
                 if !continues(op) {
                     break;
@@ -439,8 +512,9 @@ impl<'a, 'b> Emitter<'a, 'b> {
         b.append_block_param(exit, I32);
         b.switch_to_block(exit);
         let (status, pc) = (b.block_params(exit)[0], b.block_params(exit)[1]);
+        // (Only the registers the region writes: the others are as they were.)
         for (i, v) in regs.iter().enumerate() {
-            if let Some(v) = *v {
+            if let (Some(v), true) = (*v, written[i]) {
                 let x = b.use_var(v);
                 b.ins().store(flags, x, regs_ptr, 4 * i as i32);
             }
@@ -456,12 +530,25 @@ impl<'a, 'b> Emitter<'a, 'b> {
         let status = b.ins().iconst(I32, i64::from(exit::INTERPRET));
         b.ins().jump(exit, &[status.into(), pc0.into()]);
 
+        let returns = region
+            .starts
+            .iter()
+            .filter(|&&s| {
+                s > 0
+                    && matches!(
+                        ops.get(s as usize - 1),
+                        Some(Op::Jal { .. } | Op::Jalr { .. })
+                    )
+            })
+            .copied()
+            .collect();
         Emitter {
             b,
             ops,
             base,
             len,
             blocks,
+            returns,
             regs,
             done,
             fused,
@@ -472,8 +559,11 @@ impl<'a, 'b> Emitter<'a, 'b> {
             mine_w,
             stack_lo,
             exit,
+            regs_ptr,
             access_sig,
             access_fn,
+            call_sig,
+            call_fn,
         }
     }
 
@@ -580,6 +670,23 @@ impl<'a, 'b> Emitter<'a, 'b> {
         }
     }
 
+    /// Control goes to the slot starting at op index `to` (a value): straight to its block
+    /// when it is one of the region's return points (a return to a call in the region),
+    /// otherwise out of the region.
+    fn indirect(&mut self, to: Value) {
+        let leave = self.b.create_block();
+        let mut switch = Switch::new();
+        for &r in &self.returns {
+            if let Some(&blk) = self.blocks.get(&r) {
+                switch.set_entry(u128::from(r), blk);
+            }
+        }
+        switch.emit(self.b, to, leave);
+        self.b.switch_to_block(leave);
+        let status = c32(self.b, exit::LEAVE);
+        self.b.ins().jump(self.exit, &[status.into(), to.into()]);
+    }
+
     /// The slot ends here and the next one starts at op `t`.
     fn end(&mut self, path: &SlotPath, t: u32) {
         self.count_slot(path);
@@ -664,6 +771,63 @@ impl<'a, 'b> Emitter<'a, 'b> {
         let mut p = path;
         p.fused += 1;
         self.ops_from(j + 1, p);
+    }
+
+    /// An `ecall` (op `j`): an arithmetic call runs here (`jit::arith_call`, on the registers
+    /// stored to the tasklet's register file and reloaded after), its slots counted as
+    /// `epoch_turns` counts them; any other call stops the slot for the batch interpreter.
+    fn arith_ecall(&mut self, j: u32, path: SlotPath) {
+        use openpim_isa::reg::{A0, A1, A2, A3, A7};
+        let flags = MemFlagsData::trusted();
+        for x in [A0, A1, A2, A3, A7] {
+            if let Some(v) = self.regs[usize::from(x)] {
+                let val = self.b.use_var(v);
+                self.b
+                    .ins()
+                    .store(flags, val, self.regs_ptr, 4 * i32::from(x));
+            }
+        }
+        let call = self
+            .b
+            .ins()
+            .call_indirect(self.call_sig, self.call_fn, &[self.ctx]);
+        let r = self.b.inst_results(call)[0];
+        let stop = self.stop_block(&path);
+        let ran = self.b.create_block();
+        self.b.ins().brif(r, ran, &[], stop, &[]);
+        self.b.switch_to_block(ran);
+        for x in [A0, A1, A2, A3] {
+            if let Some(v) = self.regs[usize::from(x)] {
+                let val = self
+                    .b
+                    .ins()
+                    .load(I32, flags, self.regs_ptr, 4 * i32::from(x));
+                self.b.def_var(v, val);
+            }
+        }
+        // The call's slot, then as many of its further slots as the batch has room for; the
+        // rest are owed after it.
+        let slots = self.b.ins().iadd_imm_s(r, -1);
+        self.count_slot(&path);
+        let d = self.b.use_var(self.done);
+        let room = self.b.ins().isub(self.limit, d);
+        let m = self.b.ins().umin(slots, room);
+        let d = self.b.ins().iadd(d, m);
+        self.b.def_var(self.done, d);
+        let more = self.b.ins().icmp(IntCC::UnsignedGreaterThan, slots, m);
+        let owe = self.b.create_block();
+        let next = self.b.create_block();
+        self.b.ins().brif(more, owe, &[], next, &[]);
+        self.b.switch_to_block(owe);
+        let left = self.b.ins().isub(slots, m);
+        self.b.ins().store(flags, left, self.ctx, off::OWE_SLOTS);
+        let at = c32(self.b, j);
+        self.b.ins().store(flags, at, self.ctx, off::OWE_AT);
+        let status = c32(self.b, exit::OWE);
+        let pc = c32(self.b, j + 1);
+        self.b.ins().jump(self.exit, &[status.into(), pc.into()]);
+        self.b.switch_to_block(next);
+        self.goto(j + 1);
     }
 
     /// Emits op `j` of the slot of `path` and the ops of the slot after it.
@@ -802,8 +966,7 @@ impl<'a, 'b> Emitter<'a, 'b> {
                     self.set(rd, link, &mut path, false);
                 }
                 self.count_slot(&path);
-                let status = c32(self.b, exit::LEAVE);
-                self.b.ins().jump(self.exit, &[status.into(), to.into()]);
+                self.indirect(to);
             }
             Op::Lw { rd, rs1, imm } => {
                 let base = self.get(rs1);
@@ -879,7 +1042,8 @@ impl<'a, 'b> Emitter<'a, 'b> {
                 self.set(2, sp, &mut path, false);
                 self.end(&path, j + 1)
             }
-            // Environment calls, sentinels, the generic path: the batch interpreter's.
+            Op::Ecall => self.arith_ecall(j, path),
+            // Other environment calls, sentinels, the generic path: the batch interpreter's.
             _ => self.stop(&path),
         }
     }
