@@ -13,7 +13,10 @@ whether every launch of the run report has the same cycles, instructions, DMA by
 requests, utilisation figures and per-rank cycles and instructions, whether the program's
 output is the same (numbers masked: it prints its own timings), and both wall times.
 
-Usage: bench/speed/prim_compare.py [--baseline REV|DIR] [NAME...]   (default: all 16)
+With --engines, the two engines of this checkout are compared the same way: the translating
+engine (OPENPIM_ENGINE=jit) against the interpreter (interp), with their wall and CPU times.
+
+Usage: bench/speed/prim_compare.py [--baseline REV|DIR | --engines] [NAME...]   (default: all 16)
 Environment: OPENPIM_THREADS (default: one per core), PRIM_COMPARE_DIR (build folder,
 default /tmp/openpim-prim-compare).
 """
@@ -51,8 +54,8 @@ def load(name: str, path: Path):
 speed = load("speed_run", HERE / "run.py")
 
 
-def run_one(cmd: list[str], cwd: str, lib: Path | None, report: str) -> dict:
-    env = speed.env_of(lib, int(os.environ.get("OPENPIM_THREADS", os.cpu_count() or 1)), report)
+def run_one(cmd: list[str], cwd: str, lib: Path | None, report: str, engine: str | None = None) -> dict:
+    env = speed.env_of(lib, int(os.environ.get("OPENPIM_THREADS", os.cpu_count() or 1)), report, engine)
     if os.path.exists(report):
         os.remove(report)
     t0 = time.time()
@@ -76,20 +79,29 @@ def run_one(cmd: list[str], cwd: str, lib: Path | None, report: str) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--baseline", help="git revision or directory with a libdpu.so to compare with")
+    ap.add_argument("--engines", action="store_true",
+                    help="compare this checkout's translating engine with its interpreter")
     ap.add_argument("names", nargs="*")
     a = ap.parse_args()
     sys.path.insert(0, str(ROOT / "tests" / "programs"))
     progs = load("programs_run", ROOT / "tests" / "programs" / "run.py")
     names = a.names or list(progs.PRIM_64)
     base = speed.build_baseline(a.baseline) if a.baseline else None
+    # (--engines: "new" is the translating engine, the baseline the interpreter, one library.)
+    new_engine, base_engine = ("jit", "interp") if a.engines else (None, None)
+    compare = base is not None or a.engines
     work = Path(os.environ.get("PRIM_COMPARE_DIR", "/tmp/openpim-prim-compare"))
     work.mkdir(parents=True, exist_ok=True)
     fidelity = load("prim_calibration", ROOT / "bench" / "fidelity" / "prim_calibration.py")
     want = fidelity.toolchain_fingerprint(os.environ.get("OPENPIM_DPU_COMPILER")) + "\n"
     all_same = True
     total = total_cpu = total_base = 0.0
-    if base is None:
+    total_base_cpu = 0.0
+    if not compare:
         print(f"{'program':<9} {'launches':>8} {'instructions':>15} {'wall':>9} {'CPU':>9}  verified")
+    elif a.engines:
+        print(f"{'program':<9} {'launches':>8} {'instructions':>15} {'jit wall':>9} {'interp':>9} {'speed-up':>8}"
+              f" {'jit CPU':>9} {'interp':>9} {'speed-up':>8}  same")
     else:
         print(f"{'program':<9} {'launches':>8} {'instructions':>15} {'wall new':>9} {'baseline':>9} {'speed-up':>8}  same")
     for name in names:
@@ -104,26 +116,37 @@ def main() -> int:
                            cwd=d, env=speed.env_of(None, 1, ""), check=True, capture_output=True)
             stamp.write_text(want)
         cmd = args.format(inputs=progs.INPUTS).split()
-        new = run_one(cmd, str(d), None, str(work / f"{name}-new.json"))
+        new = run_one(cmd, str(d), None, str(work / f"{name}-new.json"), new_engine)
         total += new["wall"]
         total_cpu += new["cpu"]
         n = len(new["launches"] or [])
         instr = sum(l["instructions"] for l in new["launches"] or [])
-        if base is None:
+        if not compare:
             ok = new["rc"] == 0 and not any(pat.search(new["raw"]) for pat in progs.FAIL_PATTERNS)
             all_same &= ok
             print(f"{name:<9} {n:>8} {instr:>15,} {new['wall']:>8.2f}s {new['cpu']:>8.2f}s  {'yes' if ok else 'NO'}"
                   + ("" if new["rc"] == 0 else f" (exit status {new['rc']})"), flush=True)
             continue
-        old = run_one(cmd, str(d), base, str(work / f"{name}-base.json"))
+        old = run_one(cmd, str(d), base, str(work / f"{name}-base.json"), base_engine)
         total_base += old["wall"]
+        total_base_cpu += old["cpu"]
         same = new["launches"] is not None and all(new[k] == old[k] for k in ("launches", "output", "rc"))
         all_same &= same
+        if a.engines:
+            print(f"{name:<9} {n:>8} {instr:>15,} {new['wall']:>8.2f}s {old['wall']:>8.2f}s"
+                  f" {old['wall'] / new['wall']:>7.2f}x {new['cpu']:>8.2f}s {old['cpu']:>8.2f}s"
+                  f" {old['cpu'] / max(new['cpu'], 1e-9):>7.2f}x  {'yes' if same else 'NO'}"
+                  + ("" if new["rc"] == 0 else f" (exit status {new['rc']}, interp {old['rc']})"), flush=True)
+            continue
         print(f"{name:<9} {n:>8} {instr:>15,} {new['wall']:>8.2f}s {old['wall']:>8.2f}s"
               f" {old['wall'] / new['wall']:>7.2f}x  {'yes' if same else 'NO'}"
               + ("" if new["rc"] == 0 else f" (exit status {new['rc']}, baseline {old['rc']})"), flush=True)
     threads = int(os.environ.get("OPENPIM_THREADS", os.cpu_count() or 1))
-    if base is None:
+    if a.engines:
+        print(f"{'total':<9} {'':>8} {'':>15} {total:>8.2f}s {total_base:>8.2f}s {total_base / total:>7.2f}x"
+              f" {total_cpu:>8.2f}s {total_base_cpu:>8.2f}s {total_base_cpu / max(total_cpu, 1e-9):>7.2f}x"
+              f"  ({len(names)} programs, OPENPIM_THREADS={threads})")
+    elif not compare:
         print(f"{'total':<9} {'':>8} {'':>15} {total:>8.2f}s {total_cpu:>8.2f}s"
               f"  ({len(names)} programs, OPENPIM_THREADS={threads}; CPU: user + system time of"
               f" the programs, which a loaded machine inflates less than the wall time)")

@@ -5,12 +5,15 @@
 //! input:
 //! - the interpreter without its shortcuts (`Program::without_shortcuts`) gives the same
 //!   outcome, cycles and memories;
+//! - the two engines give the same: the run above is the default engine's (the translating
+//!   engine, `Engine::Translator`, on x86-64), run again on the interpreter with its
+//!   shortcuts (`Engine::Interpreter`);
 //! - two DPUs run at once on two threads give what each gives alone (runs share nothing:
 //!   the number of simulation threads never changes a result).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use openpim_engine::{map, run, DpuMemory, Fault, Program, RunOutcome};
+use openpim_engine::{map, run, DpuMemory, Engine, Fault, Program, RunOutcome, Timing};
 use openpim_fuzz::engine_case::{EngineCase, MAX_CYCLES};
 
 struct Result {
@@ -20,6 +23,10 @@ struct Result {
 }
 
 fn run_case(case: &EngineCase, program: &Program, seed: u64) -> Result {
+    run_on(case, program, seed, &case.timing())
+}
+
+fn run_on(case: &EngineCase, program: &Program, seed: u64, timing: &Timing) -> Result {
     let mut wram = case.wram_memory();
     let mut mram = EngineCase::mram_memory(seed);
     let outcome = run(
@@ -29,7 +36,7 @@ fn run_case(case: &EngineCase, program: &Program, seed: u64) -> Result {
             wram: &mut wram,
             mram: &mut mram,
         },
-        &case.timing(),
+        timing,
     );
     Result {
         outcome,
@@ -78,6 +85,18 @@ fuzz_target!(|data: &[u8]| {
         &a,
         &run_case(&case, &slow, case.mram_seed),
         "without shortcuts",
+    );
+
+    // The other engine: the interpreter with its shortcuts (the run above is the translating
+    // engine's where the host has one).
+    let interp = Timing {
+        engine: Engine::Interpreter,
+        ..case.timing()
+    };
+    same(
+        &a,
+        &run_on(&case, &program, case.mram_seed, &interp),
+        "the interpreter's engine",
     );
 
     // Two DPUs at once on two threads: each as alone.
