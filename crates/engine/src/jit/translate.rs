@@ -28,6 +28,7 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Switch, Variab
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Linkage, Module};
 use std::collections::HashMap;
+use std::mem::ManuallyDrop;
 
 use super::{ctx_offset as off, exit};
 use crate::decode::{fuse, Op};
@@ -39,8 +40,13 @@ pub(crate) const MAX_SLOT_STARTS: usize = 256;
 /// Most registers a slot keeps to undo, and stores it keeps to undo (as `epoch_turns`).
 const MAX_KEPT: usize = 8;
 const MAX_UNDO: usize = 4;
-/// The granule state bit "stored to by its batch" (`epoch::WRITTEN`).
+/// The granule state bit "stored to by its batch" (`epoch::WRITTEN`), and the owner of a
+/// granule several live batches read (`epoch::SHARED`).
 const WRITTEN: i64 = 32;
+const SHARED: i64 = 31;
+/// Most slots one budget check covers (a run of slots falling through into each other): where
+/// a batch has less room left, the batch interpreter runs its last slots one by one.
+const MAX_RUN: u32 = 16;
 
 /// A region's code.
 pub(super) struct Translated {
@@ -54,7 +60,8 @@ pub(super) struct Translated {
 /// The code generator of one program image, and the code it made (which lives as long as
 /// it).
 pub(super) struct Translator {
-    module: JITModule,
+    /// (Freed with the translator: see `Drop`.)
+    module: ManuallyDrop<JITModule>,
     ctx: Context,
     fctx: FunctionBuilderContext,
     /// The slow granule check's signature (`exec::translated_access`), and the arithmetic
@@ -74,8 +81,18 @@ impl Translator {
         let mut flags = settings::builder();
         flags.set("opt_level", "speed").ok()?;
         // (The IR is made by this module, from decoded ops: checking it at every translation
-        // costs more than half of the translation time.)
-        flags.set("enable_verifier", "false").ok()?;
+        // costs more than half of the translation time in a release build. Builds with debug
+        // assertions, as the fuzz targets are, check every region they translate.)
+        flags
+            .set(
+                "enable_verifier",
+                if cfg!(debug_assertions) {
+                    "true"
+                } else {
+                    "false"
+                },
+            )
+            .ok()?;
         flags.set("is_pic", "false").ok()?;
         flags.set("use_colocated_libcalls", "false").ok()?;
         let isa = cranelift_native::builder()
@@ -95,7 +112,7 @@ impl Translator {
         Some(Translator {
             call_sig,
             ctx: module.make_context(),
-            module,
+            module: ManuallyDrop::new(module),
             fctx: FunctionBuilderContext::new(),
             access_sig,
             next_name: 0,
@@ -150,6 +167,15 @@ impl Translator {
     }
 }
 
+impl Drop for Translator {
+    fn drop(&mut self) {
+        // SAFETY: the translator belongs to a program's cache, dropped with the decoded
+        // program; no DPU runs a program that is being dropped (a run borrows it), so none of
+        // its code can run again. Without this, every program loaded would leak its code.
+        unsafe { ManuallyDrop::take(&mut self.module).free_memory() };
+    }
+}
+
 /// The slot starts of a region, in the order found.
 struct Region {
     starts: Vec<u32>,
@@ -158,6 +184,31 @@ struct Region {
 }
 
 impl Region {
+    /// Per slot start, the slots of the run it begins: itself, and, when it ends by falling
+    /// through into another slot start of the region (its ops all fused, as when a pair's
+    /// address is aligned), that one's run, up to `MAX_RUN` slots.
+    fn runs(&self, ops: &[Op]) -> HashMap<u32, u32> {
+        let starts: std::collections::HashSet<u32> = self.starts.iter().copied().collect();
+        let mut order = self.starts.clone();
+        order.sort_unstable_by(|a, b| b.cmp(a));
+        let mut runs = HashMap::new();
+        for s in order {
+            let run = match fall_through(ops, s) {
+                Some(t) if starts.contains(&t) => {
+                    let rt = runs.get(&t).copied().unwrap_or(1);
+                    if rt < MAX_RUN {
+                        1 + rt
+                    } else {
+                        1
+                    }
+                }
+                _ => 1,
+            };
+            runs.insert(s, run);
+        }
+        runs
+    }
+
     fn find(ops: &[Op], entry: u32) -> Region {
         let mut starts = vec![entry];
         let mut seen = std::collections::HashSet::from([entry]);
@@ -287,6 +338,52 @@ struct SlotPath {
     fused: i64,
 }
 
+/// The op after the slot starting at `s` when the slot ends by falling through into it (its
+/// last op neither a control transfer nor a call), following every fused op.
+fn fall_through(ops: &[Op], s: u32) -> Option<u32> {
+    let mut j = s;
+    loop {
+        let op = *ops.get(j as usize)?;
+        if continues(op) {
+            j += 1;
+            continue;
+        }
+        return match op {
+            Op::Li { .. }
+            | Op::Addi { .. }
+            | Op::Slti { .. }
+            | Op::Sltiu { .. }
+            | Op::Xori { .. }
+            | Op::Ori { .. }
+            | Op::Andi { .. }
+            | Op::Slli { .. }
+            | Op::Srli { .. }
+            | Op::Srai { .. }
+            | Op::Add { .. }
+            | Op::Sub { .. }
+            | Op::Sll { .. }
+            | Op::Slt { .. }
+            | Op::Sltu { .. }
+            | Op::Xor { .. }
+            | Op::Srl { .. }
+            | Op::Sra { .. }
+            | Op::Or { .. }
+            | Op::And { .. }
+            | Op::Nop
+            | Op::Lb { .. }
+            | Op::Lh { .. }
+            | Op::Lw { .. }
+            | Op::Lbu { .. }
+            | Op::Lhu { .. }
+            | Op::Sb { .. }
+            | Op::Sh { .. }
+            | Op::Sw { .. }
+            | Op::AddiSp { .. } => Some(j + 1),
+            _ => None,
+        };
+    }
+}
+
 /// Whether op `op` may continue its slot with the next op (statically: a pair may).
 fn continues(op: Op) -> bool {
     match op {
@@ -315,90 +412,6 @@ fn continues(op: Op) -> bool {
     }
 }
 
-/// The registers (1..=31) op `op` reads or writes.
-fn op_regs(op: Op) -> Vec<u8> {
-    let v = match op {
-        Op::Li { rd, .. } => vec![rd],
-        Op::Addi { rd, rs1, .. }
-        | Op::Slti { rd, rs1, .. }
-        | Op::Sltiu { rd, rs1, .. }
-        | Op::Xori { rd, rs1, .. }
-        | Op::Ori { rd, rs1, .. }
-        | Op::Andi { rd, rs1, .. }
-        | Op::Slli { rd, rs1, .. }
-        | Op::Srli { rd, rs1, .. }
-        | Op::Srai { rd, rs1, .. }
-        | Op::Lb { rd, rs1, .. }
-        | Op::Lh { rd, rs1, .. }
-        | Op::Lw { rd, rs1, .. }
-        | Op::Lbu { rd, rs1, .. }
-        | Op::Lhu { rd, rs1, .. }
-        | Op::Jalr { rd, rs1, .. } => vec![rd, rs1],
-        Op::Add { rd, rs1, rs2 }
-        | Op::Sub { rd, rs1, rs2 }
-        | Op::Sll { rd, rs1, rs2 }
-        | Op::Slt { rd, rs1, rs2 }
-        | Op::Sltu { rd, rs1, rs2 }
-        | Op::Xor { rd, rs1, rs2 }
-        | Op::Srl { rd, rs1, rs2 }
-        | Op::Sra { rd, rs1, rs2 }
-        | Op::Or { rd, rs1, rs2 }
-        | Op::And { rd, rs1, rs2 } => vec![rd, rs1, rs2],
-        Op::Sb { rs1, rs2, .. } | Op::Sh { rs1, rs2, .. } | Op::Sw { rs1, rs2, .. } => {
-            vec![rs1, rs2]
-        }
-        Op::Beq { rs1, rs2, .. }
-        | Op::Bne { rs1, rs2, .. }
-        | Op::Blt { rs1, rs2, .. }
-        | Op::Bge { rs1, rs2, .. }
-        | Op::Bltu { rs1, rs2, .. }
-        | Op::Bgeu { rs1, rs2, .. } => vec![rs1, rs2],
-        Op::Jal { rd, .. } => vec![rd],
-        Op::Jr { rs1, .. } => vec![rs1],
-        Op::AddiSp { .. } => vec![2],
-        _ => vec![],
-    };
-    v.into_iter().map(r).filter(|&x| x != 0).collect()
-}
-
-/// The registers (1..=31) op `op` may write (an `ecall`: an arithmetic call's results).
-fn op_writes(op: Op) -> Vec<u8> {
-    use openpim_isa::reg::{A0, A1, A2, A3};
-    let v = match op {
-        Op::Li { rd, .. }
-        | Op::Addi { rd, .. }
-        | Op::Slti { rd, .. }
-        | Op::Sltiu { rd, .. }
-        | Op::Xori { rd, .. }
-        | Op::Ori { rd, .. }
-        | Op::Andi { rd, .. }
-        | Op::Slli { rd, .. }
-        | Op::Srli { rd, .. }
-        | Op::Srai { rd, .. }
-        | Op::Add { rd, .. }
-        | Op::Sub { rd, .. }
-        | Op::Sll { rd, .. }
-        | Op::Slt { rd, .. }
-        | Op::Sltu { rd, .. }
-        | Op::Xor { rd, .. }
-        | Op::Srl { rd, .. }
-        | Op::Sra { rd, .. }
-        | Op::Or { rd, .. }
-        | Op::And { rd, .. }
-        | Op::Lb { rd, .. }
-        | Op::Lh { rd, .. }
-        | Op::Lw { rd, .. }
-        | Op::Lbu { rd, .. }
-        | Op::Lhu { rd, .. }
-        | Op::Jal { rd, .. }
-        | Op::Jalr { rd, .. } => vec![rd],
-        Op::AddiSp { .. } => vec![2],
-        Op::Ecall => vec![A0, A1, A2, A3],
-        _ => vec![],
-    };
-    v.into_iter().map(r).filter(|&x| x != 0).collect()
-}
-
 /// A zero-extended 32-bit constant (Cranelift's `iconst.i32` takes the unsigned value).
 fn c32(b: &mut FunctionBuilder, v: u32) -> Value {
     b.ins().iconst(I32, i64::from(v))
@@ -410,18 +423,25 @@ struct Emitter<'a, 'b> {
     base: u32,
     /// Instructions of the program (the ops past them are sentinels).
     len: u32,
-    blocks: HashMap<u32, Block>,
+    /// Per slot start: the block that checks the batch's budget for the run of slots it
+    /// begins, and the block of the slot itself (entered without a check by fall-through from
+    /// a slot whose check covered it).
+    checked: HashMap<u32, Block>,
+    body: HashMap<u32, Block>,
+    /// Per slot start: the slots its check covers (`Region::runs`).
+    runs: HashMap<u32, u32>,
     /// The region's return points (the ops after its calls).
     returns: Vec<u32>,
-    regs: [Option<Variable>; 32],
     done: Variable,
     fused: Variable,
     ctx: Value,
     limit: Value,
     wram: Value,
     granule: Value,
-    /// `mine | WRITTEN` (the state of a granule this batch stored to).
+    /// `mine | WRITTEN` (the state of a granule this batch stored to), and the state of a
+    /// granule several live batches of this epoch read (`epoch::SHARED`).
     mine_w: Value,
+    shared: Value,
     stack_lo: Value,
     exit: Block,
     regs_ptr: Value,
@@ -451,6 +471,8 @@ impl<'a, 'b> Emitter<'a, 'b> {
         let granule = b.ins().load(ptr, flags, ctx, off::GRANULE);
         let mine = b.ins().load(I64, flags, ctx, off::MINE);
         let mine_w = b.ins().bor_imm_s(mine, WRITTEN);
+        let shared = b.ins().band_imm_u(mine, !0xffff_ffff_i64);
+        let shared = b.ins().bor_imm_u(shared, SHARED);
         let fused0 = b.ins().load(I64, flags, ctx, off::FUSED);
         let done0 = b.ins().load(I32, flags, ctx, off::DONE);
         let limit = b.ins().load(I32, flags, ctx, off::LIMIT);
@@ -466,59 +488,28 @@ impl<'a, 'b> Emitter<'a, 'b> {
         b.def_var(done, done0);
         let fused = b.declare_var(I64);
         b.def_var(fused, fused0);
-        // The registers the region's ops name, loaded once.
-        let mut used = [false; 32];
-        let mut written = [false; 32];
+        let mut checked = HashMap::new();
+        let mut body = HashMap::new();
         for &s in &region.starts {
-            let mut j = s as usize;
-            while let Some(&op) = ops.get(j) {
-                for x in op_regs(op) {
-                    used[usize::from(x)] = true;
-                }
-                for x in op_writes(op) {
-                    written[usize::from(x)] = true;
-                }
-                if !continues(op) {
-                    break;
-                }
-                j += 1;
-            }
-        }
-        let mut regs = [None; 32];
-        for (i, u) in used.iter().enumerate().skip(1) {
-            if *u {
-                let v = b.declare_var(I32);
-                let x = b.ins().load(I32, flags, regs_ptr, 4 * i as i32);
-                b.def_var(v, x);
-                regs[i] = Some(v);
-            }
-        }
-        let mut blocks = HashMap::new();
-        for &s in &region.starts {
-            blocks.insert(s, b.create_block());
+            checked.insert(s, b.create_block());
+            body.insert(s, b.create_block());
         }
         // Entered at any of its slot starts (a batch may end, and the next begin, at any).
         let pc0 = b.ins().load(I32, flags, ctx, off::PC);
         let mut switch = Switch::new();
         for &s in &region.starts {
-            switch.set_entry(u128::from(s), blocks[&s]);
+            switch.set_entry(u128::from(s), checked[&s]);
         }
         let unknown = b.create_block();
         switch.emit(b, pc0, unknown);
 
-        // The exit: (status, next pc). Registers, counters and pc written back.
+        // The exit: (status, next pc); the counters and pc written back (the registers live in
+        // the tasklet's register file, written by each op).
         let exit = b.create_block();
         b.append_block_param(exit, I32);
         b.append_block_param(exit, I32);
         b.switch_to_block(exit);
         let (status, pc) = (b.block_params(exit)[0], b.block_params(exit)[1]);
-        // (Only the registers the region writes: the others are as they were.)
-        for (i, v) in regs.iter().enumerate() {
-            if let (Some(v), true) = (*v, written[i]) {
-                let x = b.use_var(v);
-                b.ins().store(flags, x, regs_ptr, 4 * i as i32);
-            }
-        }
         let d = b.use_var(done);
         b.ins().store(flags, d, ctx, off::DONE);
         let f = b.use_var(fused);
@@ -547,9 +538,10 @@ impl<'a, 'b> Emitter<'a, 'b> {
             ops,
             base,
             len,
-            blocks,
+            checked,
+            body,
+            runs: region.runs(ops),
             returns,
-            regs,
             done,
             fused,
             ctx,
@@ -557,6 +549,7 @@ impl<'a, 'b> Emitter<'a, 'b> {
             wram,
             granule,
             mine_w,
+            shared,
             stack_lo,
             exit,
             regs_ptr,
@@ -570,16 +563,18 @@ impl<'a, 'b> Emitter<'a, 'b> {
     /// Emits every slot start's block.
     fn emit(&mut self, starts: &[u32]) {
         for &s in starts {
-            let blk = self.blocks[&s];
-            self.b.switch_to_block(blk);
-            // The budget: a batch runs at most `limit` slots.
+            self.b.switch_to_block(self.checked[&s]);
+            // The budget: a batch runs at most `limit` slots. The check covers the run of
+            // slots from here that fall through into each other (`Region::runs`); where the
+            // batch has less room, the batch interpreter runs the slots one by one.
             let d = self.b.use_var(self.done);
+            let after = self.b.ins().iadd_imm_u(d, i64::from(self.runs[&s]));
             let full = self
                 .b
                 .ins()
-                .icmp(IntCC::UnsignedGreaterThanOrEqual, d, self.limit);
-            let body = self.b.create_block();
-            let status = c32(self.b, exit::LIMIT);
+                .icmp(IntCC::UnsignedGreaterThan, after, self.limit);
+            let body = self.body[&s];
+            let status = c32(self.b, exit::INTERPRET);
             let pc = c32(self.b, s);
             self.b
                 .ins()
@@ -597,9 +592,14 @@ impl<'a, 'b> Emitter<'a, 'b> {
 
     /// The value of register `x` (x0 reads 0).
     fn get(&mut self, x: u8) -> Value {
-        match self.regs[usize::from(r(x))] {
-            Some(v) => self.b.use_var(v),
-            None => c32(self.b, 0),
+        match r(x) {
+            0 => c32(self.b, 0),
+            x => self.b.ins().load(
+                I32,
+                MemFlagsData::trusted(),
+                self.regs_ptr,
+                4 * i32::from(x),
+            ),
         }
     }
 
@@ -607,15 +607,16 @@ impl<'a, 'b> Emitter<'a, 'b> {
     /// start is kept (false when the path keeps too many: the caller stops instead).
     fn set(&mut self, x: u8, v: Value, path: &mut SlotPath, keep: bool) -> bool {
         let x = r(x);
-        let var = self.regs[usize::from(x)].expect("register loaded");
         if keep {
             if path.kept.len() == MAX_KEPT {
                 return false;
             }
-            let old = self.b.use_var(var);
+            let old = self.get(x);
             path.kept.push((x, old));
         }
-        self.b.def_var(var, v);
+        self.b
+            .ins()
+            .store(MemFlagsData::trusted(), v, self.regs_ptr, 4 * i32::from(x));
         true
     }
 
@@ -626,8 +627,12 @@ impl<'a, 'b> Emitter<'a, 'b> {
             self.store(old, addr, size);
         }
         for &(x, old) in path.kept.iter().rev() {
-            let var = self.regs[usize::from(x)].expect("register loaded");
-            self.b.def_var(var, old);
+            self.b.ins().store(
+                MemFlagsData::trusted(),
+                old,
+                self.regs_ptr,
+                4 * i32::from(x),
+            );
         }
         let status = c32(self.b, exit::INTERPRET);
         let pc = c32(self.b, path.start);
@@ -656,9 +661,9 @@ impl<'a, 'b> Emitter<'a, 'b> {
         }
     }
 
-    /// Control goes to the slot starting at op `t`.
+    /// Control goes to the slot starting at op `t` (its budget checked).
     fn goto(&mut self, t: u32) {
-        match self.blocks.get(&t) {
+        match self.checked.get(&t) {
             Some(&blk) => {
                 self.b.ins().jump(blk, &[]);
             }
@@ -677,7 +682,7 @@ impl<'a, 'b> Emitter<'a, 'b> {
         let leave = self.b.create_block();
         let mut switch = Switch::new();
         for &r in &self.returns {
-            if let Some(&blk) = self.blocks.get(&r) {
+            if let Some(&blk) = self.checked.get(&r) {
                 switch.set_entry(u128::from(r), blk);
             }
         }
@@ -687,10 +692,21 @@ impl<'a, 'b> Emitter<'a, 'b> {
         self.b.ins().jump(self.exit, &[status.into(), to.into()]);
     }
 
-    /// The slot ends here and the next one starts at op `t`.
+    /// The slot ends here by falling through into the slot starting at op `t`: without a
+    /// check when the slot's own check covered it.
     fn end(&mut self, path: &SlotPath, t: u32) {
         self.count_slot(path);
-        self.goto(t);
+        let covered = fall_through(self.ops, path.start) == Some(t)
+            && self
+                .runs
+                .get(&t)
+                .is_some_and(|&rt| self.runs[&path.start] == rt + 1);
+        match self.body.get(&t) {
+            Some(&blk) if covered => {
+                self.b.ins().jump(blk, &[]);
+            }
+            _ => self.goto(t),
+        }
     }
 
     fn store(&mut self, v: Value, addr: Value, size: u32) {
@@ -731,8 +747,12 @@ impl<'a, 'b> Emitter<'a, 'b> {
         let fast = if store {
             self.b.ins().icmp(IntCC::Equal, g, self.mine_w)
         } else {
+            // (A load of a granule this batch accessed, or that several batches of this epoch
+            // only read: `Epochs::access` grants both without changing anything.)
             let gw = self.b.ins().bor_imm_s(g, WRITTEN);
-            self.b.ins().icmp(IntCC::Equal, gw, self.mine_w)
+            let own = self.b.ins().icmp(IntCC::Equal, gw, self.mine_w);
+            let read = self.b.ins().icmp(IntCC::Equal, g, self.shared);
+            self.b.ins().bor(own, read)
         };
         let slow = self.b.create_block();
         let go = self.b.create_block();
@@ -766,7 +786,9 @@ impl<'a, 'b> Emitter<'a, 'b> {
         let alone = self.b.create_block();
         self.b.ins().brif(aligned, pair, &[], alone, &[]);
         self.b.switch_to_block(alone);
-        self.end(&path, j + 1);
+        // (A pair that does not fuse adds a slot the run's check did not count.)
+        self.count_slot(&path);
+        self.goto(j + 1);
         self.b.switch_to_block(pair);
         let mut p = path;
         p.fused += 1;
@@ -777,16 +799,7 @@ impl<'a, 'b> Emitter<'a, 'b> {
     /// stored to the tasklet's register file and reloaded after), its slots counted as
     /// `epoch_turns` counts them; any other call stops the slot for the batch interpreter.
     fn arith_ecall(&mut self, j: u32, path: SlotPath) {
-        use openpim_isa::reg::{A0, A1, A2, A3, A7};
         let flags = MemFlagsData::trusted();
-        for x in [A0, A1, A2, A3, A7] {
-            if let Some(v) = self.regs[usize::from(x)] {
-                let val = self.b.use_var(v);
-                self.b
-                    .ins()
-                    .store(flags, val, self.regs_ptr, 4 * i32::from(x));
-            }
-        }
         let call = self
             .b
             .ins()
@@ -796,15 +809,6 @@ impl<'a, 'b> Emitter<'a, 'b> {
         let ran = self.b.create_block();
         self.b.ins().brif(r, ran, &[], stop, &[]);
         self.b.switch_to_block(ran);
-        for x in [A0, A1, A2, A3] {
-            if let Some(v) = self.regs[usize::from(x)] {
-                let val = self
-                    .b
-                    .ins()
-                    .load(I32, flags, self.regs_ptr, 4 * i32::from(x));
-                self.b.def_var(v, val);
-            }
-        }
         // The call's slot, then as many of its further slots as the batch has room for; the
         // rest are owed after it.
         let slots = self.b.ins().iadd_imm_s(r, -1);
