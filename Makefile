@@ -5,7 +5,8 @@
 #   make bench  the benchmarks (tables on stdout)
 #   make fidelity  the fidelity suite: emulated vs published UPMEM measurements (bench/fidelity),
 #                  and the launch's fixed cost derived from published launches (launch_cost.py)
-#   make test-programs  every published program (PrIM x {1,4,64} DPUs, SimplePIM, dpu_demo, PID-Comm)
+#   make test-programs  every published program (PrIM x {1,4,64} DPUs, SimplePIM, dpu_demo, PID-Comm),
+#                       each on both DPU engines, compared launch by launch
 #   make test-collectives  the collectives' full matrix at 64, 256 and 1,024 DPUs
 #   make fuzz-smoke  builds the fuzz targets (fuzz/), replays their regressions, runs each 60 s
 SHELL := /bin/bash

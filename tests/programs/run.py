@@ -12,6 +12,11 @@ checksum comparison).
     tests/programs/run.py --list          the names, one a line
     tests/programs/run.py NAME...         only these (e.g. prim/VA@64 simplepim/red)
 
+Every program runs on both DPU engines (the translating engine, OPENPIM_ENGINE=jit, then the
+interpreter, interp), each judged by the program's own check, and the two runs' reports must
+agree launch by launch (cycles, instructions, DMA bytes and requests, faults, per-rank cycles and
+instructions); --one-engine runs the default engine only.
+
 Environment: PROGRAMS_TIMEOUT (seconds per program, default 600), PROGRAMS_VERBOSE=1
 (print every program's output), PROGRAMS_KEEP=1 (keep the build folder), THIRD_PARTY
 (default ../shared/third_party beside the repository).
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 import re
 import shutil
@@ -231,12 +237,32 @@ def judge(p: Program, rc: int, out: str) -> str | None:
     return None
 
 
-def run_program(p: Program, workdir: Path, timeout: int, verbose: bool) -> tuple[bool, float, str]:
+# What must be identical between the engines, per launch of the run report.
+LAUNCH_KEYS = ("cycles", "instructions", "dma_bytes", "dma_requests", "faults", "dpus", "tasklets",
+               "tasklet_utilisation", "sync_wait_fraction")
+
+
+def launches_of(report: Path) -> list | None:
+    """The engine-determined fields of a run report's launches (None: no report)."""
+    try:
+        launches = json.loads(report.read_text())["launches"]
+    except (OSError, ValueError, KeyError):
+        return None
+    return [{k: l.get(k) for k in LAUNCH_KEYS}
+            | {"per_rank": [(r["cycles"], r["instructions"]) for r in l.get("per_rank", [])]}
+            for l in launches]
+
+
+def run_program(p: Program, workdir: Path, timeout: int, verbose: bool,
+                engines: bool = True) -> tuple[bool, float, str]:
     dest = workdir / p.name.replace("/", "_").replace("@", "_")
     shutil.copytree(p.src, dest, symlinks=True)
     cwd = dest / p.work_sub
     env = sdk_env()
     env.update(p.env)
+    if engines:
+        env["OPENPIM_ENGINE"] = "jit"
+        env["OPENPIM_REPORT"] = str(dest / "report-jit.json")
     log: list[str] = []
     start = time.monotonic()
 
@@ -277,6 +303,24 @@ def run_program(p: Program, workdir: Path, timeout: int, verbose: bool) -> tuple
         why = "timed out" if rc == -1 else judge(p, rc, out)
         if why is None and p.check is not None:
             why = p.check(cwd, out)
+    if why is None and engines:
+        # The same binary on the interpreter: its own check, and the same launches.
+        env["OPENPIM_ENGINE"] = "interp"
+        env["OPENPIM_REPORT"] = str(dest / "report-interp.json")
+        rc, out = step(p.run, "run on the interpreter")
+        why = "timed out on the interpreter" if rc == -1 else judge(p, rc, out)
+        if why is None and p.check is not None:
+            why = p.check(cwd, out)
+        if why is not None:
+            why = f"on the interpreter: {why}"
+        else:
+            jit, interp = launches_of(dest / "report-jit.json"), launches_of(dest / "report-interp.json")
+            if jit is None or interp is None:
+                why = "no run report to compare the engines"
+            elif jit != interp:
+                diff = next((i for i, (a, b) in enumerate(zip(jit, interp)) if a != b), min(len(jit), len(interp)))
+                why = (f"the engines differ at launch {diff} of {len(jit)}/{len(interp)}: "
+                       f"jit {jit[diff] if diff < len(jit) else None}, interp {interp[diff] if diff < len(interp) else None}")
     elapsed = time.monotonic() - start
     text = "\n".join(log)
     if verbose or why is not None:
@@ -290,6 +334,8 @@ def main() -> int:
     ap.add_argument("names", nargs="*", help="programs to run (default: the CI subset)")
     ap.add_argument("--all", action="store_true", help="every program")
     ap.add_argument("--list", action="store_true", help="list the programs")
+    ap.add_argument("--one-engine", action="store_true",
+                    help="run the default DPU engine only (no comparison of the engines)")
     args = ap.parse_args()
 
     progs = all_programs()
@@ -314,7 +360,7 @@ def main() -> int:
     total_start = time.monotonic()
     try:
         for n in names:
-            ok, secs, why = run_program(progs[n], workdir, timeout, verbose)
+            ok, secs, why = run_program(progs[n], workdir, timeout, verbose, not args.one_engine)
             if ok:
                 passed += 1
                 print(f"PASS {n:24s} {secs:7.1f} s", flush=True)
