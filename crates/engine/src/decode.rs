@@ -143,6 +143,9 @@ pub struct Program {
     /// The translated code of this program image (`jit`), made on first use and shared by
     /// every DPU that runs it.
     pub(crate) translation: std::sync::Arc<crate::jit::LazyCache>,
+    /// Slots batches must run from an op before its region is translated
+    /// (`jit::HOT_SLOTS`; see [`Program::with_translation_threshold`]).
+    pub(crate) hot_slots: u64,
 }
 
 /// Values of [`Program::ahead`]: the issue slot starting at op `i` (ops `i..=i + fused`, see
@@ -251,7 +254,19 @@ impl Program {
             ahead,
             shortcuts: true,
             translation: Default::default(),
+            hot_slots: crate::jit::HOT_SLOTS,
         }
+    }
+
+    /// The same program, whose code the translating engine translates once batches have run
+    /// `slots` from an op (0: at once) instead of `jit::HOT_SLOTS`. For tests, which must see
+    /// their small programs translated; a fresh translation cache.
+    #[doc(hidden)]
+    pub fn with_translation_threshold(&self, slots: u64) -> Program {
+        let mut p = self.clone();
+        p.translation = Default::default();
+        p.hot_slots = slots;
+        p
     }
 
     /// What translating this program cost so far (regions, code bytes, host time).

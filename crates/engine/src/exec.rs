@@ -314,7 +314,11 @@ pub(crate) fn run(
         },
     });
     if dpu.engine_use.engine == crate::Engine::Translator && program.shortcuts {
-        dpu.translation = Some(program.translation.get(program.ops.len()));
+        dpu.translation = Some(
+            program
+                .translation
+                .get(program.ops.len(), program.hot_slots),
+        );
     }
 
     let end = match program.index_of(boot.entry) {

@@ -42,9 +42,29 @@ pub struct Program {
     functions: Vec<(u32, u32, String)>,
     /// WRAM address of `CLOCKS_PER_SEC` (a 4-byte word the loader sets), if the program has it.
     clocks_per_sec: Option<u32>,
-    decoded: OnceLock<openpim_engine::Program>,
+    /// The engine's decoding of the code, shared with every program of the process that has
+    /// the same code (`decoded_code`).
+    decoded: OnceLock<Arc<openpim_engine::Program>>,
     /// The ELF image it was parsed from (a remote backend sends it to the daemon).
     elf: Arc<[u8]>,
+}
+
+/// The decoded code at `text_base` with bytes `text`: the one a live program of the process
+/// already has, or a new decoding (kept while a program holds it).
+fn decoded_code(text_base: u32, text: &[u8]) -> Arc<openpim_engine::Program> {
+    type Key = (u32, Vec<u8>);
+    static CODE: std::sync::Mutex<Option<HashMap<Key, std::sync::Weak<openpim_engine::Program>>>> =
+        std::sync::Mutex::new(None);
+    let mut code = CODE.lock().unwrap_or_else(|e| e.into_inner());
+    let map = code.get_or_insert_with(HashMap::new);
+    let key = (text_base, text.to_vec());
+    if let Some(p) = map.get(&key).and_then(std::sync::Weak::upgrade) {
+        return p;
+    }
+    map.retain(|_, w| w.strong_count() > 0);
+    let p = Arc::new(openpim_engine::Program::decode(text_base, text));
+    map.insert(key, Arc::downgrade(&p));
+    p
 }
 
 /// The DPU runtime's `const volatile uint32_t CLOCKS_PER_SEC` (`perfcounter.h`): compiled
@@ -502,10 +522,12 @@ impl Program {
         self.clocks_per_sec
     }
 
-    /// The engine's decoded program (decoded once, on first use).
+    /// The engine's decoded program (decoded once, on first use, and shared by every program
+    /// of the process with the same code: a program loaded again, as hosts do before each
+    /// launch, keeps its decoding and its translated code).
     pub fn decoded(&self) -> &openpim_engine::Program {
         self.decoded
-            .get_or_init(|| openpim_engine::Program::decode(self.text_base, &self.text))
+            .get_or_init(|| decoded_code(self.text_base, &self.text))
     }
 
     /// A copy of this program with IRAM bytes at `iram_offset` replaced (host writes to IRAM).

@@ -917,6 +917,14 @@ impl Dpu<'_> {
                     break;
                 }
             }
+            else {
+                // No region here (not hot yet, or not translatable): the batch interpreter runs
+                // the rest of the batch, and its slots count towards translating one.
+                let (d, f) = self.epoch_slots::<false>(t, done, k);
+                code.warm(pc, d - done);
+                self.engine_use.interpreted_slots += u64::from(d - done);
+                return (d, fused + f);
+            }
             // The slot at the tasklet's pc: the batch interpreter's, which executes it or stops
             // the batch there.
             let (d, f) = self.epoch_slots::<true>(t, done, k);

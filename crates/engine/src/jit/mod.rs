@@ -175,11 +175,22 @@ pub struct TranslationStats {
     pub failed: u64,
 }
 
+/// Slots a program's batches must have run on the interpreter from one op before the region
+/// entered there is translated (tiering). Translating a region costs about as much host time
+/// as interpreting one to ten million slots (a few to tens of milliseconds); code that runs
+/// less than this threshold never pays for it (initialisation, code that runs once per
+/// tasklet), code that runs more has spent at most this much before it is translated.
+pub const HOT_SLOTS: u64 = 1 << 20;
+
 /// Per program image: the translated regions by entry op index.
 pub(crate) struct Cache {
     /// Per op index: the region entered there (a `RegionFn` address), 0 when not translated
     /// yet, [`NONE`] when it cannot be.
     entries: Box<[AtomicUsize]>,
+    /// Per op index: slots interpreted by batches that began there while it had no region.
+    heat: Box<[AtomicU64]>,
+    /// The slots that make an op hot ([`HOT_SLOTS`], or what the program asked for).
+    hot: u64,
     /// The code generator and the code it owns; `None` when the host has none.
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     translator: Mutex<Option<translate::Translator>>,
@@ -200,9 +211,11 @@ impl fmt::Debug for Cache {
 }
 
 impl Cache {
-    fn new(len: usize) -> Cache {
+    fn new(len: usize, hot: u64) -> Cache {
         Cache {
             entries: (0..len).map(|_| AtomicUsize::new(0)).collect(),
+            heat: (0..len).map(|_| AtomicU64::new(0)).collect(),
+            hot,
             #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
             translator: Mutex::new(None),
             regions: AtomicU64::new(0),
@@ -223,8 +236,8 @@ impl Cache {
         }
     }
 
-    /// The region entered at op `pc`, translated now if it was not yet; `None` if it cannot
-    /// be (the interpreter runs it).
+    /// The region entered at op `pc`, translated now if it was not yet and the op is hot;
+    /// `None` if it is not hot yet or cannot be translated (the interpreter runs it).
     #[inline]
     pub(crate) fn region(&self, ops: &[Op], base: u32, len: u32, pc: u32) -> Option<RegionFn> {
         let slot = self.entries.get(pc as usize)?;
@@ -234,10 +247,18 @@ impl Cache {
             // code lives as long as the cache (the translator is never dropped before it).
             return Some(unsafe { std::mem::transmute::<usize, RegionFn>(f) });
         }
-        if f == NONE {
+        if f == NONE || self.heat[pc as usize].load(Ordering::Relaxed) < self.hot {
             return None;
         }
         self.translate(ops, base, len, pc)
+    }
+
+    /// A batch that began at op `pc`, which had no region, ran `slots` on the interpreter.
+    #[inline]
+    pub(crate) fn warm(&self, pc: u32, slots: u32) {
+        if let Some(h) = self.heat.get(pc as usize) {
+            h.fetch_add(u64::from(slots), Ordering::Relaxed);
+        }
     }
 
     #[cold]
@@ -305,8 +326,8 @@ impl Cache {
 pub(crate) struct LazyCache(OnceLock<Cache>);
 
 impl LazyCache {
-    pub(crate) fn get(&self, len: usize) -> &Cache {
-        self.0.get_or_init(|| Cache::new(len))
+    pub(crate) fn get(&self, len: usize, hot: u64) -> &Cache {
+        self.0.get_or_init(|| Cache::new(len, hot))
     }
 
     pub(crate) fn stats(&self) -> TranslationStats {

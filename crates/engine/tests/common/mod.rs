@@ -46,12 +46,15 @@ impl P {
     /// The program decoded WITHOUT issue-slot fusion: every RV32I instruction issues alone,
     /// so the hand-computed cycle counts of the timing tests stay simple. (Fusion has its
     /// own tests in `fusion.rs`, which use [`P::program_fused`].)
+    ///
+    /// (Translated at once by the translating engine, without waiting for its code to be hot:
+    /// the tests' programs are small, and must run as translated code.)
     pub fn program(&self) -> Program {
-        Program::decode_with(BASE, &self.bytes(), false)
+        Program::decode_with(BASE, &self.bytes(), false).with_translation_threshold(0)
     }
-    /// The program decoded as the host runtime does (fusion on).
+    /// The program decoded as the host runtime does (fusion on), translated at once.
     pub fn program_fused(&self) -> Program {
-        Program::decode(BASE, &self.bytes())
+        Program::decode(BASE, &self.bytes()).with_translation_threshold(0)
     }
     pub fn bytes(&self) -> Vec<u8> {
         self.0.iter().flat_map(|w| w.to_le_bytes()).collect()
