@@ -925,7 +925,9 @@ unsafe fn write_log(set: &DpuSet, stream: *mut libc::FILE, header: bool) -> R {
     }
     let mut log = Vec::new();
     if header {
-        log.extend_from_slice(format!("=== DPU#0x{:x} ===\n", set.dpu_id()?).as_bytes());
+        let (rank, index) = set.single_dpu()?;
+        let id = management::sdk_dpu_id(rank, index);
+        log.extend_from_slice(format!("=== DPU#0x{id:x} ===\n").as_bytes());
     }
     // (A log that cannot be shown fails after the header, as the SDK's does.)
     let text = set.log();
