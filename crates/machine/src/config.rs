@@ -106,11 +106,6 @@ const SDK_ONLY_PROPERTIES: &[(&str, PropertyType)] = {
     ]
 };
 
-/// Whether `key` is a property of the SDK's list that OpenPIM accepts without effect.
-pub fn is_sdk_only_property(key: &str) -> bool {
-    SDK_ONLY_PROPERTIES.iter().any(|(k, _)| *k == key)
-}
-
 /// Checks the value of an SDK-only property against its type.
 fn check_sdk_property(key: &str, ty: PropertyType, value: &str) -> Result<(), ConfigError> {
     let bad = |expected| ConfigError::BadValue {
