@@ -294,6 +294,11 @@ pub struct Timing {
     /// address without the MRAM base), instead of performing them as the DPU does and
     /// recording a `DmaQuirk`. The profile key `strictDma=true`, for bug hunting.
     pub strict_dma: bool,
+    /// Fault (`Fault::Deadlock`) when every tasklet that has not exited waits (a barrier not
+    /// every tasklet reaches, a semaphore never given), instead of ending the launch as the
+    /// DPU does (it stops issuing; the host sees the launch complete) and reporting the
+    /// waiting tasklets ([`RunOutcome::waiting`]). The profile key `strictSync=true`.
+    pub strict_sync: bool,
 }
 
 impl Timing {
@@ -329,6 +334,7 @@ impl Timing {
             fdiv64_slots: 2180,
             max_cycles: None,
             strict_dma: false,
+            strict_sync: false,
         }
     }
 }
@@ -603,6 +609,19 @@ pub struct RunOutcome {
     pub stats: RunStats,
     /// The first tolerated-but-suspicious DMA requests (`RunStats::dma_quirks` counts all).
     pub dma_quirks: Vec<DmaQuirk>,
+    /// `Some` when the run ended because every tasklet that had not exited was waiting
+    /// (sleeping) with nobody left to wake it: the DPU stops issuing, as the hardware does.
+    pub waiting: Option<WaitingTasklets>,
+}
+
+/// The tasklets a run ended with, all waiting (a synchronisation no tasklet completes).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WaitingTasklets {
+    /// Mask of the waiting tasklets.
+    pub sleeping: u32,
+    /// Each waiting tasklet and the address of the call it waits in (inside `barrier_wait`,
+    /// `sem_take`, `handshake_wait_for`, ...).
+    pub pcs: Vec<(u32, u32)>,
 }
 
 /// Runs one DPU from boot until every tasklet has exited, HALT, or a fault.

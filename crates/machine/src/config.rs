@@ -27,6 +27,7 @@ pub const VALID_KEYS: &[&str] = &[
     "hardware",
     "maxCycles",
     "strictDma",
+    "strictSync",
     "clock",
     "memory",
     "memoryBudget",
@@ -227,6 +228,9 @@ pub struct SystemConfig {
     /// Fault on DMA requests the hardware tolerates but that are almost certainly bugs
     /// (`strictDma=true`; by default they run as on the DPU, with advice in the report).
     pub strict_dma: bool,
+    /// Fault when every tasklet of a DPU waits with nobody left to wake it (`strictSync=true`;
+    /// by default the launch ends there, as on the DPU, with advice in the report).
+    pub strict_sync: bool,
     /// What the host program's clocks show (`clock=virtual|real`; default virtual).
     pub clock: Option<HostClock>,
     /// Where MRAM lives (`memory=anon|file:DIR|cached:DIR`; default anon).
@@ -354,6 +358,7 @@ impl SystemConfig {
                 "cycleAccurate" => self.cycle_accurate = parse_bool(key, value)?,
                 "sgXferEnable" => self.sg_xfer_enable = parse_bool(key, value)?,
                 "strictDma" => self.strict_dma = parse_bool(key, value)?,
+                "strictSync" => self.strict_sync = parse_bool(key, value)?,
                 "clock" => match HostClock::parse(value) {
                     Some(c) => self.clock = Some(c),
                     None => {

@@ -392,6 +392,7 @@ impl HardwareProfile {
             fdiv64_slots: self.cost.fdiv64,
             max_cycles,
             strict_dma: false,
+            strict_sync: false,
         }
     }
 

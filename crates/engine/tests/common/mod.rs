@@ -88,6 +88,7 @@ pub fn timing() -> Timing {
         fdiv64_slots: 2180,
         max_cycles: Some(50_000_000),
         strict_dma: false,
+        strict_sync: false,
     }
 }
 
