@@ -28,7 +28,7 @@ from typing import (
     Union,
 )
 
-from . import _elf, compiler, ffi
+from . import _elf, compiler, ffi, vclock
 from .errors import DpuError, ErrorCode
 from .ffi import DPU_ALLOCATE_ALL
 
@@ -428,6 +428,7 @@ class DpuSet:
                 f"dpu_alloc_ranks({_count_label(count)}, {profile!r})",
             )
         self._c_set = c_set
+        vclock.install(lib)
         self._alloc = _Allocation()
         try:
             self._enumerate(log)

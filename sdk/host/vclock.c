@@ -15,6 +15,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -167,4 +168,40 @@ int timespec_get(struct timespec *ts, int base)
     if (!ts || base != TIME_UTC || sys_clock_gettime(CLOCK_REALTIME, ts))
         return 0;
     return base;
+}
+
+/* ---- clocks read inside other libraries, under those libraries' symbol versions ----------
+ * A C++ program's std::chrono::steady_clock / system_clock (high_resolution_clock is
+ * system_clock) calls libstdc++'s now(), and an OpenMP program's omp_get_wtime is libgomp's:
+ * they bind to GLIBCXX_3.4.19 / OMP_2.0 versions, which this library (linked before libstdc++
+ * and libgomp) defines too, so the program's calls land here. Outside a program linked with
+ * this library nothing changes. */
+
+/* Nanoseconds of `clock`, virtual when the virtual clock is on. */
+static int64_t nanoseconds(clockid_t clock)
+{
+    struct timespec ts;
+    if (!virtual_clock(clock, &ts) && sys_clock_gettime(clock, &ts))
+        return 0;
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* std::chrono::_V2::steady_clock::now() and system_clock::now(): a time_point is one int64_t
+ * of nanoseconds, returned as that integer. */
+int64_t openpim_chrono_steady_now(void) __asm__("_ZNSt6chrono3_V212steady_clock3nowEv");
+int64_t openpim_chrono_steady_now(void)
+{
+    return nanoseconds(CLOCK_MONOTONIC);
+}
+int64_t openpim_chrono_system_now(void) __asm__("_ZNSt6chrono3_V212system_clock3nowEv");
+int64_t openpim_chrono_system_now(void)
+{
+    return nanoseconds(CLOCK_REALTIME);
+}
+
+/* omp_get_wtime(): seconds of the monotonic clock, as libgomp's. */
+double omp_get_wtime(void);
+double omp_get_wtime(void)
+{
+    return (double)nanoseconds(CLOCK_MONOTONIC) / 1e9;
 }
