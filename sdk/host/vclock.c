@@ -14,6 +14,8 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/time.h>
@@ -204,4 +206,74 @@ double omp_get_wtime(void);
 double omp_get_wtime(void)
 {
     return (double)nanoseconds(CLOCK_MONOTONIC) / 1e9;
+}
+
+/* ---- absolute deadlines ------------------------------------------------------------------
+ * A deadline a program computes from a virtual reading is a virtual time: the wait is given
+ * the real deadline as far away as the virtual one is from the virtual now. (The virtual
+ * clocks are the real ones shifted by one offset, so the distance is the same on every clock.) */
+
+/* The virtual clock's offset from the real one (ns), or 0 and false for the real clock. */
+static int virtual_offset(int64_t *offset)
+{
+    struct timespec v, r;
+    if (!virtual_clock(CLOCK_MONOTONIC, &v) || sys_clock_gettime(CLOCK_MONOTONIC, &r))
+        return 0;
+    *offset = ((int64_t)v.tv_sec - r.tv_sec) * 1000000000 + (v.tv_nsec - r.tv_nsec);
+    return 1;
+}
+
+/* `deadline` moved from the virtual timeline to the real one, into *out; `deadline` itself when
+ * the clock is real. */
+static const struct timespec *real_deadline(const struct timespec *deadline, struct timespec *out)
+{
+    int64_t offset;
+    if (!deadline || !virtual_offset(&offset))
+        return deadline;
+    int64_t ns = (int64_t)deadline->tv_sec * 1000000000 + deadline->tv_nsec - offset;
+    if (ns < 0)
+        ns = 0;
+    out->tv_sec = (time_t)(ns / 1000000000);
+    out->tv_nsec = (long)(ns % 1000000000);
+    return out;
+}
+
+typedef int (*clock_nanosleep_t)(clockid_t, int, const struct timespec *, struct timespec *);
+typedef int (*cond_timedwait_t)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *);
+typedef int (*sem_timedwait_t)(sem_t *, const struct timespec *);
+REAL(clock_nanosleep_t, clock_nanosleep)
+REAL(cond_timedwait_t, pthread_cond_timedwait)
+REAL(sem_timedwait_t, sem_timedwait)
+
+int clock_nanosleep(clockid_t clock, int flags, const struct timespec *request, struct timespec *remain)
+{
+    struct timespec moved;
+    if ((flags & TIMER_ABSTIME) && clock >= 0 && clock != CLOCK_PROCESS_CPUTIME_ID
+        && clock != CLOCK_THREAD_CPUTIME_ID)
+        request = real_deadline(request, &moved);
+    clock_nanosleep_t f = real_clock_nanosleep();
+    if (f)
+        return f(clock, flags, request, remain);
+    return (int)syscall(SYS_clock_nanosleep, clock, flags, request, remain) == 0 ? 0 : errno;
+}
+
+int pthread_cond_timedwait(pthread_cond_t *restrict cond, pthread_mutex_t *restrict mutex,
+    const struct timespec *restrict deadline)
+{
+    struct timespec moved;
+    cond_timedwait_t f = real_pthread_cond_timedwait();
+    if (!f)
+        return ENOSYS;
+    return f(cond, mutex, real_deadline(opaque((void *)deadline), &moved));
+}
+
+int sem_timedwait(sem_t *restrict sem, const struct timespec *restrict deadline)
+{
+    struct timespec moved;
+    sem_timedwait_t f = real_sem_timedwait();
+    if (!f) {
+        errno = ENOSYS;
+        return -1;
+    }
+    return f(sem, real_deadline(opaque((void *)deadline), &moved));
 }
