@@ -74,6 +74,12 @@ if command -v python3 >/dev/null 2>&1; then
       pip_install "$mod" || { echo "setup: could not install $mod (python3 -m pip install $mod)" >&2; exit 1; }
     fi
   done
+  # scikit-build-core: the build backend of the test package that compiles its DPU kernel
+  # through UPMEM_HOME's CMake files (python/tests/test_sdk_package.py).
+  if ! python3 -c "import scikit_build_core" >/dev/null 2>&1; then
+    echo "setup: installing scikit-build-core"
+    pip_install scikit-build-core || { echo "setup: could not install scikit-build-core (python3 -m pip install scikit-build-core)" >&2; exit 1; }
+  fi
   here=$(cd "$(dirname "$0")/.." && pwd)
   installed=$(python3 -c 'import dpu, os; print(os.path.dirname(os.path.dirname(os.path.realpath(dpu.__file__))))' 2>/dev/null || true)
   if [ "$installed" != "$here/python" ]; then

@@ -28,7 +28,7 @@ from typing import (
     Union,
 )
 
-from . import _elf, compiler, ffi
+from . import compiler, ffi, vclock
 from .errors import DpuError, ErrorCode
 from .ffi import DPU_ALLOCATE_ALL
 
@@ -65,7 +65,12 @@ _E = ErrorCode
 
 def _check(status: int, what: str) -> None:
     if status != 0:
-        raise DpuError(f"{what}: {ffi.error_to_string(status)} ({_name(status)})", status)
+        # libdpu's explanation, when it is this call's (the line names the C function).
+        cause = ffi.last_error()
+        function = what.split("(", 1)[0].strip()
+        if cause is not None and not cause.startswith(function + ":"):
+            cause = None
+        raise DpuError(f"{what}: {ffi.error_to_string(status)} ({_name(status)})", status, cause)
 
 
 def _name(code: int) -> str:
@@ -428,6 +433,7 @@ class DpuSet:
                 f"dpu_alloc_ranks({_count_label(count)}, {profile!r})",
             )
         self._c_set = c_set
+        vclock.install(lib)
         self._alloc = _Allocation()
         try:
             self._enumerate(log)
@@ -690,11 +696,6 @@ class DpuSet:
                 path = os.fspath(binary)
                 status = lib.dpu_load(self._c_set, os.fsencode(path), byref(c_program))
                 _check(status, f"dpu_load({path!r})")
-                try:
-                    with open(path, "rb") as f:
-                        image: Optional[bytes] = f.read()
-                except OSError:
-                    image = None
             else:
                 raw_binary: Any = binary
                 try:
@@ -709,8 +710,7 @@ class DpuSet:
                     self._c_set, ctypes.addressof(buf), len(image), byref(c_program)
                 )
                 _check(status, "dpu_load_from_memory")
-        names = _elf.reachable_symbols(image) if image is not None else None
-        program = DpuProgram(c_program, names)
+        program = DpuProgram(c_program, _program_symbols(c_program))
         self._set_program(program)
         return program
 
@@ -1071,18 +1071,81 @@ class DpuSet:
             self._alloc.callbacks = keep
         return errors
 
-    # ------------------------------------------------------------------ not available
+    # ------------------------------------------------------------------ checkpoints
 
-    def checkpoint(self, iram: bool = True, mram: bool = True, wram: bool = True) -> Any:
-        """Not available on OpenPIM: libdpu has no ``dpu_checkpoint_*`` functions."""
-        raise NotImplementedError("DpuSet.checkpoint(): OpenPIM's libdpu has no dpu_checkpoint_save")
+    def checkpoint(self, iram: bool = True, mram: bool = True, wram: bool = True) -> List[bytes]:
+        """The state of every DPU of the set (``dpu_checkpoint_save``: the DPU's registers and
+        flags, and IRAM, MRAM, WRAM as asked), serialized: one ``bytes`` per DPU, in
+        :meth:`dpus` order. :meth:`restore` puts it back (also in another set or process)."""
+        lib = _lib()
+        flags = _checkpoint_flags(iram, mram, wram)
+        out: List[bytes] = []
+        for d in self.dpus():
+            context = (c_char * _CONTEXT_BYTES)()
+            _check(lib.dpu_checkpoint_save(d._c_set, flags, context), "dpu_checkpoint_save")
+            try:
+                data, size = c_void_p(), ctypes.c_uint32()
+                _check(
+                    lib.dpu_checkpoint_serialize(context, byref(data), byref(size)),
+                    "dpu_checkpoint_serialize",
+                )
+                out.append(ctypes.string_at(data.value, size.value))
+                ffi.libc().free(data)
+            finally:
+                lib.dpu_checkpoint_free(context)
+        return out
 
-    def restore(self, context: Any, iram: bool = True, mram: bool = True, wram: bool = True) -> None:
-        """Not available on OpenPIM: libdpu has no ``dpu_checkpoint_*`` functions."""
-        raise NotImplementedError("DpuSet.restore(): OpenPIM's libdpu has no dpu_checkpoint_restore")
+    def restore(
+        self, context: Sequence[bytes], iram: bool = True, mram: bool = True, wram: bool = True
+    ) -> None:
+        """Puts back what :meth:`checkpoint` saved: one serialized context per DPU of the set."""
+        dpus = self.dpus()
+        if len(context) != len(dpus):
+            raise DpuError(
+                f"restore: the checkpoint holds {len(context)} DPU(s), the set has {len(dpus)}",
+                _E.DPU_ERR_INVALID_DPU_SET,
+            )
+        lib = _lib()
+        flags = _checkpoint_flags(iram, mram, wram)
+        for d, data in zip(dpus, context):
+            raw = bytes(data)
+            buf = (c_char * max(1, len(raw))).from_buffer_copy(raw or b"\0")
+            ctx = (c_char * _CONTEXT_BYTES)()
+            _check(
+                lib.dpu_checkpoint_deserialize(buf, len(raw), ctx), "dpu_checkpoint_deserialize"
+            )
+            try:
+                _check(lib.dpu_checkpoint_restore(d._c_set, flags, ctx), "dpu_checkpoint_restore")
+            finally:
+                lib.dpu_checkpoint_free(ctx)
 
 
 # ----------------------------------------------------------------------------- helpers
+
+#: Room for a ``struct dpu_context_t`` (dpu_types.h; under 200 bytes on 64-bit hosts).
+_CONTEXT_BYTES = 512
+
+
+def _checkpoint_flags(iram: bool, mram: bool, wram: bool) -> int:
+    # dpu_checkpoint_flags_t: INTERNAL 0x1, IRAM 0x2, MRAM 0x8, WRAM 0x10
+    return 0x1 | (0x2 if iram else 0) | (0x8 if mram else 0) | (0x10 if wram else 0)
+
+
+def _program_symbols(c_program: c_void_p) -> Optional[Set[str]]:
+    """The loaded program's host-reachable symbol names (``openpim_program_symbols``)."""
+    names, count = c_void_p(), ctypes.c_uint32()
+    if _lib().openpim_program_symbols(c_program, byref(names), byref(count)) != 0:
+        return None
+    try:
+        found: Set[str] = set()
+        offset = 0
+        for _ in range(count.value):
+            name = ctypes.string_at(names.value + offset)
+            found.add(name.decode("utf-8", "replace"))
+            offset += len(name) + 1
+        return found
+    finally:
+        ffi.libc().free(names)
 
 
 def _alignment(symbol: DpuSymbol) -> int:

@@ -64,12 +64,19 @@ class DpuError(Exception):
             ``DPU_ERR_INVALID_BUFFER_SIZE``, a freed set ``DPU_ERR_INVALID_DPU_SET``...);
             None for misuse with no SDK counterpart (e.g. both ``nr_dpus`` and ``nr_ranks``).
 
+        cause: when libdpu detected the error, its explanation naming the cause and the fix
+            (``"dpu_alloc: unknown profile key 'nrRank' (valid keys: ...)"``, the line it
+            prints on stderr, also under ``OPENPIM_QUIET=1``); else None.
+
     ``str(error)`` is the message. When libdpu detects the error it also prints one line on
     stderr naming the cause and the fix (``OPENPIM_QUIET=1`` silences it).
     """
 
-    def __init__(self, message: str, code: Union[ErrorCode, int, None] = None) -> None:
+    def __init__(
+        self, message: str, code: Union[ErrorCode, int, None] = None, cause: Optional[str] = None
+    ) -> None:
         super().__init__(message)
+        self.cause: Optional[str] = cause
         if code is not None:
             try:
                 code = ErrorCode(code)

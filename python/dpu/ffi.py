@@ -164,7 +164,20 @@ _PROTOTYPES = [
     ("dpu_set_rank_iterator_next", None, [POINTER(RankIterator)]),
     ("dpu_set_dpu_iterator_from", DpuIterator, [POINTER(DpuSetT)]),
     ("dpu_set_dpu_iterator_next", None, [POINTER(DpuIterator)]),
+    ("dpu_checkpoint_save", c_uint32, [DpuSetT, c_uint32, c_void_p]),
+    ("dpu_checkpoint_restore", c_uint32, [DpuSetT, c_uint32, c_void_p]),
+    ("dpu_checkpoint_serialize", c_uint32, [c_void_p, POINTER(c_void_p), POINTER(c_uint32)]),
+    ("dpu_checkpoint_deserialize", c_uint32, [c_void_p, c_uint32, c_void_p]),
+    ("dpu_checkpoint_free", c_uint32, [c_void_p]),
+    ("openpim_program_symbols", c_uint32, [c_void_p, POINTER(c_void_p), POINTER(c_uint32)]),
+    ("openpim_last_error", c_char_p, []),
 ]
+
+
+def last_error() -> Optional[str]:
+    """libdpu's explanation of this thread's last error (``FUNC: CAUSE``), or None."""
+    raw = lib().openpim_last_error()
+    return raw.decode("utf-8", "replace") if raw else None
 
 
 class LibraryNotFound(DpuError):

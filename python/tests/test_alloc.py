@@ -164,10 +164,3 @@ def test_repr():
         assert "rank 0" in repr(dpus.ranks()[0])
         assert "DPU 1" in repr(dpus.dpus()[1])
 
-
-def test_checkpoint_not_available():
-    with DpuSet(nr_dpus=1) as dpus:
-        with pytest.raises(NotImplementedError):
-            dpus.checkpoint()
-        with pytest.raises(NotImplementedError):
-            dpus.restore(None)

@@ -9,8 +9,14 @@ import pytest
 from dpu import DpuError, DpuSet, ErrorCode
 
 
-def _expected_log(dpu_id, value, tasklets=2):
-    lines = [f"=== DPU#0x{dpu_id:x} ==="]
+def _sdk_dpu_id(index):
+    """The SDK's DPU id (dpu_get_id) of DPU `index` of the first rank: rank id 0x3000 (hw
+    target << 12 | rank 0) << 16 | slice << 8 | member, 8 DPUs a slice."""
+    return 0x3000_0000 | (index // 8) << 8 | index % 8
+
+
+def _expected_log(dpu_index, value, tasklets=2):
+    lines = [f"=== DPU#0x{_sdk_dpu_id(dpu_index):x} ==="]
     lines += [f"tasklet {t}: input={value}" for t in range(tasklets)]
     return "\n".join(lines) + "\n"
 
@@ -118,7 +124,7 @@ def test_fault(programs):
         assert "fault" in str(e.value)
         out = io.StringIO()
         dpus.dpus()[0].log(out)  # the output up to the fault
-        assert out.getvalue() == "=== DPU#0x0 ===\nbefore the fault\n"
+        assert out.getvalue() == "=== DPU#0x30000000 ===\nbefore the fault\n"
 
 
 def test_fault_with_max_cycles():

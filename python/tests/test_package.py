@@ -147,7 +147,7 @@ def test_upmem_checksum_demo(tmp_path, nr_dpus):
     assert r.stdout.count("checksums are equal") == nr_dpus
     assert "differ" not in r.stdout
     for i in range(nr_dpus):
-        assert f"=== DPU#0x{i:x} ===" in r.stdout
+        assert f"=== DPU#0x{0x3000_0000 | (i // 8) << 8 | i % 8:x} ===" in r.stdout
     assert r.stdout.count("] Checksum = 0x") == 16 * nr_dpus
 
 
@@ -158,4 +158,4 @@ def test_usage_doc_example(capsys):
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     exec(compile(code, "usage.md", "exec"), {"__name__": "usage_example"})
     out = capsys.readouterr().out
-    assert "=== DPU#0x3 ===" in out and "[524800, 1048576, 1572352, 2096128]" in out
+    assert "=== DPU#0x30000003 ===" in out and "[524800, 1048576, 1572352, 2096128]" in out

@@ -14,7 +14,10 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -167,4 +170,110 @@ int timespec_get(struct timespec *ts, int base)
     if (!ts || base != TIME_UTC || sys_clock_gettime(CLOCK_REALTIME, ts))
         return 0;
     return base;
+}
+
+/* ---- clocks read inside other libraries, under those libraries' symbol versions ----------
+ * A C++ program's std::chrono::steady_clock / system_clock (high_resolution_clock is
+ * system_clock) calls libstdc++'s now(), and an OpenMP program's omp_get_wtime is libgomp's:
+ * they bind to GLIBCXX_3.4.19 / OMP_2.0 versions, which this library (linked before libstdc++
+ * and libgomp) defines too, so the program's calls land here. Outside a program linked with
+ * this library nothing changes. */
+
+/* Nanoseconds of `clock`, virtual when the virtual clock is on. */
+static int64_t nanoseconds(clockid_t clock)
+{
+    struct timespec ts;
+    if (!virtual_clock(clock, &ts) && sys_clock_gettime(clock, &ts))
+        return 0;
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* std::chrono::_V2::steady_clock::now() and system_clock::now(): a time_point is one int64_t
+ * of nanoseconds, returned as that integer. */
+int64_t openpim_chrono_steady_now(void) __asm__("_ZNSt6chrono3_V212steady_clock3nowEv");
+int64_t openpim_chrono_steady_now(void)
+{
+    return nanoseconds(CLOCK_MONOTONIC);
+}
+int64_t openpim_chrono_system_now(void) __asm__("_ZNSt6chrono3_V212system_clock3nowEv");
+int64_t openpim_chrono_system_now(void)
+{
+    return nanoseconds(CLOCK_REALTIME);
+}
+
+/* omp_get_wtime(): seconds of the monotonic clock, as libgomp's. */
+double omp_get_wtime(void);
+double omp_get_wtime(void)
+{
+    return (double)nanoseconds(CLOCK_MONOTONIC) / 1e9;
+}
+
+/* ---- absolute deadlines ------------------------------------------------------------------
+ * A deadline a program computes from a virtual reading is a virtual time: the wait is given
+ * the real deadline as far away as the virtual one is from the virtual now. (The virtual
+ * clocks are the real ones shifted by one offset, so the distance is the same on every clock.) */
+
+/* The virtual clock's offset from the real one (ns), or 0 and false for the real clock. */
+static int virtual_offset(int64_t *offset)
+{
+    struct timespec v, r;
+    if (!virtual_clock(CLOCK_MONOTONIC, &v) || sys_clock_gettime(CLOCK_MONOTONIC, &r))
+        return 0;
+    *offset = ((int64_t)v.tv_sec - r.tv_sec) * 1000000000 + (v.tv_nsec - r.tv_nsec);
+    return 1;
+}
+
+/* `deadline` moved from the virtual timeline to the real one, into *out; `deadline` itself when
+ * the clock is real. */
+static const struct timespec *real_deadline(const struct timespec *deadline, struct timespec *out)
+{
+    int64_t offset;
+    if (!deadline || !virtual_offset(&offset))
+        return deadline;
+    int64_t ns = (int64_t)deadline->tv_sec * 1000000000 + deadline->tv_nsec - offset;
+    if (ns < 0)
+        ns = 0;
+    out->tv_sec = (time_t)(ns / 1000000000);
+    out->tv_nsec = (long)(ns % 1000000000);
+    return out;
+}
+
+typedef int (*clock_nanosleep_t)(clockid_t, int, const struct timespec *, struct timespec *);
+typedef int (*cond_timedwait_t)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *);
+typedef int (*sem_timedwait_t)(sem_t *, const struct timespec *);
+REAL(clock_nanosleep_t, clock_nanosleep)
+REAL(cond_timedwait_t, pthread_cond_timedwait)
+REAL(sem_timedwait_t, sem_timedwait)
+
+int clock_nanosleep(clockid_t clock, int flags, const struct timespec *request, struct timespec *remain)
+{
+    struct timespec moved;
+    if ((flags & TIMER_ABSTIME) && clock >= 0 && clock != CLOCK_PROCESS_CPUTIME_ID
+        && clock != CLOCK_THREAD_CPUTIME_ID)
+        request = real_deadline(request, &moved);
+    clock_nanosleep_t f = real_clock_nanosleep();
+    if (f)
+        return f(clock, flags, request, remain);
+    return (int)syscall(SYS_clock_nanosleep, clock, flags, request, remain) == 0 ? 0 : errno;
+}
+
+int pthread_cond_timedwait(pthread_cond_t *restrict cond, pthread_mutex_t *restrict mutex,
+    const struct timespec *restrict deadline)
+{
+    struct timespec moved;
+    cond_timedwait_t f = real_pthread_cond_timedwait();
+    if (!f)
+        return ENOSYS;
+    return f(cond, mutex, real_deadline(opaque((void *)deadline), &moved));
+}
+
+int sem_timedwait(sem_t *restrict sem, const struct timespec *restrict deadline)
+{
+    struct timespec moved;
+    sem_timedwait_t f = real_sem_timedwait();
+    if (!f) {
+        errno = ENOSYS;
+        return -1;
+    }
+    return f(sem, real_deadline(opaque((void *)deadline), &moved));
 }

@@ -310,7 +310,9 @@ dpu_error_t dpu_log_read(struct dpu_set_t set, FILE *stream);
 #ifdef __cplusplus
 } /* extern "C" */
 
-/* In C++ the flag enumerations do not convert from int: let `|` combine them. */
+/* In C++ the flag enumerations do not convert from int: let `|` combine them. (C++ linkage
+ * even when a program includes <dpu.h> inside its own extern "C" { }.) */
+extern "C++" {
 inline dpu_xfer_flags_t operator|(dpu_xfer_flags_t a, dpu_xfer_flags_t b)
 {
     return static_cast<dpu_xfer_flags_t>(static_cast<int>(a) | static_cast<int>(b));
@@ -323,6 +325,7 @@ inline dpu_callback_flags_t operator|(dpu_callback_flags_t a, dpu_callback_flags
 {
     return static_cast<dpu_callback_flags_t>(static_cast<int>(a) | static_cast<int>(b));
 }
+} /* extern "C++" */
 #endif
 
 #endif /* DPU_H */

@@ -46,6 +46,16 @@ void openpim_interdpu_begin_named(const char *label);
 /* Closes the innermost open region (without one: a message on stderr, nothing else). */
 void openpim_interdpu_end(void);
 
+struct dpu_program_t;
+/* The names of a loaded program's host-reachable symbols, sorted: *names gets one malloc'd
+ * block of *count NUL-terminated names, one after the other (free() it). */
+dpu_error_t openpim_program_symbols(struct dpu_program_t *program, char **names, uint32_t *count);
+
+/* The calling thread's last error explanation, the line libdpu prints on stderr as
+ * "openpim: FUNC: CAUSE" (also under OPENPIM_QUIET), as "FUNC: CAUSE"; NULL before any error.
+ * Valid until the thread's next error. */
+const char *openpim_last_error(void);
+
 #ifdef __cplusplus
 }
 #endif

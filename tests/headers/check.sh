@@ -30,6 +30,11 @@ for h in dpu.h dpu_types.h dpu_error.h dpu_log.h dpu_management.h dpu_target.h d
     run gcc -std=c99 $W -I"$inc" -fsyntax-only "$tmp/one.c"
     run g++ -x c++ -std=c++11 $W -I"$inc" -fsyntax-only "$tmp/one.c"
 done
+# The C++ host API, and <dpu.h> inside a program's extern "C" { }.
+printf 'extern "C" {\n#include <dpu.h>\n}\n#include <dpu.hpp>\n' > "$tmp/cxx.cpp"
+for std in c++11 c++17; do
+    run g++ -std=$std $W -I"$inc" -fsyntax-only "$tmp/cxx.cpp"
+done
 if command -v clang >/dev/null 2>&1; then
     run clang -std=c11 $W -I"$inc" -DCHECK_INCBIN -c use_headers.c -o "$tmp/u.o"
 fi

@@ -39,6 +39,13 @@ impl Install {
         self.root.join("target/release")
     }
 
+    /// The UPMEM SDK install layout (`UPMEM_HOME`): `bin/` (the DPU compiler driver under the
+    /// SDK's names, `clang`/`clang++` that compile host code unless given the DPU target),
+    /// `include/dpu`, `lib/`, `share/upmem/cmake` (the SDK's CMake files).
+    pub fn upmem_home(&self) -> PathBuf {
+        self.root.join("sdk/upmem-home")
+    }
+
     /// The folder holding the Python `dpu` package.
     pub fn python_dir(&self) -> PathBuf {
         self.root.join("python")
@@ -48,9 +55,11 @@ impl Install {
     pub fn shell_exports(&self) -> String {
         let bin = self.sdk_bin();
         let lib = self.lib_dir();
+        let home = self.upmem_home();
         format!(
-            "export PATH=\"{bin}:{lib}:$PATH\"\nexport LD_LIBRARY_PATH=\"{lib}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}\"\nexport PYTHONPATH=\"{py}${{PYTHONPATH:+:$PYTHONPATH}}\"\nexport OPENPIM_ROOT=\"{root}\"\n",
+            "export PATH=\"{bin}:{home}/bin:{lib}:$PATH\"\nexport LD_LIBRARY_PATH=\"{lib}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}\"\nexport PYTHONPATH=\"{py}${{PYTHONPATH:+:$PYTHONPATH}}\"\nexport OPENPIM_ROOT=\"{root}\"\nexport UPMEM_HOME=\"{home}\"\n",
             bin = bin.display(),
+            home = home.display(),
             lib = lib.display(),
             py = self.python_dir().display(),
             root = self.root.display()
@@ -61,7 +70,11 @@ impl Install {
     pub fn command(&self, program: impl AsRef<OsStr>) -> Command {
         let mut cmd = Command::new(program);
         let path = std::env::var_os("PATH").unwrap_or_default();
-        let mut paths = vec![self.sdk_bin(), self.lib_dir()];
+        let mut paths = vec![
+            self.sdk_bin(),
+            self.upmem_home().join("bin"),
+            self.lib_dir(),
+        ];
         paths.extend(std::env::split_paths(&path));
         if let Ok(joined) = std::env::join_paths(paths) {
             cmd.env("PATH", joined);
@@ -79,6 +92,7 @@ impl Install {
             cmd.env("PYTHONPATH", joined);
         }
         cmd.env("OPENPIM_ROOT", &self.root);
+        cmd.env("UPMEM_HOME", self.upmem_home());
         cmd
     }
 }

@@ -18,6 +18,64 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// `openpim env` exports UPMEM_HOME, an SDK install layout; after `eval "$(openpim env)"`
+/// `cc`, `clang` and `clang++` still build host programs, and `clang` given the DPU target
+/// builds DPU programs (the CMake files are used by the conformance test cmake_host).
+#[test]
+fn env_exports_an_sdk_layout_and_host_compilers_keep_working() {
+    let o = openpim(&["env"]);
+    let text = stdout(&o);
+    let home = text
+        .lines()
+        .find_map(|l| l.strip_prefix("export UPMEM_HOME=\""))
+        .map(|l| l.trim_end_matches('"').to_string())
+        .expect("UPMEM_HOME export");
+    let home = std::path::Path::new(&home);
+    for f in [
+        "bin/dpu-upmem-dpurte-clang",
+        "bin/dpu-pkg-config",
+        "bin/clang",
+        "bin/clang++",
+        "include/dpu/dpu.h",
+        "include/dpu/dpu.hpp",
+        "share/upmem/cmake/dpu.cmake",
+        "share/upmem/cmake/include/host/DpuHost.cmake",
+    ] {
+        assert!(home.join(f).exists(), "{} missing", home.join(f).display());
+    }
+    let tmp = std::env::temp_dir().join(format!("openpim-env-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let script = format!(
+        r#"set -e
+eval "$({exe} env)"
+cd {tmp}
+printf 'int main(void) {{ return 42; }}\n' > m.c
+printf '#include <vector>\nint main() {{ std::vector<int> v(3); return (int)v.size(); }}\n' > m.cpp
+printf '#include <defs.h>\nint main(void) {{ return 0; }}\n' > k.c
+cc m.c -o m_cc; clang m.c -o m_clang; clang++ m.cpp -o m_clangxx
+clang --target=dpu-upmem-dpurte -O2 k.c -o k.dpu
+set +e
+./m_cc; a=$?; ./m_clang; b=$?; ./m_clangxx; c=$?
+echo "$a $b $c $(command -v clang)"
+file k.dpu
+"#,
+        exe = env!("CARGO_BIN_EXE_openpim"),
+        tmp = tmp.display()
+    );
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    std::fs::remove_dir_all(&tmp).ok();
+    assert!(out.status.success(), "{text}{}", stderr(&out));
+    let first = text.lines().next().unwrap_or("");
+    assert!(first.starts_with("42 42 3 "), "{text}");
+    assert!(first.ends_with("sdk/upmem-home/bin/clang"), "{text}");
+    assert!(text.contains("RISC-V"), "{text}");
+}
+
 #[test]
 fn env_puts_the_sdk_commands_and_libdpu_on_the_paths() {
     let o = openpim(&["env"]);

@@ -17,8 +17,9 @@
 //! slot, because the real DPU executes them as one instruction (the rules and their sources
 //! are in the crate documentation, "Issue-slot corrections"): [`find_pairs`] (rules 1-4 and
 //! 7, pairs), [`mark_ecall_setups`] (rule 5, the operand set-up of an `ecall`),
-//! [`mark_carries`] (rule 6, 64-bit add/sub) and [`mark_eq64_branches`] (rule 8, 64-bit
-//! equality branch). Marks chain: when ops `i` and `i + 1` are both
+//! [`mark_carries`] (rule 6, 64-bit add/sub), [`mark_eq64_branches`] (rule 8, 64-bit
+//! equality branch) and [`mark_builtin_runs`] (rule 10, the RV32I body of a DPU instruction
+//! builtin of `built_ins.h`). Marks chain: when ops `i` and `i + 1` are both
 //! marked, ops `i..=i + 2` issue in one slot. The mark lives in a byte array parallel to the
 //! ops, so `Op` stays 8 bytes and the unfused interpretation is unchanged.
 //!
@@ -209,6 +210,7 @@ impl Program {
             mark_ecall_setups(&insns, &mut fuse);
             mark_carries(&insns, &ops, &mut fuse);
             mark_eq64_branches(&insns, &ops, &mut fuse);
+            mark_builtin_runs(&insns, &ops, &mut fuse);
             for (op, kind) in ops.iter_mut().zip(fuse.iter_mut()) {
                 if *kind != fuse::NONE {
                     if mark_fused(op, *kind) {
@@ -1097,6 +1099,41 @@ fn mark_eq64_branches(insns: &[Insn], ops: &[Op], fuse: &mut [u8]) {
     }
 }
 
+/// Rule 10: the hint that ends the RV32I body of a DPU instruction builtin (`built_ins.h`,
+/// e.g. `__builtin_mul_sl_ul_rrr`): `slti x0, x0, BUILTIN_HINT_BASE + k` (a RISC-V HINT: it
+/// writes `x0`, so it changes nothing) after the body's `k` ops.
+pub const BUILTIN_HINT_BASE: i32 = 1024;
+/// Longest builtin body rule 10 fuses.
+const BUILTIN_MAX_OPS: i32 = 64;
+
+/// Rule 10: a builtin's body (`k` register-only ALU ops, straight line, no branch target
+/// inside) and its hint issue in one slot, the one slot of the DPU instruction the builtin
+/// stands for. A body that is not of that form keeps its RV32I cost (same results).
+fn mark_builtin_runs(insns: &[Insn], ops: &[Op], fuse: &mut [u8]) {
+    let mut entry: Option<Vec<bool>> = None;
+    for h in 0..insns.len() {
+        let Insn::Slti(x) = insns[h] else {
+            continue;
+        };
+        let k = x.imm - BUILTIN_HINT_BASE;
+        if x.rd != reg::ZERO || x.rs1 != reg::ZERO || !(1..=BUILTIN_MAX_OPS).contains(&k) {
+            continue;
+        }
+        let Some(start) = h.checked_sub(k as usize) else {
+            continue;
+        };
+        let entry = entry.get_or_insert_with(|| entry_points(insns, ops));
+        let body_ok = (start..h)
+            .all(|j| alu_dest(ops[j]).is_some() && matches!(fuse[j], fuse::NONE | fuse::ALWAYS));
+        if !body_ok || (start + 1..=h).any(|j| entry[j]) {
+            continue;
+        }
+        for j in start + 1..=h {
+            mark_free(fuse, j);
+        }
+    }
+}
+
 /// The [`ahead`] value of the issue slot starting at op `i`.
 fn ahead_kind(ops: &[Op], fuse: &[u8], i: usize) -> u16 {
     let mut kind = ahead::PLAIN;
@@ -1270,6 +1307,25 @@ mod tests {
         assert_eq!(p.index_of(0x8000_0008), Some(2));
         assert_eq!(p.index_of(0x8000_0006), None);
         assert_eq!(p.index_of(0x8000_0034), None);
+    }
+
+    #[test]
+    fn builtin_body_is_one_slot() {
+        let hint = |k: i32| asm::slti(ZERO, ZERO, BUILTIN_HINT_BASE + k);
+        let words = [
+            asm::addi(A0, ZERO, 1), // 0 (before the body)
+            asm::slli(T0, A1, 24),  // 1 body
+            asm::srai(T0, T0, 24),  // 2
+            asm::xor(A2, T0, A3),   // 3
+            hint(3),                // 4
+            asm::addi(A0, A0, 1),   // 5
+            asm::lw(T0, A1, 0),     // 6 a load: not a builtin body
+            hint(1),                // 7
+        ];
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let p = Program::decode(0x8000_0000, &bytes);
+        let fused: Vec<bool> = (0..8).map(|i| p.fuse[i] != fuse::NONE).collect();
+        assert_eq!(fused, [false, true, true, true, false, false, false, false]);
     }
 
     #[test]

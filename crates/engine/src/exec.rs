@@ -31,7 +31,7 @@
 use crate::decode::{fuse, Op, Program};
 use crate::map::{ATOMIC_BASE, ATOMIC_BITS, MAX_TASKLETS, MRAM_BASE, MRAM_SIZE, WRAM_SIZE};
 use crate::{arith, ecall, printf, BootInfo, DpuMemory, Fault, FaultReport, RunOutcome, RunStats};
-use crate::{DmaQuirk, DmaQuirkKind, TaskletStats, Timing};
+use crate::{DmaQuirk, DmaQuirkKind, TaskletStats, Timing, WaitingTasklets};
 use openpim_isa::{decode as isa_decode, reg, Insn};
 
 mod epoch;
@@ -128,6 +128,12 @@ enum State {
 enum End {
     AllExited,
     Halted,
+    /// Every tasklet that has not exited sleeps and none can wake them (mask of the sleepers):
+    /// the DPU stops issuing and the launch ends, as on the hardware (`Timing::strict_sync`
+    /// makes it a `Deadlock` fault instead).
+    AllWaiting {
+        sleeping: u32,
+    },
     Fault {
         tasklet: usize,
         pc_index: u32,
@@ -1253,6 +1259,8 @@ impl<'a> Dpu<'a> {
         }
         if sleeping == 0 {
             End::AllExited
+        } else if !self.timing.strict_sync {
+            End::AllWaiting { sleeping }
         } else {
             let t = sleeping.trailing_zeros() as usize;
             End::Fault {
@@ -1862,8 +1870,25 @@ impl<'a> Dpu<'a> {
         }
         let end_cycle = self.end_cycle;
         let mut halted = false;
+        let mut waiting = None;
         let fault = match end {
             End::AllExited => None,
+            End::AllWaiting { sleeping } => {
+                waiting = Some(WaitingTasklets {
+                    sleeping,
+                    pcs: (0..self.nr)
+                        .filter(|t| sleeping & (1 << t) != 0)
+                        .map(|t| {
+                            let index = self.hot[t].pc.wrapping_sub(1);
+                            (
+                                t as u32,
+                                program.text_base().wrapping_add(index.wrapping_shl(2)),
+                            )
+                        })
+                        .collect(),
+                });
+                None
+            }
             End::Halted => {
                 halted = true;
                 None
@@ -1911,6 +1936,7 @@ impl<'a> Dpu<'a> {
             stats,
             dma_quirks: std::mem::take(&mut self.dma_quirks),
             engine: self.engine_use,
+            waiting,
         }
     }
 }

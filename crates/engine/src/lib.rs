@@ -299,6 +299,11 @@ pub struct Timing {
     pub strict_dma: bool,
     /// Which engine runs the DPU's code ([`Engine`]; the same results and timing either way).
     pub engine: Engine,
+    /// Fault (`Fault::Deadlock`) when every tasklet that has not exited waits (a barrier not
+    /// every tasklet reaches, a semaphore never given), instead of ending the launch as the
+    /// DPU does (it stops issuing; the host sees the launch complete) and reporting the
+    /// waiting tasklets ([`RunOutcome::waiting`]). The profile key `strictSync=true`.
+    pub strict_sync: bool,
 }
 
 /// Which engine runs a DPU's code. Both compute the same: results, cycles, instructions,
@@ -406,6 +411,7 @@ impl Timing {
             max_cycles: None,
             strict_dma: false,
             engine: Engine::default(),
+            strict_sync: false,
         }
     }
 }
@@ -682,6 +688,19 @@ pub struct RunOutcome {
     pub dma_quirks: Vec<DmaQuirk>,
     /// Which engine ran and what it translated (never part of the comparison of outcomes).
     pub engine: EngineUse,
+    /// `Some` when the run ended because every tasklet that had not exited was waiting
+    /// (sleeping) with nobody left to wake it: the DPU stops issuing, as the hardware does.
+    pub waiting: Option<WaitingTasklets>,
+}
+
+/// The tasklets a run ended with, all waiting (a synchronisation no tasklet completes).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WaitingTasklets {
+    /// Mask of the waiting tasklets.
+    pub sleeping: u32,
+    /// Each waiting tasklet and the address of the call it waits in (inside `barrier_wait`,
+    /// `sem_take`, `handshake_wait_for`, ...).
+    pub pcs: Vec<(u32, u32)>,
 }
 
 /// Runs one DPU from boot until every tasklet has exited, HALT, or a fault.

@@ -2,7 +2,7 @@
 
 mod common;
 use common::*;
-use openpim_engine::Fault;
+use openpim_engine::{Fault, Timing};
 use openpim_isa::{asm, reg::*};
 
 /// Calls `nr` with a0..a3 = args on one tasklet; returns a0..a3 after the call.
@@ -395,12 +395,33 @@ fn resume_of_exited_tasklet_returns_zero() {
 }
 
 #[test]
-fn deadlock_when_everyone_sleeps() {
+fn everyone_waiting_ends_the_run_as_on_the_dpu() {
     let mut p = P::new();
     p.i(asm::bne(TP, ZERO, 12)); // 0 -> 3
     p.sys(6); // 1, 2: t0 sleeps forever
     p.exit(); // 3, 4: t1 exits
     let (out, _) = run_p(&p, 2);
+    // The DPU stops issuing: no fault, the waiting tasklet and where it waits reported.
+    assert_eq!(out.fault, None);
+    let w = out.waiting.expect("waiting tasklets");
+    assert_eq!(w.sleeping, 1);
+    assert_eq!(w.pcs, vec![(0, BASE + 8)]);
+    assert_eq!(out.cycles, 24);
+}
+
+#[test]
+fn deadlock_when_everyone_sleeps_under_strict_sync() {
+    let mut p = P::new();
+    p.i(asm::bne(TP, ZERO, 12)); // 0 -> 3
+    p.sys(6); // 1, 2: t0 sleeps forever
+    p.exit(); // 3, 4: t1 exits
+    let mut d = Dpu::new();
+    let strict = Timing {
+        strict_sync: true,
+        ..timing()
+    };
+    let out = d.run(&p, &boot(2), &strict);
+    assert_eq!(out.waiting, None);
     let f = out.fault.expect("deadlock");
     assert_eq!(f.fault, Fault::Deadlock { sleeping: 1 });
     assert_eq!(f.tasklet, 0);

@@ -58,6 +58,7 @@ pub fn code_of(e: &Error) -> DpuError {
 /// Prints `openpim: FUNC: MSG` on stderr (unless `OPENPIM_QUIET`): how entry points explain
 /// an error, also those that return no `dpu_error_t` (a NULL or 0 result comes with it).
 pub fn report(func: &str, msg: &str) {
+    remember_last_error(func, msg);
     if !openpim_runtime::quiet() {
         eprintln!("openpim: {func}: {msg}");
     }
@@ -204,4 +205,24 @@ mod tests {
         assert_eq!(n, 7);
         assert!(calls() > before, "entry_value did not mark an SDK call");
     }
+}
+
+thread_local! {
+    /// This thread's last error explanation (`FUNC: MSG`), for `openpim_last_error`.
+    static LAST_ERROR: std::cell::RefCell<Option<std::ffi::CString>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+fn remember_last_error(func: &str, msg: &str) {
+    let line = format!("{func}: {msg}").replace('\0', " ");
+    if let Ok(c) = std::ffi::CString::new(line) {
+        LAST_ERROR.with(|e| *e.borrow_mut() = Some(c));
+    }
+}
+
+/// `openpim_last_error`: the calling thread's last error explanation (what `openpim: ...`
+/// says on stderr, also under `OPENPIM_QUIET`), or NULL; valid until its next error.
+#[no_mangle]
+pub extern "C" fn openpim_last_error() -> *const std::ffi::c_char {
+    LAST_ERROR.with(|e| e.borrow().as_ref().map_or(std::ptr::null(), |c| c.as_ptr()))
 }

@@ -317,6 +317,48 @@ pub unsafe extern "C" fn dpu_load_from_incbin(
     })
 }
 
+/// `openpim_program_symbols`: the names of the program's host-reachable symbols (sorted), as
+/// one malloc'd block of NUL-terminated names (`*names`, to free()) and their number (`*count`).
+///
+/// # Safety
+/// `names` and `count` are NULL or valid for writing.
+#[no_mangle]
+pub unsafe extern "C" fn openpim_program_symbols(
+    program: *mut c_void,
+    names: *mut *mut c_char,
+    count: *mut u32,
+) -> DpuError {
+    entry("openpim_program_symbols", || {
+        out_ptr(names, "names (a char **)")?;
+        out_ptr(count, "count (a uint32_t *)")?;
+        let p = program_from_handle(program).ok_or_else(|| {
+            fail(
+                DPU_ERR_NO_PROGRAM_LOADED,
+                "the dpu_program_t is not a program loaded by dpu_load (or its DPUs were freed or reloaded)",
+            )
+        })?;
+        let mut list: Vec<&str> = p.symbols().map(|(name, _)| name).collect();
+        list.sort_unstable();
+        let mut block = Vec::new();
+        for name in &list {
+            block.extend_from_slice(name.as_bytes());
+            block.push(0);
+        }
+        // SAFETY: a fresh allocation of block.len() (at least 1) bytes, filled below.
+        let out = unsafe { libc::malloc(block.len().max(1)) }.cast::<u8>();
+        if out.is_null() {
+            return Err(fail(DPU_ERR_SYSTEM, "out of memory for the symbol names"));
+        }
+        // SAFETY: `out` holds block.len() bytes; `names`/`count` checked non-null.
+        unsafe {
+            std::ptr::copy_nonoverlapping(block.as_ptr(), out, block.len());
+            names.write(out.cast());
+            count.write(list.len() as u32);
+        }
+        Ok(())
+    })
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn dpu_get_symbol(
     program: *mut c_void,
@@ -925,7 +967,9 @@ unsafe fn write_log(set: &DpuSet, stream: *mut libc::FILE, header: bool) -> R {
     }
     let mut log = Vec::new();
     if header {
-        log.extend_from_slice(format!("=== DPU#0x{:x} ===\n", set.dpu_id()?).as_bytes());
+        let (rank, index) = set.single_dpu()?;
+        let id = management::sdk_dpu_id(rank, index);
+        log.extend_from_slice(format!("=== DPU#0x{id:x} ===\n").as_bytes());
     }
     // (A log that cannot be shown fails after the header, as the SDK's does.)
     let text = set.log();

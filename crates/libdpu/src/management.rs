@@ -14,6 +14,7 @@ use std::ffi::{c_char, c_int, CString};
 use std::sync::Arc;
 
 use openpim_runtime::machine::{BackendKind, MachineConfig};
+use openpim_runtime::Rank;
 
 use crate::errors::{entry, entry_value, fail, report};
 use crate::handles::{dpu_ref, rank_ref, register, unregister_single_rank};
@@ -38,12 +39,22 @@ fn dpus_per_slice(machine: &MachineConfig) -> u32 {
 
 /// The SDK's rank id: the backend type in the top 4 bits, the rank's index below.
 fn rank_id_of(crank: &CRank) -> u32 {
-    let machine = crank.rank.machine();
-    let target = match machine.config.backend {
+    sdk_rank_id(&crank.rank)
+}
+
+fn sdk_rank_id(rank: &Rank) -> u32 {
+    let target = match rank.machine().config.backend {
         BackendKind::Simulator => FUNCTIONAL_SIMULATOR,
         BackendKind::Hardware | BackendKind::OpenPim => HW,
     };
-    (target << DPU_TARGET_SHIFT) | (crank.rank.id() & DPU_TARGET_MASK)
+    (target << DPU_TARGET_SHIFT) | (rank.id() & DPU_TARGET_MASK)
+}
+
+/// The SDK's DPU id (`dpu_get_id`, and the `=== DPU#0x<id> ===` header of `dpu_log_read`):
+/// rank id << 16 | slice << 8 | member.
+pub(crate) fn sdk_dpu_id(rank: &Rank, index: u32) -> u32 {
+    let per = dpus_per_slice(rank.machine());
+    (sdk_rank_id(rank) << 16) | ((index / per) << 8) | (index % per)
 }
 
 fn bad_rank(func: &str) {
@@ -110,10 +121,7 @@ pub extern "C" fn dpu_get_rank_numa_node(rank: *mut CRank) -> c_int {
 #[no_mangle]
 pub extern "C" fn dpu_get_id(dpu: *mut CDpu) -> u32 {
     entry_value("dpu_get_id", u32::MAX, || {
-        checked_dpu("dpu_get_id", dpu).map_or(u32::MAX, |(d, r)| {
-            let (slice, member) = slice_member(r, d.index);
-            (rank_id_of(r) << 16) | (u32::from(slice) << 8) | u32::from(member)
-        })
+        checked_dpu("dpu_get_id", dpu).map_or(u32::MAX, |(d, r)| sdk_dpu_id(&r.rank, d.index))
     })
 }
 

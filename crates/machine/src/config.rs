@@ -22,11 +22,12 @@ pub const VALID_KEYS: &[&str] = &[
     "dispatchOnAllRanks",
     "disableSafeChecks",
     "cycleAccurate",
-    "nrJobPerRank",
+    "nrJobsPerRank",
     "sgXferEnable",
     "hardware",
     "maxCycles",
     "strictDma",
+    "strictSync",
     "clock",
     "memory",
     "memoryBudget",
@@ -38,6 +39,107 @@ pub const VALID_KEYS: &[&str] = &[
 /// Environment variable choosing the DPU engine (`jit` or `interp`); it wins over the profile
 /// key `engine=`.
 pub const ENGINE_ENV: &str = "OPENPIM_ENGINE";
+/// Older spellings still accepted, and the key each stands for.
+pub const KEY_ALIASES: &[(&str, &str)] = &[("nrJobPerRank", "nrJobsPerRank")];
+
+/// The value a property of the SDK's list takes (its property table's C type).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PropertyType {
+    Bool,
+    /// `u32`/`u64`: a non-negative integer, decimal or `0x` hexadecimal.
+    Unsigned,
+    /// `int`: a possibly negative integer.
+    Signed,
+    /// A string (a path, a mode name).
+    Text,
+}
+
+/// The rest of the SDK's documented profile properties (its backends' and tools' settings: the
+/// hardware driver, the functional simulator, profiling, FPGA and Modelsim). They steer parts
+/// of the SDK OpenPIM does not have, so they are accepted, checked for their type, and have no
+/// effect; a key in neither list is still refused by name.
+const SDK_ONLY_PROPERTIES: &[(&str, PropertyType)] = {
+    use PropertyType::*;
+    &[
+        ("chipId", Unsigned),
+        ("clockDivision", Unsigned),
+        ("fckFrequency", Unsigned),
+        ("enableProfiling", Text),
+        ("profilingDpuId", Unsigned),
+        ("profilingSliceId", Unsigned),
+        ("mcountAddress", Unsigned),
+        ("retMcountAddress", Unsigned),
+        ("threadProfilingAddress", Unsigned),
+        ("mramAccessByDpuOnly", Bool),
+        ("disabledMask", Unsigned),
+        ("disableMuxSwitch", Bool),
+        ("disableResetOnAlloc", Bool),
+        ("cmdsBufferSize", Unsigned),
+        ("sgXferMaxBlocksPerDpu", Unsigned),
+        ("nrDpusPerCi", Unsigned),
+        ("iramSize", Unsigned),
+        ("mramSize", Unsigned),
+        ("wramSize", Unsigned),
+        ("doProfiling", Bool),
+        ("profileInstruction", Text),
+        ("profileDma", Text),
+        ("profileMemory", Text),
+        ("profileIla", Text),
+        ("modelsimMramFile", Text),
+        ("modelsimWorkDir", Text),
+        ("modelsimExecPath", Text),
+        ("modelsimTclScript", Text),
+        ("modelsimEnableGui", Bool),
+        ("modelsimBypassMramSwitch", Bool),
+        ("reportFileName", Text),
+        ("analyzerEnabled", Bool),
+        ("analyzerFilteringEnabled", Bool),
+        ("mramBypassEnabled", Bool),
+        ("mramEmulateRefresh", Signed),
+        ("regionMode", Text),
+        ("rankPath", Text),
+        ("ignoreVersion", Bool),
+        ("tryRepairIram", Bool),
+        ("tryRepairWram", Bool),
+        ("ignoreVpd", Bool),
+        ("nrThreadPerPool", Signed),
+        ("poolThreshold1Thread", Signed),
+        ("poolThreshold2Threads", Signed),
+        ("poolThreshold4Threads", Signed),
+        ("usbSerial", Text),
+        ("chipSelect", Unsigned),
+    ]
+};
+
+/// Checks the value of an SDK-only property against its type.
+fn check_sdk_property(key: &str, ty: PropertyType, value: &str) -> Result<(), ConfigError> {
+    let bad = |expected| ConfigError::BadValue {
+        key: key.into(),
+        value: value.into(),
+        expected,
+    };
+    match ty {
+        PropertyType::Bool => parse_bool(key, value).map(|_| ()),
+        PropertyType::Unsigned => {
+            let ok = match value
+                .strip_prefix("0x")
+                .or_else(|| value.strip_prefix("0X"))
+            {
+                Some(hex) => u64::from_str_radix(hex, 16).is_ok(),
+                None => value.parse::<u64>().is_ok(),
+            };
+            ok.then_some(())
+                .ok_or_else(|| bad("a non-negative integer (decimal or 0x hexadecimal)"))
+        }
+        PropertyType::Signed => value
+            .parse::<i64>()
+            .map(|_| ())
+            .map_err(|_| bad("an integer")),
+        PropertyType::Text => (!value.is_empty())
+            .then_some(())
+            .ok_or_else(|| bad("a non-empty value")),
+    }
+}
 
 /// Errors of the profile string.
 #[derive(Debug, Clone, Error, PartialEq, Eq)]
@@ -46,7 +148,7 @@ pub enum ConfigError {
     #[error("profile item '{item}' is not of the form key=value (valid keys: {})", VALID_KEYS.join(", "))]
     Syntax { item: String },
     /// A key the profile string does not know.
-    #[error("unknown profile key '{key}' (valid keys: {})", VALID_KEYS.join(", "))]
+    #[error("unknown profile key '{key}' (valid keys: {}; also the SDK's other properties, which have no effect here: docs/profiles.md)", VALID_KEYS.join(", "))]
     UnknownKey { key: String },
     /// A value that does not fit its key.
     #[error("bad value '{value}' for profile key '{key}': expected {expected}")]
@@ -130,6 +232,9 @@ pub struct SystemConfig {
     /// Fault on DMA requests the hardware tolerates but that are almost certainly bugs
     /// (`strictDma=true`; by default they run as on the DPU, with advice in the report).
     pub strict_dma: bool,
+    /// Fault when every tasklet of a DPU waits with nobody left to wake it (`strictSync=true`;
+    /// by default the launch ends there, as on the DPU, with advice in the report).
+    pub strict_sync: bool,
     /// What the host program's clocks show (`clock=virtual|real`; default virtual).
     pub clock: Option<HostClock>,
     /// Where MRAM lives (`memory=anon|file:DIR|cached:DIR`; default anon).
@@ -219,6 +324,10 @@ impl SystemConfig {
                 .split_once('=')
                 .map(|(k, v)| (k.trim(), v.trim()))
                 .ok_or_else(|| ConfigError::Syntax { item: item.into() })?;
+            let key = KEY_ALIASES
+                .iter()
+                .find(|(alias, _)| *alias == key)
+                .map_or(key, |(_, canonical)| *canonical);
             match key {
                 "backend" => {
                     self.backend = match value {
@@ -250,12 +359,13 @@ impl SystemConfig {
                         }
                     }
                 }
-                "nrJobPerRank" => self.nr_job_per_rank = Some(parse_u32(key, value)?),
+                "nrJobsPerRank" => self.nr_job_per_rank = Some(parse_u32(key, value)?),
                 "dispatchOnAllRanks" => self.dispatch_on_all_ranks = parse_bool(key, value)?,
                 "disableSafeChecks" => self.disable_safe_checks = parse_bool(key, value)?,
                 "cycleAccurate" => self.cycle_accurate = parse_bool(key, value)?,
                 "sgXferEnable" => self.sg_xfer_enable = parse_bool(key, value)?,
                 "strictDma" => self.strict_dma = parse_bool(key, value)?,
+                "strictSync" => self.strict_sync = parse_bool(key, value)?,
                 "clock" => match HostClock::parse(value) {
                     Some(c) => self.clock = Some(c),
                     None => {
@@ -329,7 +439,10 @@ impl SystemConfig {
                             })?,
                     )
                 }
-                _ => return Err(ConfigError::UnknownKey { key: key.into() }),
+                _ => match SDK_ONLY_PROPERTIES.iter().find(|(k, _)| *k == key) {
+                    Some((_, ty)) => check_sdk_property(key, *ty, value)?,
+                    None => return Err(ConfigError::UnknownKey { key: key.into() }),
+                },
             }
         }
         Ok(())
@@ -610,6 +723,31 @@ mod tests {
         for b in ["hw", "simulator", "openpim"] {
             assert!(SystemConfig::parse_with_base(None, &format!("backend={b}")).is_ok());
         }
+    }
+
+    #[test]
+    fn sdk_property_spellings() {
+        // The SDK's spelling and the older one set the same field.
+        for key in ["nrJobsPerRank", "nrJobPerRank"] {
+            let c = SystemConfig::parse_with_base(None, &format!("{key}=64")).unwrap();
+            assert_eq!(c.nr_job_per_rank, Some(64));
+        }
+        // The rest of the SDK's list: accepted, values checked by type.
+        let c = SystemConfig::parse_with_base(
+            None,
+            "chipId=0x42,disabledMask=0,ignoreVpd=true,regionMode=perf,mramEmulateRefresh=-1,\
+             sgXferMaxBlocksPerDpu=256,enableProfiling=statistics",
+        )
+        .unwrap();
+        assert_eq!(c, SystemConfig::default());
+        let e = SystemConfig::parse_with_base(None, "ignoreVpd=maybe").unwrap_err();
+        assert!(e.to_string().contains("ignoreVpd"), "{e}");
+        let e = SystemConfig::parse_with_base(None, "chipId=-3").unwrap_err();
+        assert!(e.to_string().contains("chipId"), "{e}");
+        // Still refused by name.
+        let e = SystemConfig::parse_with_base(None, "nrJobsPerRanks=4").unwrap_err();
+        assert!(matches!(e, ConfigError::UnknownKey { ref key } if key == "nrJobsPerRanks"));
+        assert!(e.to_string().contains("nrJobsPerRank,"), "{e}");
     }
 
     #[test]

@@ -393,6 +393,7 @@ impl HardwareProfile {
             max_cycles,
             strict_dma: false,
             engine: openpim_engine::Engine::default(),
+            strict_sync: false,
         }
     }
 

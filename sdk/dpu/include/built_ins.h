@@ -1,16 +1,17 @@
-/* OpenPIM DPU: <built_ins.h> — a few of the DPU instruction wrappers, written in C.
- * 8x8-bit multiplies: __builtin_mul_<x>_<y>(a, b) with x, y in
- *   sl (signed low byte), ul (unsigned low byte), sh (signed high byte), uh (unsigned high byte). */
+/* OpenPIM DPU: <built_ins.h> — the DPU instruction builtins of the SDK (built_ins_isa.h).
+ * 8x8-bit multiplies: __builtin_mul_<x>_<y>_rrr(dc, a, b) and __builtin_mul_<x>_<y>(a, b) with
+ * x, y in sl (signed low byte), ul (unsigned low byte), sh (signed high byte), uh (unsigned
+ * high byte). */
 #ifndef _OPENPIM_BUILT_INS_H
 #define _OPENPIM_BUILT_INS_H
 #include <stdint.h>
 
-#define __OPENPIM_B_sl(x) ((int32_t)(int8_t)((uint32_t)(x) & 0xff))
-#define __OPENPIM_B_ul(x) ((int32_t)((uint32_t)(x) & 0xff))
-#define __OPENPIM_B_sh(x) ((int32_t)(int8_t)(((uint32_t)(x) >> 8) & 0xff))
-#define __OPENPIM_B_uh(x) ((int32_t)(((uint32_t)(x) >> 8) & 0xff))
-#define __OPENPIM_MUL8(p, q, a, b) (__OPENPIM_B_##p(a) * __OPENPIM_B_##q(b))
+/* The DPU instruction builtins (__builtin_<op>_rrr/_rri/_rr/_rrri, __builtin_nop_), one issue
+ * slot each. */
+#include <built_ins_isa.h>
 
+/* Two-operand forms of the 8x8-bit multiplies: the product of a byte of a and a byte of b. */
+#define __OPENPIM_MUL8(p, q, a, b) ((int32_t)__openpim_mul_##p##_##q((uint32_t)(a), (uint32_t)(b)))
 #define __builtin_mul_sl_sl(a, b) __OPENPIM_MUL8(sl, sl, a, b)
 #define __builtin_mul_sl_ul(a, b) __OPENPIM_MUL8(sl, ul, a, b)
 #define __builtin_mul_sl_sh(a, b) __OPENPIM_MUL8(sl, sh, a, b)
@@ -28,9 +29,7 @@
 #define __builtin_mul_uh_sh(a, b) __OPENPIM_MUL8(uh, sh, a, b)
 #define __builtin_mul_uh_uh(a, b) __OPENPIM_MUL8(uh, uh, a, b)
 
-/* count leading zeros / ones population / count trailing zeros (32-bit; clz(0) = 32). */
-#define __builtin_clz_rr(dst, x) ((dst) = ((uint32_t)(x) == 0u) ? 32 : __builtin_clz((uint32_t)(x)))
-#define __builtin_cao_rr(dst, x) ((dst) = __builtin_popcount((uint32_t)(x)))
+/* count trailing zeros (32-bit; ctz(0) = 32): not a DPU instruction, C. */
 #define __builtin_ctz_rr(dst, x) ((dst) = ((uint32_t)(x) == 0u) ? 32 : __builtin_ctz((uint32_t)(x)))
 
 /* Current cycle count since the start of the launch (64 bits). */

@@ -4,4 +4,7 @@
 #include <stdint.h>
 #include <perfcounter.h>
 
+/* In the host-visible section, as a __host variable: hosts read it with dpu_copy_from (as on
+ * the SDK). The linker script (dpu.ld) pulls it into every program, used or not. */
+__attribute__((__aligned__(8), __section__(".dpu_host.CLOCKS_PER_SEC"), __used__))
 const volatile uint32_t CLOCKS_PER_SEC = 350000000;

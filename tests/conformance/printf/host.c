@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <dpu.h>
 #include <dpu_log.h>
+#include <dpu_management.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +42,8 @@ int main(void)
 {
     struct dpu_set_t set, dpu;
     int bad = 0;
-    DPU_ASSERT(dpu_alloc(1, NULL, &set));
+    /* 10 DPUs: the tenth is member 1 of the second slice (8 DPUs a slice) */
+    DPU_ASSERT(dpu_alloc(10, NULL, &set));
     DPU_ASSERT(dpu_load(set, "./bin/dpu_printf", NULL));
     struct print_values v[2];
     memset(v, 0, sizeof(v));
@@ -67,7 +69,8 @@ int main(void)
         DPU_ASSERT(dpu_copy_to(set, "run_id", 0, &run, sizeof(run)));
         DPU_ASSERT(dpu_launch(set, DPU_SYNCHRONOUS));
         build_expected(&v[run], run);
-        DPU_FOREACH(set, dpu) {
+        uint32_t each;
+        DPU_FOREACH(set, dpu, each) {
             uint32_t size;
             DPU_ASSERT(dpu_copy_from(dpu, "values_size", 0, &size, 4));
             if (size != sizeof(struct print_values)) {
@@ -83,11 +86,21 @@ int main(void)
             if (fread(text, 1, (size_t)len, f) != (size_t)len)
                 bad = 1;
             fclose(f);
+            /* the header names the DPU's full id as dpu_get_id forms it (rank id << 16 |
+             * slice << 8 | member; rank id = target type 3 (hw) << 12 | rank index) */
+            char header[64];
+            snprintf(header, sizeof(header), "=== DPU#0x%x ===\n", dpu_get_id(dpu.dpu));
+            uint32_t sdk_id = (3u << 28) | ((each / 8) << 8) | (each % 8);
+            if (dpu_get_id(dpu.dpu) != sdk_id) {
+                printf("dpu_get_id of DPU %u: 0x%x, expected 0x%x\n", each, dpu_get_id(dpu.dpu), sdk_id);
+                bad = 1;
+            }
             const char *body = text;
-            if (strncmp(text, "=== DPU#0x", 10) == 0 && strstr(text, " ===\n") != NULL) {
-                body = strstr(text, " ===\n") + 5;
+            if (strncmp(text, header, strlen(header)) == 0) {
+                body = text + strlen(header);
             } else {
-                printf("dpu_log_read: missing the '=== DPU#0x<id> ===' header line\n");
+                printf("dpu_log_read of DPU %u: header line is not '%.*s' (got '%.*s')\n", each,
+                    (int)strlen(header) - 1, header, (int)(strchr(text, '\n') ? strchr(text, '\n') - text : 0), text);
                 bad = 1;
             }
             bad |= compare("dpu_log_read", body, (size_t)len - (size_t)(body - text));

@@ -54,10 +54,13 @@ int main(void)
     FILE *f = open_memstream(&text, &len);
     DPU_ASSERT(dpu_log_read(set, f));
     fclose(f);
+    /* (after the "=== DPU#0x<id> ===" header line) */
+    const char *body = memchr(text, '\n', len);
+    size_t start = body != NULL ? (size_t)(body - text) + 1 : 0;
     size_t digits = 0;
-    for (size_t i = 0; i < len; i++)
+    for (size_t i = start; i < len; i++)
         digits += text[i] >= '0' && text[i] <= '9';
-    bad += check("digits in the log of the last launch (20 calls x 200, and the header's two)", digits == 4002, (double)digits);
+    bad += check("digits in the log of the last launch after its header (20 calls x 200)", digits == 4000, (double)digits);
     free(text);
     DPU_ASSERT(dpu_free(set));
     printf("%s printf_timing\n", bad ? "FAIL" : "OK");

@@ -1,5 +1,6 @@
 /* SDK semantics that real programs rely on, each checked against the value the UPMEM SDK
  * documents (or the CPU computes):
+ *  - the SDK's profile property spellings (nrJobsPerRank, ...) are accepted, unknown keys not;
  *  - UPMEM_PROFILE_BASE is honoured by dpu_alloc(..., NULL, ...) and overridden key by key
  *    by the program's own profile string;
  *  - DPU_ALLOCATE_ALL takes every rank; dpu_alloc(0) is DPU_ERR_ALLOCATION;
@@ -46,6 +47,28 @@ int main(void)
     /* The SDK takes nrThreadsPerRank=0 as "the default number of threads". */
     check_code("nrThreadsPerRank=0 is accepted", DPU_OK, dpu_alloc(1, "nrThreadsPerRank=0", &set));
     DPU_ASSERT(dpu_free(set));
+    /* The SDK's property list spells it nrJobsPerRank (public programs use both spellings);
+     * the list's other properties (driver, simulator, profiling) are accepted too. */
+    static const char *const sdk_profiles[] = {
+        "nrJobsPerRank=256,sgXferEnable=true",
+        "cycleAccurate=true,nrJobsPerRank=64",
+        "nrJobPerRank=64,dispatchOnAllRanks=true,cycleAccurate=true",
+        "backend=simulator,nrJobsPerRank=256,sgXferEnable=true",
+        "chipId=0x42,ignoreVpd=true,disableResetOnAlloc=false,regionMode=perf,clockDivision=2",
+        "enableProfiling=statistics,mramAccessByDpuOnly=false,sgXferMaxBlocksPerDpu=64",
+    };
+    for (size_t p = 0; p < sizeof(sdk_profiles) / sizeof(sdk_profiles[0]); p++) {
+        char what[160];
+        snprintf(what, sizeof(what), "profile \"%s\" is accepted", sdk_profiles[p]);
+        dpu_error_t e = dpu_alloc(1, sdk_profiles[p], &set);
+        check_code(what, DPU_OK, e);
+        if (e == DPU_OK)
+            DPU_ASSERT(dpu_free(set));
+    }
+    check_code("a misspelt key (nrJobsPerRanks) is still refused", DPU_ERR_INVALID_PROFILE,
+        dpu_alloc(1, "nrJobsPerRanks=4", &set));
+    check_code("a bad value of an SDK property (ignoreVpd=maybe) is refused", DPU_ERR_INVALID_PROFILE,
+        dpu_alloc(1, "ignoreVpd=maybe", &set));
     DPU_ASSERT(dpu_alloc(DPU_ALLOCATE_ALL, NULL, &set));
     DPU_ASSERT(dpu_get_nr_dpus(set, &nr_dpus));
     DPU_ASSERT(dpu_get_nr_ranks(set, &nr_ranks));

@@ -92,6 +92,7 @@ pub fn timing() -> Timing {
         max_cycles: Some(50_000_000),
         strict_dma: false,
         engine: Engine::default(),
+        strict_sync: false,
     }
 }
 

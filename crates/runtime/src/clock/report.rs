@@ -219,7 +219,8 @@ impl MemoryReport {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Advice {
     /// Stable identifier: `idle_ranks`, `serial_transfers_in_loops`, `small_transfers`,
-    /// `few_tasklets`, `small_mram_transfers`, `tolerated_dma`, `host_mediated_exchange`.
+    /// `few_tasklets`, `small_mram_transfers`, `tolerated_dma`, `host_mediated_exchange`,
+    /// `all_tasklets_waiting`.
     pub id: String,
     pub message: String,
 }
@@ -568,6 +569,21 @@ fn advise(r: &Report, s: &State) -> Vec<Advice> {
             message: format!(
                 "{quirks} DMA request(s) were performed as the DPU performs them although they are almost certainly bugs (the length is what its 8-bit field encodes, addresses lose their low 3 bits, an MRAM offset is taken without the base): {}. Run with the profile key strictDma=true to make them faults.",
                 examples.join(" | ")
+            ),
+        });
+    }
+    // 7. Launches that ended with every tasklet of a DPU waiting.
+    let waiting: u64 = s.launches.iter().map(|l| l.record.waiting_dpus).sum();
+    if waiting > 0 {
+        let example = s
+            .launches
+            .iter()
+            .find_map(|l| l.record.waiting_example.as_deref())
+            .unwrap_or("");
+        out.push(Advice {
+            id: "all_tasklets_waiting".into(),
+            message: format!(
+                "{waiting} DPU run(s) ended with every tasklet that had not finished waiting and none left to wake them (a barrier not every tasklet reaches, a semaphore never given, a handshake never notified), e.g. {example}. As on the DPU, it stopped issuing and the launch completed: the work after the wait was not done. Run with the profile key strictSync=true to make it a fault (DPU_ERR_DPU_FAULT)."
             ),
         });
     }

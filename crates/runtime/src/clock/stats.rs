@@ -94,6 +94,10 @@ pub struct LaunchRecord {
     /// The first of them, described for an advice line (DPU, pc, what was asked, what
     /// happened).
     pub dma_quirk_example: Option<String>,
+    /// DPUs whose launch ended with every tasklet waiting (nobody left to wake them).
+    pub waiting_dpus: u64,
+    /// The first of them, described for an advice line (DPU, tasklets, where they wait).
+    pub waiting_example: Option<String>,
 }
 
 impl LaunchRecord {

@@ -501,23 +501,19 @@ impl DpuSet {
         (done, fault)
     }
 
-    /// The log (printf output) of the single DPU's last launch.
-    /// The machine-wide id of the DPU of a one-DPU set (rank slot × DPUs per rank + index),
-    /// as the SDK prints it in log headers (`=== DPU#0x%x ===`).
-    pub fn dpu_id(&self) -> Result<u32> {
-        let (rank, index) = match self {
-            DpuSet::Dpu(r, i) => (r, *i),
-            DpuSet::Ranks(rs) if self.nr_dpus() == 1 => (&rs[0], 0),
-            _ => {
-                return Err(Error::InvalidDpuSet(format!(
-                    "a DPU id belongs to one DPU, but the set has {} DPUs; use DPU_FOREACH",
-                    self.nr_dpus()
-                )))
-            }
-        };
-        Ok(rank.id() * rank.machine().dpus_per_rank + index)
+    /// The rank and index of the DPU of a one-DPU set (the DPU a log header or an id names).
+    pub fn single_dpu(&self) -> Result<(&Arc<Rank>, u32)> {
+        match self {
+            DpuSet::Dpu(r, i) => Ok((r, *i)),
+            DpuSet::Ranks(rs) if self.nr_dpus() == 1 => Ok((&rs[0], 0)),
+            _ => Err(Error::InvalidDpuSet(format!(
+                "a DPU id belongs to one DPU, but the set has {} DPUs; use DPU_FOREACH",
+                self.nr_dpus()
+            ))),
+        }
     }
 
+    /// The log (printf output) of the single DPU's last launch.
     pub fn log(&self) -> Result<Vec<u8>> {
         match self {
             DpuSet::Dpu(r, i) => {

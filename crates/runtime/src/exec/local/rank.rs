@@ -10,7 +10,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use openpim_engine::{DmaQuirk, Timing};
+use openpim_engine::{DmaQuirk, Timing, WaitingTasklets};
 use openpim_machine::memory::dedup::{self, SharedBuffer, DEDUP_MIN_BYTES};
 use openpim_machine::{Access, Bytes, DpuMemories, MachineConfig, MramAddr, MramStore, Persist};
 use rayon::prelude::*;
@@ -40,6 +40,8 @@ pub(crate) struct DpuState {
     pub fault: Option<FaultInfo>,
     /// The first tolerated-but-suspicious DMA request of the last launch, described.
     pub dma_quirk: Option<String>,
+    /// The DPU's last launch ended with every tasklet waiting (described for the report).
+    pub waiting: Option<String>,
 }
 
 /// Heavy state: memories. Locked while an operation executes.
@@ -211,12 +213,14 @@ impl LocalRank {
                 stats: None,
                 fault: None,
                 dma_quirk: None,
+                waiting: None,
             });
         }
         let mut timing = machine.hardware.timing(machine.config.max_cycles);
         timing.strict_dma = machine.config.strict_dma;
         // (A bad `OPENPIM_ENGINE` failed the allocation already: `engine_use::configure`.)
         timing.engine = machine.engine().unwrap_or_default();
+        timing.strict_sync = machine.config.strict_sync;
         Ok(LocalRank {
             id: slot.0,
             nr_dpus,
@@ -769,6 +773,12 @@ impl LocalRank {
             if record.dma_quirk_example.is_none() {
                 record.dma_quirk_example.clone_from(&dpu.dma_quirk);
             }
+            if dpu.waiting.is_some() {
+                record.waiting_dpus += 1;
+                if record.waiting_example.is_none() {
+                    record.waiting_example.clone_from(&dpu.waiting);
+                }
+            }
             if let Some(f) = &dpu.fault {
                 faults.push(f);
             }
@@ -871,6 +881,10 @@ fn run_one(
                 .dma_quirks
                 .first()
                 .map(|q| describe_dma_quirk(rank, index, q, prog));
+            dpu.waiting = out
+                .waiting
+                .as_ref()
+                .map(|w| describe_waiting(rank, index, w, prog));
             dpu.fault = out.fault.map(|f| FaultInfo {
                 rank,
                 dpu: index,
@@ -895,6 +909,7 @@ fn run_one(
             let msg = panic_message(&*p);
             dpu.stats = None;
             dpu.dma_quirk = None;
+            dpu.waiting = None;
             dpu.fault = Some(FaultInfo {
                 rank,
                 dpu: index,
@@ -926,6 +941,30 @@ fn describe_dma_quirk(rank: u32, dpu: u32, q: &DmaQuirk, prog: &Program) -> Stri
         what.join("; "),
         q.moved
     )
+}
+
+/// One line on a launch that ended with every tasklet waiting: which tasklets wait in which
+/// synchronisation primitive (the runtime function of the wait: `barrier_wait`, `sem_take`,
+/// `handshake_wait_for`, ...).
+fn describe_waiting(rank: u32, dpu: u32, w: &WaitingTasklets, prog: &Program) -> String {
+    let mut by_function: Vec<(String, Vec<u32>)> = Vec::new();
+    for &(tasklet, pc) in &w.pcs {
+        let f = prog
+            .function_at(pc)
+            .unwrap_or_else(|| format!("pc {pc:#010x}"));
+        match by_function.iter_mut().find(|(name, _)| *name == f) {
+            Some((_, ts)) => ts.push(tasklet),
+            None => by_function.push((f, vec![tasklet])),
+        }
+    }
+    let parts: Vec<String> = by_function
+        .iter()
+        .map(|(f, ts)| {
+            let list: Vec<String> = ts.iter().map(u32::to_string).collect();
+            format!("tasklet(s) {} in {f}", list.join(", "))
+        })
+        .collect();
+    format!("DPU {dpu} of rank {rank}: {}", parts.join("; "))
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

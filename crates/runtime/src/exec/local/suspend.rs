@@ -34,6 +34,7 @@ struct LastLaunch {
     stats: Option<DpuRunStats>,
     fault: Option<FaultInfo>,
     dma_quirk: Option<String>,
+    waiting: Option<String>,
 }
 
 /// A rank put aside: its memories in a file (removed when this is dropped), the rest here.
@@ -94,6 +95,7 @@ impl ServedRank {
                 stats: dpu.stats,
                 fault: dpu.fault.clone(),
                 dma_quirk: dpu.dma_quirk.clone(),
+                waiting: dpu.waiting.clone(),
             });
         }
         let summary = w.finish()?;
@@ -177,6 +179,7 @@ impl SuspendedRank {
                 dpu.stats = last.stats;
                 dpu.fault = last.fault;
                 dpu.dma_quirk = last.dma_quirk;
+                dpu.waiting = last.waiting;
             }
             rank.persist(&state, openpim_machine::Persist::Transfer, 0..self.nr_dpus)?;
         }

@@ -361,6 +361,8 @@ impl Enc {
             self.u64(v);
         }
         self.opt_str(r.dma_quirk_example.as_deref());
+        self.u64(r.waiting_dpus);
+        self.opt_str(r.waiting_example.as_deref());
     }
 }
 
@@ -523,6 +525,8 @@ impl<'a> Dec<'a> {
             tasklet_cycles: self.u64()?,
             dma_quirks: self.u64()?,
             dma_quirk_example: self.opt_str()?,
+            waiting_dpus: self.u64()?,
+            waiting_example: self.opt_str()?,
         })
     }
     fn end(&self) -> DResult<()> {
