@@ -45,10 +45,18 @@ def env() -> dict[str, str]:
     return e
 
 
-def host(profile: str, *args: str) -> tuple[str, float]:
-    """Runs the test host; returns its output and wall seconds."""
+def build() -> None:
+    """Builds tests/memory (host and kernel) with the project's DPU toolchain."""
+    subprocess.run([str(ROOT / "scripts/dpu-toolchain.sh"), "fresh", str(TESTS)], check=True)
+    subprocess.run(["make", "-s", "-C", str(TESTS)], env=env(), check=True, capture_output=True)
+
+
+def host(profile: str, *args: str, report: str = "") -> tuple[str, float]:
+    """Runs the test host; returns its output and wall seconds (REPORT: its JSON run report)."""
     e = env()
     e["UPMEM_PROFILE_BASE"] = profile
+    if report:
+        e["OPENPIM_REPORT"] = report
     start = time.monotonic()
     p = subprocess.Popen(
         ["./bin/host", *args], cwd=TESTS, env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
@@ -66,9 +74,9 @@ def cpu_children() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def stream(name: str, profile: str, dpus: int, mib: int, reps: int) -> dict:
+def stream(name: str, profile: str, dpus: int, mib: int, reps: int, report: str = "") -> dict:
     cpu0 = cpu_children()
-    out, wall = host(profile, "stream", str(dpus), str(mib), str(reps))
+    out, wall = host(profile, "stream", str(dpus), str(mib), str(reps), report=report)
     row: dict = {"config": name, "profile": profile or "(default)", "wall": wall, "cpu": cpu_children() - cpu0}
     for line in out.splitlines():
         m = re.match(r"(\w+) dpu ([\d.]+) host ([\d.]+)", line)
@@ -108,8 +116,7 @@ def main() -> None:
     ap.add_argument("--plot", default=str(ROOT / "build" / "bench" / "memory.png"))
     a = ap.parse_args()
 
-    subprocess.run([str(ROOT / "scripts/dpu-toolchain.sh"), "fresh", str(TESTS)], check=True)
-    subprocess.run(["make", "-s", "-C", str(TESTS)], env=env(), check=True, capture_output=True)
+    build()
     tmp = Path(tempfile.mkdtemp(prefix="openpim-bench-memory."))
     working = 3 * a.dpus * a.mib
     fits = max(1024, 2 * working)
