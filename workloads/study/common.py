@@ -151,18 +151,24 @@ def run_reported(argv: list[str], cwd: Path, log: Log, env: dict[str, str], ok: 
     return report, r.stdout, wall
 
 
-def bench_module(name: str) -> ModuleType:
-    """bench/NAME/run.py as a module (its functions are the studies' building blocks)."""
-    key = f"openpim_bench_{name}"
+def load_module(rel: str, key: str) -> ModuleType:
+    """A script of the repository (REL from its root) as a module: the studies reuse the
+    benchmarks' and tests' functions instead of copying them."""
     if key in sys.modules:
         return sys.modules[key]
-    spec = importlib.util.spec_from_file_location(key, ROOT / "bench" / name / "run.py")
+    path = ROOT / rel
+    spec = importlib.util.spec_from_file_location(key, path)
     if spec is None or spec.loader is None:
-        raise StudyError(f"bench/{name}/run.py not found")
+        raise StudyError(f"{rel} not found")
     mod = importlib.util.module_from_spec(spec)
     sys.modules[key] = mod
     spec.loader.exec_module(mod)
     return mod
+
+
+def bench_module(name: str) -> ModuleType:
+    """bench/NAME/run.py as a module (its functions are the studies' building blocks)."""
+    return load_module(f"bench/{name}/run.py", f"openpim_bench_{name}")
 
 
 def plot() -> Any:
