@@ -77,7 +77,8 @@ def cpu_children() -> float:
 def stream(name: str, profile: str, dpus: int, mib: int, reps: int, report: str = "") -> dict:
     cpu0 = cpu_children()
     out, wall = host(profile, "stream", str(dpus), str(mib), str(reps), report=report)
-    row: dict = {"config": name, "profile": profile or "(default)", "wall": wall, "cpu": cpu_children() - cpu0}
+    row: dict = {"config": name, "profile": profile or "(default)", "wall": wall, "cpu": cpu_children() - cpu0,
+                 "checked": "stream check OK" in out}
     for line in out.splitlines():
         m = re.match(r"(\w+) dpu ([\d.]+) host ([\d.]+)", line)
         if m:
@@ -102,6 +103,23 @@ def best(runs: list[dict]) -> dict:
     return row
 
 
+def store_configs(tmp: Path, working_mib: int) -> list[tuple[str, str]]:
+    """The backing stores and persistence horizons compared, as (name, profile), for a working
+    set of WORKING_MIB MiB: DRAM, a file with each horizon, a cache with a budget that holds
+    the working set and one of a third of it."""
+    fits = max(1024, 2 * working_mib)
+    small = max(128, working_mib // 3)
+    return [
+        ("anon (DRAM)", ""),
+        ("file, persist=never", f"memory=file:{tmp}/f1,persist=never"),
+        ("file, persist=end", f"memory=file:{tmp}/f2,persist=end"),
+        ("file, persist=launch", f"memory=file:{tmp}/f3,persist=launch"),
+        ("file, persist=transfer", f"memory=file:{tmp}/f4,persist=transfer"),
+        (f"cached {fits}M (fits), end", f"memory=cached:{tmp}/c1,memoryBudget={fits}M"),
+        (f"cached {small}M (1/3), end", f"memory=cached:{tmp}/c2,memoryBudget={small}M"),
+    ]
+
+
 def gbps(seconds: float, op: str, dpus: int, mib: int) -> float:
     return ARRAYS[op] * dpus * mib * (1 << 20) / seconds / 1e9 if seconds > 0 else 0.0
 
@@ -119,17 +137,7 @@ def main() -> None:
     build()
     tmp = Path(tempfile.mkdtemp(prefix="openpim-bench-memory."))
     working = 3 * a.dpus * a.mib
-    fits = max(1024, 2 * working)
-    small = max(128, working // 3)
-    configs = [
-        ("anon (DRAM)", ""),
-        ("file, persist=never", f"memory=file:{tmp}/f1,persist=never"),
-        ("file, persist=end", f"memory=file:{tmp}/f2,persist=end"),
-        ("file, persist=launch", f"memory=file:{tmp}/f3,persist=launch"),
-        ("file, persist=transfer", f"memory=file:{tmp}/f4,persist=transfer"),
-        (f"cached {fits}M (fits), end", f"memory=cached:{tmp}/c1,memoryBudget={fits}M"),
-        (f"cached {small}M (1/3), end", f"memory=cached:{tmp}/c2,memoryBudget={small}M"),
-    ]
+    configs = store_configs(tmp, working)
     runs: dict[str, list[dict]] = {name: [] for name, _ in configs}
     try:
         # Round-robin, so that the machine's load changes hit every configuration alike.

@@ -50,6 +50,12 @@ def yn(ok: bool) -> str:
     return "yes" if ok else "no"
 
 
+def within2(openpim: float, paper: float) -> bool:
+    """The studies' one rule for a number: OpenPIM's figure holds when it is within a factor of
+    two of the paper's (the same for every number of every study; docs/study.md)."""
+    return paper / 2 <= openpim <= paper * 2
+
+
 def claim(key: str, text: str, paper: str, measure: Callable[[], tuple[str, str, str]]) -> Claim:
     """A claim row whose OpenPIM cell, verdict and reason come from `measure`; a measurement
     that cannot be made (a missing point) is an error of the study, not a verdict."""
