@@ -112,12 +112,6 @@ class Daemon:
                 return float(line.split()[1])
         return float("nan")
 
-    def metric_sum(self, name):
-        """The sum of a per-rank metric over its ranks (lines `name{rank="r"} value`)."""
-        time.sleep(1.2)  # rewritten every second
-        return sum(float(line.split()[-1]) for line in Path(self.metrics).read_text().splitlines()
-                   if line.startswith(name + "{"))
-
     def stop(self):
         self.proc.terminate()
         self.proc.wait(timeout=20)
