@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         log("tenants on a one-rank daemon: the first holds the rank idle, or frees it promptly:")
         idle = tenants.two([], s["pause_ms"], 0, "alloc_timeout_s = 120\n")
         prompt = tenants.two([], 0, 0, "alloc_timeout_s = 120\n")
-    except StudyError as e:
+    except (StudyError, subprocess.CalledProcessError) as e:
         log(f"error: {e}")
         return 1
 
@@ -146,10 +146,10 @@ def main(argv: list[str] | None = None) -> int:
                    "The seed's effect is the real machine's: with a rank allocated, the host's disk reads slowed "
                    "1.5-2.7x (the seed supposes the driver's allocation affects the system's virtual pages). An "
                    "emulated rank is ordinary memory of the emulator's process (MRAM mapped lazily), so the "
-                   "emulator cannot show that effect, and the study measures that it does not (D1). What it can show "
+                   "emulator cannot show that effect, and the study measures that it does not (A1). What it can show "
                    "is the other cost of holding ranks idle on a shared server: other tenants of the rank manager "
-                   "wait for them (T1), the daemon counts the idle-held rank-seconds (T2), and the run report's "
-                   "`idle_ranks` advice names the holder and repeats the seed's recommendation (T3).", ""])
+                   "wait for them (A3), the daemon counts the idle-held rank-seconds (A4), and the run report's "
+                   "`idle_ranks` advice names the holder and repeats the seed's recommendation (A5).", ""])
 
 
 def figures(out: Path, dk: list[dict], ten: list[dict]) -> None:
@@ -188,33 +188,33 @@ def build_claims(dk: list[dict], ten: list[dict], s: dict, idle_msg: str) -> lis
     held, prompt = ten[0], ten[1]
     pauses = s["pause_ms"] / 1000
     return [
-        claim("D1", "reading a file is slower while a rank is allocated, even idle", "1.5-2.7x slower", lambda: (
+        claim("A1", "reading a file is slower while a rank is allocated, even idle", "1.5-2.7x slower", lambda: (
             f"{slow:.2f}x ({dk[1]['read_mib_s']:.0f} MiB/s with the rank; without: {dk[0]['read_mib_s']:.0f} before, "
             f"{dk[2]['read_mib_s']:.0f} after)", yn(slow >= 1.5),
             "reproduced" if slow >= 1.5 else
             "below the seed's 1.5x: an emulated rank is the emulator's lazily mapped memory, not a device mapping, "
             "so the driver's effect on the host's pages the seed supposes is not there; what remains is this shared "
             "machine's spread (compare the two runs without a rank)")),
-        claim("D2", "writing a file is not affected", "no difference", lambda: (
+        claim("A2", "writing a file is not affected", "no difference", lambda: (
             f"{wslow:.2f}x", yn(0.8 <= wslow <= 1.25),
             "no difference within this machine's noise" if 0.8 <= wslow <= 1.25 else
             "the write rate moved by more than the noise band (disk shared with other jobs)")),
-        claim("T1", "holding a rank idle costs the other tenants (the recommendation's reason on a shared server)",
+        claim("A3", "holding a rank idle costs the other tenants (the recommendation's reason on a shared server)",
               "free the DPUs as soon as possible", lambda: (
                   f"second tenant waited {held['waiter_wait_s']:.1f} s behind an idle holder, "
                   f"{prompt['waiter_wait_s']:.1f} s behind a prompt one", yn(held["waiter_wait_s"] >= prompt["waiter_wait_s"] + 0.5 * pauses),
                   "the manager serves ranks first come, first served; an allocated rank is nobody else's")),
-        claim("T2", "the idle holding is visible: rank-seconds held idle (daemon metrics)", "— (OpenPIM)", lambda: (
+        claim("A4", "the idle holding is visible: rank-seconds held idle (daemon metrics)", "— (OpenPIM)", lambda: (
             f"{held['idle_held_rank_s']:.1f} rank-s with the idle holder (its pauses: {pauses:.1f} s), "
             f"{prompt['idle_held_rank_s']:.1f} with the prompt one", yn(held["idle_held_rank_s"] >= 0.5 * pauses > prompt["idle_held_rank_s"]),
             "`openpim_rank_idle_held_seconds` counts allocated time with nothing running or moving")),
-        claim("T3", "the advice recommends freeing ranks early to a program that keeps its rank idle after its work",
+        claim("A5", "the advice recommends freeing ranks early to a program that keeps its rank idle after its work",
               "free early; load files before allocating", lambda: (
                   f"holder's report: {held['holder_advice']}; prompt holder's: {prompt['holder_advice']}"
                   + (f" (\"{idle_msg[:160]}\")" if idle_msg else ""),
                   yn("idle_ranks" in held["holder_advice"] and "idle_ranks" not in prompt["holder_advice"]),
                   "the `idle_ranks` rule: idle at least 1 ms and half of the run")),
-        claim("C1", "the seed's setup", "Xeon Silver 4215, 20 DIMMs (40 ranks), SDK 2023.2.0, one rank allocated",
+        claim("A6", "the seed's setup", "Xeon Silver 4215, 20 DIMMs (40 ranks), SDK 2023.2.0, one rank allocated",
               lambda: ("this machine's disk and page cache; an emulated 64-DPU rank", "context",
                        "the effect depends on the real driver, which the emulator replaces")),
     ]

@@ -51,9 +51,15 @@ def yn(ok: bool) -> str:
 
 
 def within2(openpim: float, paper: float) -> bool:
-    """The studies' one rule for a number: OpenPIM's figure holds when it is within a factor of
-    two of the paper's (the same for every number of every study; docs/study.md)."""
+    """The studies' rule for a number (a share, a time): OpenPIM's figure holds when it is within
+    a factor of two of the paper's (the same for every such number of every study; docs/study.md)."""
     return paper / 2 <= openpim <= paper * 2
+
+
+def gain_within2(openpim: float, paper: float) -> bool:
+    """The rule for a speed-up: OpenPIM's gain (speed-up - 1) is within a factor of two of the
+    paper's, so that a speed-up of 1.0x never holds against a paper's 1.42x."""
+    return openpim > 1 and (paper - 1) / 2 <= openpim - 1 <= 2 * (paper - 1)
 
 
 def claim(key: str, text: str, paper: str, measure: Callable[[], tuple[str, str, str]]) -> Claim:

@@ -15,6 +15,7 @@ against OpenPIM's, and why a program can be faster through the daemon than in pr
 from __future__ import annotations
 
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -47,8 +48,6 @@ def prim_runs(bench: str, dpus: int, tmp: Path, server: str, log: Log, repeat: i
     dest = tmp / f"{bench}_{dpus}"
     shutil.copytree(p.src, dest, symlinks=True)
     log(f"  build prim/{bench}@{dpus}: make {' '.join(p.make_args)}")
-    import subprocess
-
     r = subprocess.run(["make", "-j2", *p.make_args], cwd=dest, env=programs.sdk_env(), capture_output=True,
                        text=True)
     if r.returncode != 0:
@@ -144,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
                     "virtual_ns": r[t].report["total_ns"], "results_equal_alone": "yes",
                     "suspensions": r["suspensions"]}
                    for name, r in (("suspend", over), ("no suspend", plain)) for t in ("a", "b")]
-    except StudyError as e:
+    except (StudyError, RuntimeError, subprocess.CalledProcessError) as e:
         log(f"error: {e}")
         return 1
 
