@@ -62,6 +62,11 @@ def prim_runs(bench: str, dpus: int, tmp: Path, server: str, log: Log, repeat: i
         runs = [run_reported(p.run, dest, log, sdk_env(extra), ok, f"prim/{bench}@{dpus} {mode}")
                 for _ in range(repeat)]
         best[mode] = min(runs, key=lambda x: device_ns(x[0]))[0]
+    if device_ns(best["remote"]) < device_ns(best["local"]):
+        # Faster through the daemon: once more without the read cache, to tell why.
+        best["no_prefetch"] = run_reported(p.run, dest, log, sdk_env({"OPENPIM_SERVER": server,
+                                                                      "OPENPIM_REMOTE_PREFETCH": "0"}),
+                                           ok, f"prim/{bench}@{dpus} remote without the read cache")[0]
     return best
 
 
@@ -136,7 +141,9 @@ def main(argv: list[str] | None = None) -> int:
                 for dpus in sizes["dpus"]:
                     for b in sizes["prim"]:
                         best = prim_runs(b, dpus, tmp, main_d.sock, log, sizes["repeat"])
-                        rows.append(row_of(b, dpus, "prim", best["local"], best["remote"], None))
+                        nop = best.get("no_prefetch")
+                        rows.append(row_of(b, dpus, "prim", best["local"], best["remote"],
+                                           device_ns(nop) / device_ns(best["local"]) if nop else None))
                 alloc = [main_d.metric(f"openpim_alloc_seconds_{k}") for k in ("sum", "count", "max")]
                 wipe = [main_d.metric(f"openpim_wipe_seconds_{k}") for k in ("sum", "count", "max")]
             finally:
@@ -298,13 +305,13 @@ def build_claims(rows: list[dict], ablation: list[dict], latency: list[dict], ov
     # tens of percent between runs on a shared machine) say nothing about the remote path's
     # accounting; the others' host time is small and their modeled phases dominate.
     modeled = [r for r in rows if r["local_host_ns"] < 0.5 * r["local_total_ns"]]
-    noisy = [r["program"] for r in rows if r not in modeled]
-    faster = [r for r in rows if r["overhead"] < 1.0 and r["overhead_no_prefetch"] != ""]
-    cache_only = all(r["overhead_no_prefetch"] >= 0.99 for r in faster)
+    noisy = [label(r) for r in rows if r not in modeled]
+    faster = [r for r in rows if r["overhead"] < 1.0]
+    cache_only = all(r["overhead_no_prefetch"] != "" and r["overhead_no_prefetch"] >= 0.99 for r in faster)
     out.append(claim("S12", "virtualisation never makes a program faster than native",
                      "min 1.01x (BS)", lambda: (
                          f"{len(faster)} faster through the daemon ("
-                         + ", ".join(f"{r['program']} {r['overhead']:.2f}x, {r['overhead_no_prefetch']:.2f}x without the cache"
+                         + ", ".join(f"{label(r)} {r['overhead']:.2f}x, " + (f"{r['overhead_no_prefetch']:.2f}x" if r['overhead_no_prefetch'] != "" else "not run") + " without the cache"
                                      for r in faster) + ")", yn(not faster),
                          "the read-across cache turns one serial read per DPU (each paying the modeled per-call fixed "
                          "cost) into one parallel read of the rank: see the section below; host work is charged alike "
@@ -336,6 +343,10 @@ def build_claims(rows: list[dict], ablation: list[dict], latency: list[dict], ov
     return out
 
 
+def label(r: dict) -> str:
+    return f"{r['program']}@{r['dpus']}" if r["kind"] == "prim" else r["program"]
+
+
 def explain(rows: list[dict]) -> list[str]:
     out = ["## Programs faster through the daemon than in process", "",
            "vPIM is never faster than native (its minimum is 1.01x). Here some programs are, and the reason is in "
@@ -343,7 +354,9 @@ def explain(rows: list[dict]) -> list[str]:
            "`dpu_copy_from`), and each of those serial reads pays the modeled per-call fixed cost of a transfer "
            "(`docs/fidelity.md`); through the daemon the read-across cache fetches the place from every DPU of the "
            "rank in one parallel transfer at the second read (charged on the bus model, on the bytes it moved) and "
-           "serves the rest without a bus call. No work is undercharged: the overheads compare the SDK calls' "
+           "serves the rest without a bus call; a program making many small reads of consecutive places (PrIM's NW: "
+           "2,960 parallel reads in process, 233 through the daemon at 4 DPUs) is served by the read-ahead, as vPIM's "
+           "prefetch served NW. No work is undercharged: the overheads compare the SDK calls' "
            "virtual time, which through the daemon is the in-process time plus the path's own CPU costs except where "
            "the cache saves bus calls, and without the cache (`OPENPIM_REMOTE_PREFETCH=0`) the same programs cost at "
            "least their in-process time (S13). The host code between calls is the same code on both paths, measured in "
@@ -356,7 +369,7 @@ def explain(rows: list[dict]) -> list[str]:
         if r["overhead"] >= 1.0:
             continue
         nop = f"{r['overhead_no_prefetch']:.2f}x" if r["overhead_no_prefetch"] != "" else "-"
-        out.append(f"| {r['program']} | {r['local_ns'] / 1e6:.3f} ms | {r['remote_ns'] / 1e6:.3f} ms | "
+        out.append(f"| {label(r)} | {r['local_ns'] / 1e6:.3f} ms | {r['remote_ns'] / 1e6:.3f} ms | "
                    f"{r['overhead']:.2f}x | {nop} | {r['local_reads']} | {r['remote_reads']} | "
                    f"{r['local_dpu_cpu_ns'] / 1e6:.3f} ms | {r['remote_dpu_cpu_ns'] / 1e6:.3f} ms | "
                    f"{r['local_host_ns'] / 1e6:.3f} ms | {r['remote_host_ns'] / 1e6:.3f} ms |")
