@@ -52,8 +52,12 @@ def norm(name: str) -> str:
 def run_bench(quick: bool, log: Log, env: dict[str, str]) -> list[dict[str, Any]]:
     """bench/collectives (the example of crates/collectives), its run report and its call list:
     one row per call with the call's virtual time from the report."""
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "openpim-collectives", "--example", "bench"],
-                   cwd=ROOT, check=True)
+    try:
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "openpim-collectives", "--example", "bench"],
+                       cwd=ROOT, check=True)
+    except OSError as e:
+        raise StudyError(f"cannot build bench/collectives with cargo ({e}): put cargo on PATH (scripts/setup.sh "
+                         "installs it)") from e
     exe = ROOT / "target" / "release" / "examples" / "bench"
     with tempfile.TemporaryDirectory() as tmp:
         calls_file = Path(tmp) / "calls.csv"
