@@ -8,12 +8,14 @@
 #   make test-programs  every published program (PrIM x {1,4,64} DPUs, SimplePIM, dpu_demo, PID-Comm),
 #                       each on both DPU engines, compared launch by launch
 #   make test-collectives  the collectives' full matrix at 64, 256 and 1,024 DPUs
+#   make study-collectives|study-sharing|study-tiers|study-allocation  a seed's full study (docs/study.md)
+#   make study-all  every study, full sizes, into study-all/ with an index REPORT.md
 #   make fuzz-smoke  builds the fuzz targets (fuzz/), replays their regressions, runs each 60 s
 SHELL := /bin/bash
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 CARGO ?= cargo
 
-.PHONY: all setup build demo test test-rust test-conformance test-programs test-collectives bench fidelity lint clean fuzz-smoke test-memory-huge bench-memory fuzz-remote
+.PHONY: all setup build demo test test-rust test-conformance test-programs test-collectives bench fidelity lint clean fuzz-smoke test-memory-huge bench-memory fuzz-remote study-collectives study-sharing study-tiers study-allocation study-all
 
 all: build
 
@@ -58,6 +60,7 @@ test: build
 	tests/programs/run.py
 	tests/workloads/run.py
 	tests/study/run.py
+	tests/study/seeds.py
 
 # MRAM data larger than the host's memory (32.5 GiB over 40 ranks) under a budget, when the
 # disk has room (says SKIP otherwise); see docs/memory.md.
@@ -103,3 +106,7 @@ clean:
 	$(CARGO) clean
 	rm -rf build
 	find tests examples workloads -name bin -type d -prune -exec rm -rf {} +
+
+# The seeds' full studies (docs/study.md): figures, CSVs and REPORT.md into study-NAME/.
+study-collectives study-sharing study-tiers study-allocation study-all: build
+	target/release/openpim study $(@:study-%=%) --out $@

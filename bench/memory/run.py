@@ -45,10 +45,18 @@ def env() -> dict[str, str]:
     return e
 
 
-def host(profile: str, *args: str) -> tuple[str, float]:
-    """Runs the test host; returns its output and wall seconds."""
+def build() -> None:
+    """Builds tests/memory (host and kernel) with the project's DPU toolchain."""
+    subprocess.run([str(ROOT / "scripts/dpu-toolchain.sh"), "fresh", str(TESTS)], check=True)
+    subprocess.run(["make", "-s", "-C", str(TESTS)], env=env(), check=True, capture_output=True)
+
+
+def host(profile: str, *args: str, report: str = "") -> tuple[str, float]:
+    """Runs the test host; returns its output and wall seconds (REPORT: its JSON run report)."""
     e = env()
     e["UPMEM_PROFILE_BASE"] = profile
+    if report:
+        e["OPENPIM_REPORT"] = report
     start = time.monotonic()
     p = subprocess.Popen(
         ["./bin/host", *args], cwd=TESTS, env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
@@ -66,10 +74,11 @@ def cpu_children() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def stream(name: str, profile: str, dpus: int, mib: int, reps: int) -> dict:
+def stream(name: str, profile: str, dpus: int, mib: int, reps: int, report: str = "") -> dict:
     cpu0 = cpu_children()
-    out, wall = host(profile, "stream", str(dpus), str(mib), str(reps))
-    row: dict = {"config": name, "profile": profile or "(default)", "wall": wall, "cpu": cpu_children() - cpu0}
+    out, wall = host(profile, "stream", str(dpus), str(mib), str(reps), report=report)
+    row: dict = {"config": name, "profile": profile or "(default)", "wall": wall, "cpu": cpu_children() - cpu0,
+                 "checked": "stream check OK" in out}
     for line in out.splitlines():
         m = re.match(r"(\w+) dpu ([\d.]+) host ([\d.]+)", line)
         if m:
@@ -94,6 +103,25 @@ def best(runs: list[dict]) -> dict:
     return row
 
 
+def store_configs(tmp: Path, working_mib: int) -> list[tuple[str, str]]:
+    """The backing stores and persistence horizons compared, as (name, profile), for a working
+    set of WORKING_MIB MiB, in this order: DRAM, a file with each horizon (never, end, launch,
+    transfer), a cache with a budget that holds the working set and one of a third of it (at
+    least 128 MiB: the name says the fraction)."""
+    fits = max(1024, 2 * working_mib)
+    small = max(128, working_mib // 3)
+    return [
+        ("anon (DRAM)", ""),
+        ("file, persist=never", f"memory=file:{tmp}/f1,persist=never"),
+        ("file, persist=end", f"memory=file:{tmp}/f2,persist=end"),
+        ("file, persist=launch", f"memory=file:{tmp}/f3,persist=launch"),
+        ("file, persist=transfer", f"memory=file:{tmp}/f4,persist=transfer"),
+        (f"cached {fits}M (fits), end", f"memory=cached:{tmp}/c1,memoryBudget={fits}M"),
+        (f"cached {small}M ({'1/3' if small == working_mib // 3 else f'{100 * small // working_mib} %'}), end",
+         f"memory=cached:{tmp}/c2,memoryBudget={small}M"),
+    ]
+
+
 def gbps(seconds: float, op: str, dpus: int, mib: int) -> float:
     return ARRAYS[op] * dpus * mib * (1 << 20) / seconds / 1e9 if seconds > 0 else 0.0
 
@@ -108,21 +136,10 @@ def main() -> None:
     ap.add_argument("--plot", default=str(ROOT / "build" / "bench" / "memory.png"))
     a = ap.parse_args()
 
-    subprocess.run([str(ROOT / "scripts/dpu-toolchain.sh"), "fresh", str(TESTS)], check=True)
-    subprocess.run(["make", "-s", "-C", str(TESTS)], env=env(), check=True, capture_output=True)
+    build()
     tmp = Path(tempfile.mkdtemp(prefix="openpim-bench-memory."))
     working = 3 * a.dpus * a.mib
-    fits = max(1024, 2 * working)
-    small = max(128, working // 3)
-    configs = [
-        ("anon (DRAM)", ""),
-        ("file, persist=never", f"memory=file:{tmp}/f1,persist=never"),
-        ("file, persist=end", f"memory=file:{tmp}/f2,persist=end"),
-        ("file, persist=launch", f"memory=file:{tmp}/f3,persist=launch"),
-        ("file, persist=transfer", f"memory=file:{tmp}/f4,persist=transfer"),
-        (f"cached {fits}M (fits), end", f"memory=cached:{tmp}/c1,memoryBudget={fits}M"),
-        (f"cached {small}M (1/3), end", f"memory=cached:{tmp}/c2,memoryBudget={small}M"),
-    ]
+    configs = store_configs(tmp, working)
     runs: dict[str, list[dict]] = {name: [] for name, _ in configs}
     try:
         # Round-robin, so that the machine's load changes hit every configuration alike.

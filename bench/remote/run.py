@@ -77,7 +77,7 @@ ABLATION = [
 
 
 def run_once(name, tmp, server=None, env=None):
-    """One run: (virtual ns, phases, remote-path ns by phase or None, wall s)."""
+    """One run: (virtual ns, phases, remote-path ns by phase or None, wall s, the run report)."""
     report = Path(tmp) / f"{name}-{'remote' if server else 'local'}.json"
     extra = {"OPENPIM_REPORT": str(report), **(env or {})}
     if server:
@@ -89,15 +89,15 @@ def run_once(name, tmp, server=None, env=None):
     if p.returncode != 0:
         raise RuntimeError(f"{name} failed ({'daemon' if server else 'in process'}): {p.stderr[-400:]}")
     r = json.loads(report.read_text())
-    return r["total_ns"], r["phases"], (r.get("remote") or {}).get("ipc"), wall
+    return r["total_ns"], r["phases"], (r.get("remote") or {}).get("ipc"), wall, r
 
 
 class Daemon:
-    def __init__(self, tmp, name, *args):
+    def __init__(self, tmp, name, *args, ranks=8):
         self.sock = str(Path(tmp) / f"{name}.sock")
         self.metrics = str(Path(tmp) / f"{name}.prom")
         self.proc = subprocess.Popen(
-            [str(OPENPIM), "daemon", "--socket", self.sock, "--ranks", "8", "--metrics",
+            [str(OPENPIM), "daemon", "--socket", self.sock, "--ranks", str(ranks), "--metrics",
              self.metrics, *args],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for _ in range(200):

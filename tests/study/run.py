@@ -95,7 +95,7 @@ def check(out: Path) -> list[str]:
     for c in cells:
         if any(x == "" for x in c) or "not measured" in " ".join(c):
             errors.append(f"row {c[0]} is not filled: {c}")
-        if c[-2] not in ("yes", "no", "n/a"):
+        if c[-2] not in ("yes", "no", "context"):
             errors.append(f"row {c[0]}: holds is {c[-2]!r}")
     if "## Exchange paths" not in text:
         errors.append("REPORT.md has no exchange-paths section")

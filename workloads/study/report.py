@@ -17,7 +17,7 @@ class Line:
     claim: str
     paper: str
     openpim: str
-    holds: str  # yes / no / n/a
+    holds: str  # yes / no / context
     reason: str
 
 
@@ -70,7 +70,9 @@ def build(res: Results, host: str, sizes_name: str, wall_s: float) -> str:
     out = [
         "# Scalability study: the seed's observations and numbers on OpenPIM",
         "",
-        f"Study `{sizes_name}`; CPU baselines ran on: {host}. Wall time of the study: {wall_s:.0f} s.",
+        f"Study `{sizes_name}`; CPU baselines ran on: {host}. Wall time of the study: {wall_s:.0f} s. "
+        f"Rows: {len(obs) + len(nums)}, " + ", ".join(
+            f"{sum(1 for ln in obs + nums if ln.holds == v)} {v}" for v in ("yes", "no", "context")) + ".",
         "PIM times are virtual (modeled device and bus time + measured host time) from the JSON run",
         "reports; one-time setup (allocation, loading, tables/twiddles into MRAM) is subtracted.",
         "CPU times are real (best of the repetitions, OpenMP on this host). The paper's numbers come",
@@ -112,7 +114,7 @@ def _guard(f: Callable[[], Line], key: str, claim: str, paper: str) -> Line:
     try:
         return f()
     except (KeyError, ValueError, ZeroDivisionError, IndexError) as e:
-        return Line(key, claim, paper, f"not measured ({e})", "n/a", "the experiment did not produce this point")
+        return Line(key, claim, paper, f"not measured ({e})", "context", "the experiment did not produce this point")
 
 
 # -- derived quantities used by several rows ----------------------------------------------------
@@ -302,7 +304,7 @@ def numbers(res: Results) -> list[Line]:
     # A: platform
     add("A1", "UPMEM DIMM", "DDR4-2400, 8 or 16 chips per DIMM",
         lambda: (f"ranks of {hw.get('chips_per_rank', 8)} chips x 8 DPUs; bus model from measured transfers",
-                 "n/a", "OpenPIM models ranks and the bus, not DIMM packaging"))
+                 "context", "OpenPIM models ranks and the bus, not DIMM packaging"))
     add("A2", "per chip / per DPU memories", "8 DPUs, 64 MB MRAM, 24 KB IRAM, 64 KB WRAM per DPU",
         lambda: (hw.get("memories", "?"), _yn("64 MiB" in hw.get("memories", "") and "64 KiB" in hw.get("memories", "")),
                  "hardware profile upmem-v1a"))
@@ -312,13 +314,13 @@ def numbers(res: Results) -> list[Line]:
         lambda: (hw.get("dpu", "?"), _yn("24 tasklets" in hw.get("dpu", "")),
                  "a tasklet issues every 11 cycles (revolver), the DPU at most once per cycle"))
     add("A5", "other PIM results quoted", "3.5x (HBM2-PIM), 6.7x (GDDR6-AiM)",
-        lambda: ("outside the study (other PIM devices)", "n/a", "prior work quoted by the seed, not UPMEM"))
+        lambda: ("outside the study (other PIM devices)", "context", "prior work quoted by the seed, not UPMEM"))
     add("A6", "embedding table sizes and dims", "hundreds of MB to TB; dims 4-384",
         lambda: (f"tables up to {res['sizes'].big_rows * 64 * 4 / 2**20:.0f} MiB, dims 32 and 64",
-                 "n/a", "context; sizes used by the study"))
+                 "context", "context; sizes used by the study"))
     add("A7", "pooling factor in practice", "1 (YouTube), 10s (Meta), 100s (Alibaba)",
-        lambda: (f"swept {min(res['sizes'].poolings_1dpu)}-{max(res['sizes'].poolings_1dpu)}", "n/a", "context"))
-    add("A8", "Table 1 (PIM devices)", "qualitative", lambda: ("UPMEM-class only", "n/a", "qualitative comparison"))
+        lambda: (f"swept {min(res['sizes'].poolings_1dpu)}-{max(res['sizes'].poolings_1dpu)}", "context", "context"))
+    add("A8", "Table 1 (PIM devices)", "qualitative", lambda: ("UPMEM-class only", "context", "qualitative comparison"))
 
     # B: embedding
     s = res["sizes"]
@@ -503,7 +505,7 @@ def numbers(res: Results) -> list[Line]:
                  "a table's columns bound column-wise DPUs; C-R splits each column block by rows"))
     add("B16", "production models (Table 3)", "RM1 10x16M, RM2 40x16M, RM3 5x160M rows, dim 32, pooling 80/80/20",
         lambda: (f"rows / {s.row_scale} (RM1 {16 * 2**20 // s.row_scale}, RM3 {160 * 2**20 // s.row_scale} rows), "
-                 f"{s.rm_dpus} DPUs, batch 16", "n/a", "scaled by one factor to fit this machine (docs/study.md)"))
+                 f"{s.rm_dpus} DPUs, batch 16", "context", "scaled by one factor to fit this machine (docs/study.md)"))
 
     def rm(model: str, part: str, e2e: int) -> Row:
         return _one(res["fig11"], experiment="models", model=model, part=part, end_to_end=e2e)

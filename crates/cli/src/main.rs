@@ -6,7 +6,8 @@
 //!   optional run report (`--report`, `--report=FILE.json`) and trace (`--trace=FILE.json`);
 //! - `openpim demo` builds and runs the bundled demo program;
 //! - `openpim plot REPORT.json` draws the phase breakdown of a JSON report;
-//! - `openpim study scalability` runs the scalability study (workloads, baselines, figures).
+//! - `openpim study scalability|collectives|sharing|tiers|allocation|all` runs the seeds' studies
+//!   (workloads, baselines, figures, a REPORT.md of the papers' claims against OpenPIM's).
 
 mod checkpoint;
 mod daemon_cmd;
@@ -317,7 +318,8 @@ enum Cmd {
         #[arg(short = 'o', long = "output")]
         output: Option<String>,
     },
-    /// Run a study on the emulator: `openpim study scalability [--quick] [--out DIR]`.
+    /// Run a study on the emulator: `openpim study scalability|collectives|sharing|tiers|allocation|all
+    /// [--quick] [--out DIR]`.
     Study {
         #[command(subcommand)]
         study: study::StudyCmd,

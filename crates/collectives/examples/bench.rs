@@ -6,10 +6,16 @@
 //! ran the relocation program; then the ablation (reordering never and always — PID-Comm's
 //! behaviour —, in-register and cross-domain modulation off) and the geomeans.
 //!
-//!     cargo run --release -p openpim-collectives --example bench [-- --quick]
+//!     cargo run --release -p openpim-collectives --example bench [-- --quick] [--calls FILE]
+//!
+//! `--calls FILE` writes one line per collective call, in call order (primitive, ranks, bytes
+//! per DPU, type, path, modulation off, reordering), so that a reader of the run report
+//! (`OPENPIM_REPORT=FILE.json`, written at the end) can name each of its `inter_dpu[]` records:
+//! `openpim study collectives` takes its times from there.
 
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::Mutex;
 use std::time::Instant;
 
 use openpim_collectives::plan::Exchange;
@@ -90,6 +96,9 @@ fn step_over_bus(
     step as f64 / bus as f64
 }
 
+/// The calls made so far, one CSV line each (for `--calls`).
+static CALLS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
 /// One call: (virtual ns, wall ns, the path of its record).
 #[allow(clippy::too_many_arguments)]
 fn run(
@@ -135,6 +144,11 @@ fn run(
     r.unwrap_or_else(|e| panic!("{prim}: {e}"));
     let e = timeline::with_state(|s| s.inter_dpu.entries[before].clone());
     assert!(!inter_dpu::is_open());
+    let ranks = n / 64;
+    CALLS.lock().unwrap().push(format!(
+        "{prim},{ranks},{size},{},{path},{off},{pr}",
+        if elem == 1 { "int8" } else { "int32" }
+    ));
     (e.end_ns.unwrap() - e.start_ns, wall, e.call.path)
 }
 
@@ -154,7 +168,18 @@ fn geomean(v: &[f64]) -> f64 {
 }
 
 fn main() {
-    let quick = std::env::args().any(|a| a == "--quick");
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let calls_file = args
+        .iter()
+        .position(|a| a == "--calls")
+        .map(|i| match args.get(i + 1) {
+            Some(f) => f.clone(),
+            None => {
+                eprintln!("bench: --calls needs a file name");
+                std::process::exit(2)
+            }
+        });
     std::env::set_var("OPENPIM_QUIET", "1");
     let program = user_program();
     let rank_counts: &[u32] = if quick { &[1, 4] } else { &[1, 4, 16] };
@@ -297,4 +322,14 @@ fn main() {
         col(3),
         col(4)
     );
+    if let Some(f) = calls_file {
+        let mut text = String::from("primitive,ranks,bytes,type,path,off,pr\n");
+        for line in CALLS.lock().unwrap().iter() {
+            text.push_str(line);
+            text.push('\n');
+        }
+        std::fs::write(&f, text).unwrap_or_else(|e| panic!("cannot write {f}: {e}"));
+    }
+    // The run report (OPENPIM_REPORT), as an SDK program writes it at its exit.
+    openpim_runtime::report::write_requested_outputs();
 }
