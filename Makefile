@@ -19,8 +19,11 @@ all: build
 setup:
 	@scripts/setup.sh
 
+# The MPI backend (openpim run --mpi N) is built when OpenMPI is there (scripts/setup.sh installs it).
+MPI_FEATURES := $(shell command -v mpicc >/dev/null 2>&1 && echo --features openpim-cli/mpi)
+
 build: setup
-	$(CARGO) build --release --workspace
+	$(CARGO) build --release --workspace $(MPI_FEATURES)
 	$(MAKE) -s -C sdk/dpu
 	$(MAKE) -s $(VCLOCK)
 	$(MAKE) -s $(RELOCATE)
@@ -45,7 +48,7 @@ demo: build
 
 test: build
 	scripts/module_graph.py >/dev/null
-	$(CARGO) test --release --workspace
+	$(CARGO) test --release --workspace $(MPI_FEATURES)
 	sdk/dpu/test/check.sh
 	tests/headers/check.sh
 	tests/conformance/run.sh
@@ -96,7 +99,7 @@ fuzz-smoke:
 
 lint:
 	$(CARGO) fmt --all -- --check
-	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
+	$(CARGO) clippy --release --workspace --all-targets $(MPI_FEATURES) -- -D warnings
 
 clean:
 	$(CARGO) clean

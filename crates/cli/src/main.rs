@@ -63,6 +63,13 @@ struct ServerOpts {
     /// sets OPENPIM_SERVER); --ranks must fit the daemon's machine.
     #[arg(long, value_name = "PATH")]
     server: Option<String>,
+    /// Run the DPU work on N MPI worker processes (docs/scale-out.md): the machine's ranks
+    /// spread over them; all on this machine unless --hostfile names others.
+    #[arg(long, value_name = "N")]
+    mpi: Option<u32>,
+    /// OpenMPI hostfile of the machines for --mpi (this machine first: the gateway runs here).
+    #[arg(long, value_name = "F")]
+    hostfile: Option<String>,
 }
 
 /// The value `key` has in a profile string (its last occurrence, as the parser applies them).
@@ -282,6 +289,9 @@ enum Cmd {
     Info {
         #[command(flatten)]
         machine: MachineOpts,
+        /// Also show how the ranks would be assigned to N MPI workers (`run --mpi N`).
+        #[arg(long, value_name = "N")]
+        mpi: Option<u32>,
     },
     /// Run a host program on the emulated server: openpim run [options] -- CMD [ARGS...].
     Run {
@@ -304,6 +314,13 @@ enum Cmd {
         server: ServerOpts,
         #[command(flatten)]
         report: ReportOpts,
+    },
+    /// A process of an MPI run (started by `openpim run --mpi N` through mpirun, or by your
+    /// own mpirun: docs/scale-out.md): the gateway as MPI rank 0, a worker otherwise.
+    Worker {
+        /// Where the gateway listens for the host program.
+        #[arg(long, value_name = "PATH")]
+        socket: String,
     },
     /// Serve the emulated server's ranks to other programs (the rank-manager daemon).
     Daemon(daemon_cmd::DaemonOpts),
@@ -440,11 +457,20 @@ fn dispatch(cmd: Cmd) -> Result<ExitCode> {
             print!("{}", install.shell_exports());
             Ok(ExitCode::SUCCESS)
         }
-        Cmd::Info { machine } => {
+        Cmd::Info { machine, mpi } => {
             machine.check_conflicts()?;
             let text = openpim_runtime::machine_description(&machine.profile_string())
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             print!("{text}");
+            if let Some(n) = mpi {
+                let ranks = machine_ranks(&machine.profile_string())?;
+                openpim_mpi::launch::check(n, ranks).map_err(|e| anyhow::anyhow!("{e}"))?;
+                print!("{}", openpim_mpi::launch::assignment(n, ranks));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Worker { socket } => {
+            openpim_mpi::run_node(&socket).map_err(|e| anyhow::anyhow!("{e}"))?;
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Run {
@@ -497,6 +523,60 @@ fn dispatch(cmd: Cmd) -> Result<ExitCode> {
     }
 }
 
+/// The number of ranks of the machine `profile` (after UPMEM_PROFILE_BASE) selects.
+fn machine_ranks(profile: &str) -> Result<u32> {
+    let m = openpim_runtime::machine::MachineConfig::from_profile_string(profile)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(m.nr_ranks)
+}
+
+/// Starts the MPI job of `run --mpi n` (checked first: no process starts for a request that
+/// cannot run); the job, the gateway's socket and the job's private directory.
+fn start_mpi(
+    n: u32,
+    server: &ServerOpts,
+    profile: &str,
+) -> Result<(
+    openpim_mpi::launch::Job,
+    std::path::PathBuf,
+    std::path::PathBuf,
+)> {
+    let env_server = std::env::var(openpim_runtime::exec::remote::SERVER_ENV)
+        .ok()
+        .filter(|s| !s.is_empty());
+    if let Some(s) = server.server.as_ref().or(env_server.as_ref()) {
+        let via = if server.server.is_some() {
+            "--server"
+        } else {
+            "OPENPIM_SERVER"
+        };
+        bail!("--mpi {n} and {via} {s} cannot be combined: the ranks live either in MPI workers or in a daemon; drop one of them");
+    }
+    openpim_mpi::launch::check(n, machine_ranks(profile)?).map_err(|e| anyhow::anyhow!("{e}"))?;
+    if !openpim_mpi::AVAILABLE {
+        bail!("--mpi: {}", openpim_mpi::NO_MPI_FIX);
+    }
+    let patience = openpim_mpi::timeout().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let dir = std::env::temp_dir().join(format!("openpim-mpi-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let socket = dir.join("gateway.sock");
+    if !profile.is_empty() {
+        // The workers read the machine options as the program does.
+        std::env::set_var("UPMEM_PROFILE_BASE", profile);
+    }
+    let plan = openpim_mpi::launch::Plan {
+        workers: n,
+        hostfile: server.hostfile.as_deref().map(|f| absolute(f).into()),
+        exe: std::env::current_exe().context("locating the openpim executable")?,
+        socket: socket.clone(),
+    };
+    let job = openpim_mpi::launch::Job::start(&plan, patience).map_err(|e| {
+        let _ = std::fs::remove_dir_all(&dir);
+        anyhow::anyhow!("{e}")
+    })?;
+    Ok((job, socket, dir))
+}
+
 /// Runs `command` with the SDK on the paths and the machine options in UPMEM_PROFILE_BASE.
 fn run_command(
     install: &Install,
@@ -522,7 +602,7 @@ fn run_command(
     if !profile.is_empty() {
         // Fail early, with the emulator's own message, on a profile no launch would accept.
         openpim_runtime::machine_description(&profile).map_err(|e| anyhow::anyhow!("{e}"))?;
-        cmd.env("UPMEM_PROFILE_BASE", profile);
+        cmd.env("UPMEM_PROFILE_BASE", &profile);
     }
     for (k, v) in report.env() {
         cmd.env(k, v);
@@ -533,9 +613,21 @@ fn run_command(
     if let Some(d) = dir {
         cmd.current_dir(d);
     }
-    let status = cmd
-        .status()
-        .with_context(|| format!("could not start `{program}`"))?;
+    let job = match server.mpi {
+        Some(n) => {
+            let job = start_mpi(n, server, &profile)?;
+            cmd.env(openpim_runtime::exec::mpi::MPI_ENV, &job.1);
+            Some(job)
+        }
+        None if server.hostfile.is_some() => bail!("--hostfile is for --mpi N; add --mpi N"),
+        None => None,
+    };
+    let status = cmd.status();
+    if let Some((job, _, dir)) = job {
+        job.stop(std::time::Duration::from_secs(10));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    let status = status.with_context(|| format!("could not start `{program}`"))?;
     let code = match status.code() {
         Some(c) => ExitCode::from(u8::try_from(c).unwrap_or(1)),
         None => {

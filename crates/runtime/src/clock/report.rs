@@ -247,7 +247,31 @@ pub struct Report {
     /// The remote path's cost (runs through the rank-manager daemon only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote: Option<RemoteReport>,
+    /// The MPI workers that ran the ranks (distributed runs only: `openpim run --mpi N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workers: Option<Vec<WorkerReport>>,
     pub advice: Vec<Advice>,
+}
+
+/// One MPI worker of a distributed run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerReport {
+    /// Its rank in the MPI job (the gateway is 0).
+    pub mpi_rank: u32,
+    /// The machine it ran on.
+    pub host: String,
+    /// Its process id there.
+    pub pid: u32,
+    /// The machine's rank slots it held.
+    pub rank_slots: Vec<u32>,
+}
+
+/// The workers of this process's distributed run (set by the MPI backend).
+static WORKERS: std::sync::Mutex<Option<Vec<WorkerReport>>> = std::sync::Mutex::new(None);
+
+/// Records the workers of a distributed run for the report.
+pub(crate) fn set_workers(workers: Vec<WorkerReport>) {
+    *WORKERS.lock().unwrap_or_else(|e| e.into_inner()) = Some(workers);
 }
 
 /// The remote path's cost: what a run through the rank-manager daemon adds.
@@ -576,6 +600,7 @@ pub fn report() -> Report {
         build(s)
     });
     r.memory = MemoryReport::now();
+    r.workers = WORKERS.lock().unwrap_or_else(|e| e.into_inner()).clone();
     r
 }
 
