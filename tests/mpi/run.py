@@ -170,10 +170,12 @@ def mpi_rank_of(pid: int) -> int | None:
     return None
 
 
-def kill_case(work: Path) -> None:
-    label = "a worker killed with -9: the next call fails with DPU_ERR_SYSTEM naming it"
+def kill_case(work: Path, sig: int = signal.SIGKILL) -> None:
+    label = ("a worker killed with -9: the next call fails with DPU_ERR_SYSTEM naming it"
+             if sig == signal.SIGKILL else
+             "a worker stopped (SIGSTOP): DPU_ERR_SYSTEM naming it after OPENPIM_MPI_TIMEOUT")
     tenant = ROOT / "tests" / "remote" / "bin" / "tenant"
-    bound = 10
+    bound = 10 if sig == signal.SIGKILL else 3
     e = env()
     e["OPENPIM_MPI_TIMEOUT"] = str(bound)
     p = subprocess.Popen([str(OPENPIM), "run", "--mpi", "2", "--ranks", "2", "--", str(tenant),
@@ -193,7 +195,7 @@ def kill_case(work: Path) -> None:
     time.sleep(1.0)  # the program is in its loop
     under = descendants(p.pid)
     try:
-        os.kill(victim, signal.SIGKILL)
+        os.kill(victim, sig)
     except ProcessLookupError:
         p.kill()
         out, err = p.communicate()
@@ -213,6 +215,8 @@ def kill_case(work: Path) -> None:
         return result(False, label, "the program succeeded after its worker died", out + err)
     if "MPI worker 1" not in err or "DPU_ERR_SYSTEM" not in err and "system" not in err.lower():
         return result(False, label, "no error naming MPI worker 1", out + err)
+    if sig != signal.SIGKILL and "stopped answering" not in err:
+        return result(False, label, "no 'stopped answering' in the error", out + err)
     if took > bound + 15:
         return result(False, label, f"the program ended {took:.1f} s after the kill")
     if left:
@@ -286,6 +290,7 @@ def main() -> int:
                 label="PrIM VA at 256 DPUs on 2 workers over TCP (OMPI_MCA_btl=tcp,self)")
         fault_case(coll)
         kill_case(work)
+        kill_case(work, signal.SIGSTOP)
         if full:
             for bench, (make_vars, args) in programs.PRIM_64.items():
                 dest = work / f"prim-{bench}"

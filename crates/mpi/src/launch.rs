@@ -199,9 +199,44 @@ impl Job {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+        // What mpirun could not end (a stopped process, say) is ended by pid.
+        for pid in descendants(self.mpirun.id()) {
+            // SAFETY: a signal to a process this job started, by its pid.
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+        }
         let _ = self.mpirun.kill();
         let _ = self.mpirun.wait();
     }
+}
+
+/// The processes under `pid` (from /proc), children first.
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut children: std::collections::HashMap<u32, Vec<u32>> = Default::default();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(p) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid ...`: the command may hold spaces and parentheses.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|v| v.parse::<u32>().ok());
+        if let Some(ppid) = ppid {
+            children.entry(ppid).or_default().push(p);
+        }
+    }
+    let mut out = Vec::new();
+    let mut todo = vec![pid];
+    while let Some(p) = todo.pop() {
+        for c in children.get(&p).into_iter().flatten() {
+            out.push(*c);
+            todo.push(*c);
+        }
+    }
+    out
 }
 
 #[cfg(test)]

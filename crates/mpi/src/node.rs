@@ -320,6 +320,12 @@ fn gateway(t: &mut Transport, socket: &str, timeout: Duration) -> Result<(), Str
                     }
                 );
                 eprintln!("openpim: {why}");
+                if p.info.host == my_host && !gone_here {
+                    // A silent worker of this machine is ended: the run no longer uses it, and
+                    // the job could not end while it lives.
+                    // SAFETY: a signal to a process of this job, by its pid.
+                    unsafe { libc::kill(p.info.pid as libc::pid_t, libc::SIGKILL) };
+                }
                 p.dead = Some(why.clone());
                 let e = Error::System(why);
                 let r = encode_reply(&Reply::Error(WireError::from_error(&e)));
