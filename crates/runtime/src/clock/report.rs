@@ -250,7 +250,44 @@ pub struct Report {
     /// The MPI workers that ran the ranks (distributed runs only: `openpim run --mpi N`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workers: Option<Vec<WorkerReport>>,
+    /// The messages between the program and its MPI workers, by kind of request
+    /// (distributed runs only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mpi_traffic: Option<Vec<TrafficReport>>,
     pub advice: Vec<Advice>,
+}
+
+/// The messages of one kind of request between the program and its MPI workers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrafficReport {
+    /// `open`, `close`, `load`, `write`, `broadcast`, `read`, `launch`, `log`, `stats`.
+    pub kind: String,
+    /// Requests sent (one per worker of a call), each answered by one reply.
+    pub messages: u64,
+    /// Bytes of the requests and of the replies.
+    pub bytes_to_workers: u64,
+    pub bytes_from_workers: u64,
+}
+
+/// The MPI traffic so far, by kind.
+static TRAFFIC: std::sync::Mutex<Vec<TrafficReport>> = std::sync::Mutex::new(Vec::new());
+
+/// Counts a request of `kind` to a worker (`out` bytes) and its reply (`back` bytes).
+pub(crate) fn count_mpi_message(kind: &str, out: u64, back: u64) {
+    let mut t = TRAFFIC.lock().unwrap_or_else(|e| e.into_inner());
+    let at = match t.iter().position(|r| r.kind == kind) {
+        Some(at) => at,
+        None => {
+            t.push(TrafficReport {
+                kind: kind.to_string(),
+                ..Default::default()
+            });
+            t.len() - 1
+        }
+    };
+    t[at].messages += 1;
+    t[at].bytes_to_workers += out;
+    t[at].bytes_from_workers += back;
 }
 
 /// One MPI worker of a distributed run.
@@ -601,6 +638,9 @@ pub fn report() -> Report {
     });
     r.memory = MemoryReport::now();
     r.workers = WORKERS.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    if r.workers.is_some() {
+        r.mpi_traffic = Some(TRAFFIC.lock().unwrap_or_else(|e| e.into_inner()).clone());
+    }
     r
 }
 

@@ -20,7 +20,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-type Waiting = HashMap<u64, Sender<Result<Reply>>>;
+/// A request waiting for its reply: where the reply goes, the request's kind and size (the
+/// report's MPI traffic).
+type Waiting = HashMap<u64, (Sender<Result<Reply>>, &'static str, u64)>;
 
 /// A connection to the gateway.
 pub(crate) struct Link {
@@ -95,6 +97,7 @@ impl Link {
     pub(crate) fn send(&self, worker: u32, msg: &ToWorker) -> Result<Pending> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = channel();
+        let body = msg.encode();
         {
             // Registered under the broken flag's lock: a reader that fails the waiting
             // requests either sees this one or has set the flag first.
@@ -102,9 +105,8 @@ impl Link {
             if let Some(why) = broken.as_ref() {
                 return Err(Error::System(why.clone()));
             }
-            lock(&self.waiting).insert(id, tx);
+            lock(&self.waiting).insert(id, (tx, msg.kind(), body.len() as u64));
         }
-        let body = msg.encode();
         let written = write_frame(&mut *lock(&self.writer), id, &worker.to_le_bytes(), &body);
         if let Err(e) = written {
             lock(&self.waiting).remove(&id);
@@ -131,7 +133,8 @@ fn read_replies(mut reader: UnixStream, waiting: &Mutex<Waiting>, broken: &Mutex
                 let reply = Reply::decode(&body).map_err(|e| {
                     Error::Internal(format!("malformed reply from the MPI gateway: {e}"))
                 });
-                if let Some(tx) = lock(waiting).remove(&id) {
+                if let Some((tx, kind, out)) = lock(waiting).remove(&id) {
+                    crate::clock::report::count_mpi_message(kind, out, body.len() as u64);
                     let _ = tx.send(reply);
                 }
             }
@@ -143,7 +146,7 @@ fn read_replies(mut reader: UnixStream, waiting: &Mutex<Waiting>, broken: &Mutex
     };
     let mut b = lock(broken);
     *b = Some(why.clone());
-    for (_, tx) in lock(waiting).drain() {
+    for (_, (tx, _, _)) in lock(waiting).drain() {
         let _ = tx.send(Err(Error::System(why.clone())));
     }
 }

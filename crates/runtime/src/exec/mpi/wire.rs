@@ -13,7 +13,7 @@
 
 use std::io::{Read, Write};
 
-use crate::exec::remote::protocol::{DecodeError, Enc, Reply, Request};
+use crate::exec::remote::protocol::{DecodeError, Enc, Reply, Request, WireOp};
 
 /// A request for a worker.
 #[derive(Debug, Clone, PartialEq)]
@@ -63,6 +63,27 @@ impl ToWorker {
             ToWorker::Shutdown => out.push(4),
         }
         out
+    }
+
+    /// The kind of request, as the report's MPI traffic names it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ToWorker::Open { .. } => "open",
+            ToWorker::Close { .. } => "close",
+            ToWorker::Call(Request::Exec { ops }) => match ops.first().map(|(_, op)| op) {
+                Some(WireOp::Load { .. }) => "load",
+                Some(WireOp::Write { items, bufs, .. }) if items.len() > 1 && bufs.count() == 1 => {
+                    "broadcast"
+                }
+                Some(WireOp::Write { .. }) => "write",
+                Some(WireOp::Launch { .. }) => "launch",
+                _ => "read",
+            },
+            ToWorker::Call(Request::Log { .. }) => "log",
+            ToWorker::Call(_) => "stats",
+            ToWorker::Ping => "ping",
+            ToWorker::Shutdown => "shutdown",
+        }
     }
 
     /// A message from its bytes.
