@@ -254,6 +254,13 @@ def refusal_cases(work: Path) -> None:
     ok = r.returncode == 2 and "OPENPIM_SERVER" in r.stderr
     result(ok, "--mpi with OPENPIM_SERVER refused (exit 2, naming both)", f"exit {r.returncode}",
            r.stderr)
+    hosts = Path(tempfile.mkdtemp()) / "hosts"
+    hosts.write_text("# another machine first\nno-such-node.invalid slots=1\n")
+    r = run([str(OPENPIM), "run", "--mpi", "1", "--hostfile", str(hosts), "--", "true"], work)
+    ok = r.returncode == 2 and "no-such-node.invalid" in r.stderr and "first" in r.stderr
+    result(ok, "a hostfile that does not start with this machine refused (exit 2)",
+           f"exit {r.returncode}", r.stderr)
+    shutil.rmtree(hosts.parent, ignore_errors=True)
     r = run([str(OPENPIM), "info", "--ranks", "4", "--mpi", "2"], work)
     ok = r.returncode == 0 and "slots 0, 2" in r.stdout and "slots 1, 3" in r.stdout
     result(ok, "openpim info --mpi 2 shows the assignment", f"exit {r.returncode}",
