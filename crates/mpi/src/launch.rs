@@ -149,6 +149,16 @@ impl Job {
     pub fn start(plan: &Plan, patience: Duration) -> Result<Job, String> {
         let mut cmd = mpirun_command(plan)?;
         cmd.stdin(Stdio::null());
+        // mpirun ends the job when the launcher dies (killed, or stopped by a signal it does
+        // not handle): no worker outlives the run.
+        // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+        unsafe {
+            use std::os::unix::process::CommandExt;
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                Ok(())
+            });
+        }
         let mut mpirun = cmd.spawn().map_err(|e| {
             format!("cannot start mpirun ({e}); install OpenMPI (scripts/setup.sh installs openmpi-bin)")
         })?;

@@ -26,20 +26,34 @@ use crate::{timeout, STOP_WORKER, TIMEOUT_ENV};
 /// How often the gateway pings each worker.
 const HEARTBEAT: Duration = Duration::from_millis(500);
 
-/// Waits a little longer each idle turn of a polling loop (MPI's own waits spin; a worker
-/// waiting for work should leave the cores to the others).
-struct Backoff(u32);
+/// How a polling loop waits when it found nothing to do: MPI's own waits spin, and a process
+/// waiting for work should leave the cores to the others; but while messages flow (a program
+/// making many small calls), each wait adds to every round trip. So: yield a few turns, then
+/// sleep briefly while traffic is recent, and up to a millisecond once it is not.
+struct Backoff {
+    idle_turns: u32,
+    last_busy: Instant,
+}
 
 impl Backoff {
+    fn new() -> Backoff {
+        Backoff {
+            idle_turns: 0,
+            last_busy: Instant::now(),
+        }
+    }
     fn busy(&mut self) {
-        self.0 = 0;
+        self.idle_turns = 0;
+        self.last_busy = Instant::now();
     }
     fn idle(&mut self) {
-        self.0 = (self.0 + 1).min(200);
-        if self.0 < 20 {
+        self.idle_turns = self.idle_turns.saturating_add(1);
+        if self.idle_turns < 50 {
             std::thread::yield_now();
+        } else if self.last_busy.elapsed() < Duration::from_millis(200) {
+            std::thread::sleep(Duration::from_micros(20));
         } else {
-            std::thread::sleep(Duration::from_micros(u64::from(self.0) * 5));
+            std::thread::sleep(Duration::from_millis(1));
         }
     }
 }
@@ -91,7 +105,7 @@ fn worker(t: &mut Transport) {
     t.post(0, &framed(0, &hello));
     let ranks = Arc::new(Ranks::default());
     let (tx, rx): (Sender<Vec<u8>>, Receiver<Vec<u8>>) = channel();
-    let mut backoff = Backoff(0);
+    let mut backoff = Backoff::new();
     loop {
         let mut busy = false;
         while let Ok(reply) = rx.try_recv() {
@@ -174,7 +188,7 @@ fn gateway(t: &mut Transport, socket: &str, timeout: Duration) -> Result<(), Str
     let n = t.size() as u32 - 1;
     let mut peers: Vec<Option<Peer>> = (0..n).map(|_| None).collect();
     let start = Instant::now();
-    let mut backoff = Backoff(0);
+    let mut backoff = Backoff::new();
     while peers.iter().any(Option::is_none) {
         if start.elapsed() > timeout {
             let missing: Vec<String> = peers
