@@ -209,12 +209,29 @@ fn run_wire(served: &ServedRank, op: WireOp) -> RankOutcome {
             }
             served.run(RankOp::Launch { dpus: with })
         }
+        WireOp::Batch(ops) => {
+            // In order; the first error stops the batch. The outcome is the last operation's
+            // (the one the batched writes rode along with).
+            let mut last = None;
+            for op in ops {
+                let o = run_wire(served, op);
+                let failed = o.result.is_err();
+                last = Some(o);
+                if failed {
+                    break;
+                }
+            }
+            return last.unwrap_or(RankOutcome {
+                result: Ok(()),
+                facts: OpFacts::default(),
+                data: Vec::new(),
+            });
+        }
         other => (
             Err(Error::Internal(format!(
                 "an MPI worker does not run {}",
                 match other {
                     WireOp::ReadInPlace { .. } => "in-place reads",
-                    WireOp::Batch(_) => "batches",
                     _ => "staged transfers",
                 }
             ))),

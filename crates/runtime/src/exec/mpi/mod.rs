@@ -185,6 +185,7 @@ impl Backend for MpiBackend {
                             programs: Mutex::new(vec![None; n as usize]),
                             faulted: AtomicBool::new(false),
                             op: Mutex::new(()),
+                            batch: Mutex::default(),
                         }),
                     );
                     infos.push(RankInfo {
@@ -234,12 +235,20 @@ impl Backend for MpiBackend {
         });
         let ids: Vec<u32> = ops.iter().map(|(r, _)| r.id).collect();
         let _join = timeline::JoinOnDrop(ids);
+        if ops.iter().all(|(_, op)| batchable(op)) {
+            let results = ops
+                .into_iter()
+                .map(|(r, op)| timeline::with_sync_issue(issue, || r.add_to_batch(op)))
+                .collect();
+            return merge(results);
+        }
         // One message per worker, all sent before any reply is awaited.
         let link = Arc::clone(&ops[0].0.link);
         let prepared: Vec<(Arc<MpiRank>, WireOp, Prepared)> = ops
             .into_iter()
             .map(|(r, op)| {
                 let (wire, p) = r.prepare(op);
+                let wire = r.after_batch(wire);
                 (r, wire, p)
             })
             .collect();
@@ -346,6 +355,8 @@ impl Backend for MpiBackend {
     fn log(&self, rank: u32, dpu: u32) -> Result<Vec<u8>> {
         let r = self.rank(rank);
         let _op = lock(&r.op);
+        // (A batched write's error is reported by the rank's next operation.)
+        let _ = r.flush();
         let msg = ToWorker::Call(Request::Log { rank: r.id, dpu });
         match r.link.call(r.worker, &msg) {
             Ok(Reply::Bytes(b)) => Ok(b),
@@ -357,6 +368,7 @@ impl Backend for MpiBackend {
     fn run_stats(&self, rank: u32, first: u32, count: u32) -> Vec<Option<DpuRunStats>> {
         let r = self.rank(rank);
         let _op = lock(&r.op);
+        let _ = r.flush();
         let msg = ToWorker::Call(Request::RunStats {
             rank: r.id,
             first,
@@ -383,10 +395,30 @@ struct MpiRank {
     faulted: AtomicBool,
     /// Held by each operation on the rank from its preparation to its completion.
     op: Mutex<()>,
+    /// Small writes placed on the clock but not sent yet: they travel with the rank's next
+    /// operation (nothing can observe a DPU's memory before it), as the remote backend's.
+    batch: Mutex<(Vec<WireOp>, usize)>,
+}
+
+/// A write of at most this many bytes per DPU is batched.
+const BATCH_BYTES_PER_DPU: usize = 64 << 10;
+/// A batch is sent once it holds this many bytes.
+const BATCH_BYTES: usize = 16 << 20;
+
+/// Whether `op` may wait in the rank's batch: a small write, not to IRAM (the program mirror
+/// follows IRAM writes once they have run).
+fn batchable(op: &RankOp) -> bool {
+    match op {
+        RankOp::Write { len, items } => {
+            *len <= BATCH_BYTES_PER_DPU && !items.iter().any(|i| matches!(i.place, Place::Iram(_)))
+        }
+        _ => false,
+    }
 }
 
 impl Drop for MpiRank {
     fn drop(&mut self) {
+        let _ = self.flush();
         // The worker wipes the rank; a worker that is gone has nothing left to wipe.
         let _ = self
             .link
@@ -593,9 +625,73 @@ impl MpiRank {
         Ok(())
     }
 
+    /// A small write into the batch: on the clock now, as the in-process backend places it
+    /// (its interleaving performed here, on the program's buffers), its bytes copied; sent
+    /// with the rank's next operation, or now if the batch is full.
+    fn add_to_batch(&self, op: RankOp) -> Result<()> {
+        let bytes = op.xfer_bytes() as usize;
+        let (wire, p) = self.prepare(op);
+        let outcome = RankOutcome {
+            result: Ok(()),
+            facts: crate::exec::OpFacts::default(),
+            data: Vec::new(),
+        };
+        self.complete(p, Ok(outcome))?;
+        let full = {
+            let mut b = lock(&self.batch);
+            b.0.push(wire);
+            b.1 += bytes;
+            b.1 >= BATCH_BYTES
+        };
+        if full {
+            self.flush()
+        } else {
+            Ok(())
+        }
+    }
+
+    /// `wire` after the batched writes, if any (one message).
+    fn after_batch(&self, wire: WireOp) -> WireOp {
+        let mut b = lock(&self.batch);
+        if b.0.is_empty() {
+            return wire;
+        }
+        let mut ops = std::mem::take(&mut b.0);
+        b.1 = 0;
+        ops.push(wire);
+        WireOp::Batch(ops)
+    }
+
+    /// Sends the batched writes now; the first error among them.
+    fn flush(&self) -> Result<()> {
+        let ops = {
+            let mut b = lock(&self.batch);
+            b.1 = 0;
+            std::mem::take(&mut b.0)
+        };
+        if ops.is_empty() {
+            return Ok(());
+        }
+        let msg = ToWorker::Call(Request::Exec {
+            ops: vec![(self.id, WireOp::Batch(ops))],
+        });
+        match self.link.call(self.worker, &msg)? {
+            Reply::Exec { mut outcomes, .. } if outcomes.len() == 1 => outcomes
+                .pop()
+                .expect("one")
+                .result
+                .map_err(|w| w.to_error()),
+            other => Err(unexpected(&other)),
+        }
+    }
+
     /// Runs one operation on the worker and waits for it (from the rank's queue).
     fn run_one(&self, op: RankOp) -> Result<()> {
+        if batchable(&op) {
+            return self.add_to_batch(op);
+        }
         let (wire, p) = self.prepare(op);
+        let wire = self.after_batch(wire);
         let msg = ToWorker::Call(Request::Exec {
             ops: vec![(self.id, wire)],
         });

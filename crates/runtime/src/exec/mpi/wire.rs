@@ -70,14 +70,9 @@ impl ToWorker {
         match self {
             ToWorker::Open { .. } => "open",
             ToWorker::Close { .. } => "close",
-            ToWorker::Call(Request::Exec { ops }) => match ops.first().map(|(_, op)| op) {
-                Some(WireOp::Load { .. }) => "load",
-                Some(WireOp::Write { items, bufs, .. }) if items.len() > 1 && bufs.count() == 1 => {
-                    "broadcast"
-                }
-                Some(WireOp::Write { .. }) => "write",
-                Some(WireOp::Launch { .. }) => "launch",
-                _ => "read",
+            ToWorker::Call(Request::Exec { ops }) => match ops.first() {
+                Some((_, op)) => op_kind(op),
+                None => "stats",
             },
             ToWorker::Call(Request::Log { .. }) => "log",
             ToWorker::Call(_) => "stats",
@@ -112,6 +107,18 @@ impl ToWorker {
             }),
             None => Err(DecodeError::Truncated { at: 0, needed: 1 }),
         }
+    }
+}
+
+/// The kind of an operation (a batch: of the operation its writes ride along with).
+fn op_kind(op: &WireOp) -> &'static str {
+    match op {
+        WireOp::Load { .. } => "load",
+        WireOp::Write { items, bufs, .. } if items.len() > 1 && bufs.count() == 1 => "broadcast",
+        WireOp::Write { .. } => "write",
+        WireOp::Launch { .. } => "launch",
+        WireOp::Batch(ops) => ops.last().map_or("write", op_kind),
+        WireOp::Read { .. } | WireOp::ReadInPlace { .. } => "read",
     }
 }
 
