@@ -4,6 +4,7 @@ the same programs in process.
 
     tests/mpi/run.py           the `make test` cases (about a minute on 2 busy cores)
     tests/mpi/run.py --all     also PrIM's 16 at 256 DPUs on 1, 2 and 4 workers (`make test-mpi`)
+    tests/mpi/run.py --prim GEMV,SEL   only the PrIM matrix, for these benchmarks
 
 Cases: PrIM VA (copied from ../shared/third_party, built by its own Makefile) and PID-Comm's
 AllReduce at 256 DPUs on 2 workers, each judged by its own check and compared with the local
@@ -268,7 +269,12 @@ def refusal_cases(work: Path) -> None:
 
 
 def main() -> int:
-    full = "--all" in sys.argv[1:]
+    argv = sys.argv[1:]
+    full = "--all" in argv
+    only = None
+    if "--prim" in argv and argv.index("--prim") + 1 < len(argv):
+        only = argv[argv.index("--prim") + 1].split(",")
+        full = True
     if subprocess.run([str(OPENPIM), "worker", "--socket", "/nonexistent/x"],
                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                       env=env()).stderr.find("built without MPI") >= 0:
@@ -285,37 +291,46 @@ def main() -> int:
         return 1
     work = Path(tempfile.mkdtemp(prefix="openpim-mpi-test-"))
     try:
-        refusal_cases(HERE)
-        va = build_va(work)
-        va_cmd = ["./bin/host_code", "-w", "0", "-e", "1", "-i", "2621440", "-x", "1"]
-        compare("PrIM VA", va, va_cmd, 4, 2, "OK")
-        coll = work / "coll"
-        shutil.copytree(HERE / "bin", coll / "bin")
-        compare("PID-Comm AllReduce", coll, ["./bin/allreduce"], 4, 2, "AllReduce OK",
-                {"OPENPIM_COLLECTIVES_PR": "always"})
-        compare("PrIM VA", va, va_cmd, 4, 2, "OK", {"OMPI_MCA_btl": "tcp,self"},
-                label="PrIM VA at 256 DPUs on 2 workers over TCP (OMPI_MCA_btl=tcp,self)")
-        fault_case(coll)
-        kill_case(work)
-        kill_case(work, signal.SIGSTOP)
+        if only is None:
+            common_cases(work)
         if full:
-            for bench, (make_vars, args) in programs.PRIM_64.items():
-                dest = work / f"prim-{bench}"
-                shutil.copytree(programs.THIRD_PARTY / "prim-benchmarks" / bench, dest,
-                                symlinks=True)
-                r = run(["make", "-j2", "NR_DPUS=256", "NR_TASKLETS=16", *make_vars.split()],
-                        dest)
-                if r.returncode != 0:
-                    result(False, f"PrIM {bench} at 256 DPUs", "build failed", r.stdout + r.stderr)
-                    continue
-                cmd = args.format(inputs=programs.INPUTS).split()
-                ok = "" if bench in ("BFS", "SpMV") else "OK"
-                for workers in (1, 2, 4):
-                    compare(f"PrIM {bench}", dest, cmd, 4, workers, ok)
+            for bench in only or list(programs.PRIM_64):
+                prim_matrix(work, bench)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"{passed} passed, {failed} failed")
     return 0 if failed == 0 else 1
+
+
+def common_cases(work: Path) -> None:
+    """The `make test` cases."""
+    refusal_cases(HERE)
+    va = build_va(work)
+    va_cmd = ["./bin/host_code", "-w", "0", "-e", "1", "-i", "2621440", "-x", "1"]
+    compare("PrIM VA", va, va_cmd, 4, 2, "OK")
+    coll = work / "coll"
+    shutil.copytree(HERE / "bin", coll / "bin")
+    compare("PID-Comm AllReduce", coll, ["./bin/allreduce"], 4, 2, "AllReduce OK",
+            {"OPENPIM_COLLECTIVES_PR": "always"})
+    compare("PrIM VA", va, va_cmd, 4, 2, "OK", {"OMPI_MCA_btl": "tcp,self"},
+            label="PrIM VA at 256 DPUs on 2 workers over TCP (OMPI_MCA_btl=tcp,self)")
+    fault_case(coll)
+    kill_case(work)
+    kill_case(work, signal.SIGSTOP)
+
+
+def prim_matrix(work: Path, bench: str) -> None:
+    """One PrIM benchmark at 256 DPUs on 1, 2 and 4 workers against the local run."""
+    make_vars, args = programs.PRIM_64[bench]
+    dest = work / f"prim-{bench}"
+    shutil.copytree(programs.THIRD_PARTY / "prim-benchmarks" / bench, dest, symlinks=True)
+    r = run(["make", "-j2", "NR_DPUS=256", "NR_TASKLETS=16", *make_vars.split()], dest)
+    if r.returncode != 0:
+        return result(False, f"PrIM {bench} at 256 DPUs", "build failed", r.stdout + r.stderr)
+    cmd = args.format(inputs=programs.INPUTS).split()
+    ok = "" if bench in ("BFS", "SpMV") else "OK"
+    for workers in (1, 2, 4):
+        compare(f"PrIM {bench}", dest, cmd, 4, workers, ok)
 
 
 if __name__ == "__main__":
