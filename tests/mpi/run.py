@@ -7,7 +7,7 @@ the same programs in process.
     tests/mpi/run.py --prim GEMV,SEL   only the PrIM matrix, for these benchmarks
 
 Cases: PrIM VA (copied from ../shared/third_party, built by its own Makefile) and PID-Comm's
-AllReduce at 256 DPUs on 2 workers, each judged by its own check and compared with the local
+AllReduce and AlltoAll (relocation programs forced) at 256 DPUs on 2 workers (4 with --all), each judged by its own check and compared with the local
 run: phases.dpu_kernel_ns, cpu_dpu_ns, dpu_cpu_ns, inter_dpu_ns, every launch's cycles,
 instructions and DMA fields, the transfers' counts, bytes and modeled bus times must be equal,
 and the report's workers[] must list 2 workers of 2 rank slots; VA again with OpenMPI's TCP
@@ -293,6 +293,11 @@ def main() -> int:
     try:
         if only is None:
             common_cases(work)
+        if full and only is None:
+            coll = work / "coll4"
+            shutil.copytree(HERE / "bin", coll / "bin")
+            compare("PID-Comm AllReduce and AlltoAll", coll, ["./bin/allreduce"], 4, 4,
+                    "AlltoAll OK", {"OPENPIM_COLLECTIVES_PR": "always"})
         if full:
             for bench in only or list(programs.PRIM_64):
                 prim_matrix(work, bench)
@@ -310,7 +315,7 @@ def common_cases(work: Path) -> None:
     compare("PrIM VA", va, va_cmd, 4, 2, "OK")
     coll = work / "coll"
     shutil.copytree(HERE / "bin", coll / "bin")
-    compare("PID-Comm AllReduce", coll, ["./bin/allreduce"], 4, 2, "AllReduce OK",
+    compare("PID-Comm AllReduce and AlltoAll", coll, ["./bin/allreduce"], 4, 2, "AlltoAll OK",
             {"OPENPIM_COLLECTIVES_PR": "always"})
     compare("PrIM VA", va, va_cmd, 4, 2, "OK", {"OMPI_MCA_btl": "tcp,self"},
             label="PrIM VA at 256 DPUs on 2 workers over TCP (OMPI_MCA_btl=tcp,self)")
