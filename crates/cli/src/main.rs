@@ -315,13 +315,6 @@ enum Cmd {
         #[command(flatten)]
         report: ReportOpts,
     },
-    /// A process of an MPI run (started by `openpim run --mpi N` through mpirun, or by your
-    /// own mpirun: docs/scale-out.md): the gateway as MPI rank 0, a worker otherwise.
-    Worker {
-        /// Where the gateway listens for the host program.
-        #[arg(long, value_name = "PATH")]
-        socket: String,
-    },
     /// Serve the emulated server's ranks to other programs (the rank-manager daemon).
     Daemon(daemon_cmd::DaemonOpts),
     /// Show the rank table of a running daemon (state, owner, bytes, launches, idle time).
@@ -343,6 +336,13 @@ enum Cmd {
     Checkpoint {
         #[command(subcommand)]
         command: checkpoint::CheckpointCmd,
+    },
+    /// A process of an MPI run (started by `openpim run --mpi N` through mpirun, or by your
+    /// own mpirun: docs/scale-out.md): the gateway as MPI rank 0, a worker otherwise.
+    Worker {
+        /// Where the gateway listens for the host program.
+        #[arg(long, value_name = "PATH")]
+        socket: String,
     },
 }
 
@@ -569,6 +569,7 @@ fn start_mpi(
         hostfile: server.hostfile.as_deref().map(|f| absolute(f).into()),
         exe: std::env::current_exe().context("locating the openpim executable")?,
         socket: socket.clone(),
+        threads: openpim_mpi::launch::shared_threads(n, server.hostfile.is_some()),
     };
     let job = openpim_mpi::launch::Job::start(&plan, patience).map_err(|e| {
         let _ = std::fs::remove_dir_all(&dir);

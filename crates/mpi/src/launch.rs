@@ -20,6 +20,19 @@ pub struct Plan {
     pub exe: PathBuf,
     /// Where the gateway listens.
     pub socket: PathBuf,
+    /// Simulation threads per worker (`OPENPIM_THREADS`), when the launcher chooses them.
+    pub threads: Option<u32>,
+}
+
+/// The simulation threads of each of `workers` workers sharing this machine when the user
+/// chose none (`OPENPIM_THREADS` unset, no hostfile): the machine's cores shared out, so that
+/// the workers together use every core once.
+pub fn shared_threads(workers: u32, hostfile: bool) -> Option<u32> {
+    if hostfile || std::env::var_os("OPENPIM_THREADS").is_some() {
+        return None;
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    Some((cores / workers.max(1)).max(1))
 }
 
 /// Checks the request against the machine before any process starts.
@@ -125,7 +138,14 @@ pub fn mpirun_command(plan: &Plan) -> Result<Command, String> {
     // A worker's engine uses all the cores it is given; one death does not end the job (the
     // gateway reports it to the program).
     cmd.args(["--bind-to", "none", "--enable-recovery"]);
-    for name in forwarded_env() {
+    let mut names = forwarded_env();
+    if let Some(t) = plan.threads {
+        cmd.env("OPENPIM_THREADS", t.to_string());
+        if !names.iter().any(|n| n == "OPENPIM_THREADS") {
+            names.push("OPENPIM_THREADS".into());
+        }
+    }
+    for name in names {
         cmd.arg("-x").arg(name);
     }
     cmd.arg("-np")
