@@ -244,23 +244,22 @@ impl Backend for MpiBackend {
         }
         // One message per worker, all sent before any reply is awaited.
         let link = Arc::clone(&ops[0].0.link);
-        let prepared: Vec<(Arc<MpiRank>, WireOp, Prepared)> = ops
+        let mut wires: Vec<Option<WireOp>> = Vec::with_capacity(ops.len());
+        let prepared: Vec<(Arc<MpiRank>, Prepared)> = ops
             .into_iter()
             .map(|(r, op)| {
                 let (wire, p) = r.prepare(op);
-                let wire = r.after_batch(wire);
-                (r, wire, p)
+                wires.push(Some(r.after_batch(wire)));
+                (r, p)
             })
             .collect();
         let mut by_worker: Vec<(u32, Vec<usize>)> = Vec::new();
-        for (k, (r, _, _)) in prepared.iter().enumerate() {
+        for (k, (r, _)) in prepared.iter().enumerate() {
             match by_worker.iter_mut().find(|(w, _)| *w == r.worker) {
                 Some((_, ks)) => ks.push(k),
                 None => by_worker.push((r.worker, vec![k])),
             }
         }
-        let mut wires: Vec<Option<WireOp>> =
-            prepared.iter().map(|(_, w, _)| Some(w.clone())).collect();
         let sent: Vec<(Vec<usize>, Result<link::Pending>)> = by_worker
             .into_iter()
             .map(|(worker, ks)| {
@@ -298,7 +297,7 @@ impl Backend for MpiBackend {
         let results = prepared
             .into_iter()
             .zip(outcomes)
-            .map(|((r, _, p), o)| {
+            .map(|((r, p), o)| {
                 let o = o.expect("every operation answered");
                 timeline::with_sync_issue(issue, || r.complete(p, o))
             })
