@@ -260,7 +260,9 @@ pub struct Report {
 /// The messages of one kind of request between the program and its MPI workers.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TrafficReport {
-    /// `open`, `close`, `load`, `write`, `broadcast`, `read`, `launch`, `log`, `stats`.
+    /// `open`, `close`, `load`, `write`, `broadcast`, `read`, `launch`, `log`, `stats`;
+    /// `batched writes`, or `launch+batched writes` (and so on) for small writes that waited
+    /// for the rank's next operation and travelled with it.
     pub kind: String,
     /// Requests sent (one per worker of a call), each answered by one reply.
     pub messages: u64,

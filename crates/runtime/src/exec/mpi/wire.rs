@@ -110,14 +110,21 @@ impl ToWorker {
     }
 }
 
-/// The kind of an operation (a batch: of the operation its writes ride along with).
+/// The kind of an operation (a batch: the operation its writes ride along with, marked).
 fn op_kind(op: &WireOp) -> &'static str {
     match op {
         WireOp::Load { .. } => "load",
         WireOp::Write { items, bufs, .. } if items.len() > 1 && bufs.count() == 1 => "broadcast",
         WireOp::Write { .. } => "write",
         WireOp::Launch { .. } => "launch",
-        WireOp::Batch(ops) => ops.last().map_or("write", op_kind),
+        // Small writes that waited for the rank's next operation, and that operation.
+        WireOp::Batch(ops) => match ops.last().map_or("write", op_kind) {
+            "load" => "load+batched writes",
+            "launch" => "launch+batched writes",
+            "read" => "read+batched writes",
+            "broadcast" => "broadcast+batched writes",
+            _ => "batched writes",
+        },
         WireOp::Read { .. } | WireOp::ReadInPlace { .. } => "read",
     }
 }
