@@ -185,9 +185,8 @@ def project(local: dict, dist: dict, wall_local: float, dpus: int) -> None:
     print("\nWhere it breaks down: VA moves 12 bytes per element over the bus for 1 element "
           "added on the DPU, so its data crosses the gateway's link at every run whatever the "
           "hosts, while its engine time shrinks with them: past a few hosts the network term "
-          "dominates. Kernels of 10 ms or more of modeled time with data that stays on the DPUs "
-          "between launches keep the engine term dominant to many more hosts.")
-
+          "dominates. The last column keeps VA's traffic with 20 times the engine work (a "
+          "10 ms kernel): the same single link bounds it too, later.")
 
 if __name__ == "__main__":
     sys.exit(main())
