@@ -118,6 +118,17 @@ def compare(name: str, cwd: Path, cmd: list[str], ranks: int, workers: int, ok_t
                           f"no '{ok_text}'", out)
         reports.append((json.loads(rep.read_text()), wall))
     (local, t_local), (dist, t_mpi) = reports
+    try:
+        import jsonschema  # noqa: PLC0415 (optional: the structure is checked without it too)
+
+        schema = json.loads((ROOT / "docs" / "report.schema.json").read_text())
+        jsonschema.validate(dist, schema)
+    except ImportError:
+        pass
+    except Exception as e:  # noqa: BLE001 - any schema violation fails the case
+        return result(False, label, f"the MPI report does not follow the schema: {e}")
+    if not dist.get("mpi_traffic") or not any(t["kind"] == "open" for t in dist["mpi_traffic"]):
+        return result(False, label, "the MPI report has no mpi_traffic")
     if "workers" in local:
         return result(False, label, "the local report has workers[]")
     want = [[s for s in range(ranks) if s % workers == w] for w in range(workers)]
