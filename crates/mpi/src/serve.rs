@@ -94,6 +94,15 @@ impl Ranks {
                     outcomes,
                 }
             }
+            Request::Queue { rank, ops } => match self.rank(rank) {
+                // In order, each whatever the outcome of the ones before.
+                Ok(r) => Reply::Exec {
+                    ipc_ns: 0,
+                    emu_ns: 0,
+                    outcomes: ops.into_iter().map(|op| run_wire(&r, op)).collect(),
+                },
+                Err(e) => error_reply(&e),
+            },
             Request::Log { rank, dpu } => match self.rank(rank).and_then(|r| r.log(dpu)) {
                 Ok(b) => Reply::Bytes(b),
                 Err(e) => error_reply(&e),

@@ -715,4 +715,76 @@ impl RunsOps for MpiRank {
             }
         }
     }
+
+    fn run_ops(&self, ops: Vec<RankOp>) -> Vec<Result<()>> {
+        let _op = lock(&self.op);
+        self.run_queued(ops)
+    }
+}
+
+/// Transfers' bytes in one message of queued operations at most.
+const MAX_QUEUE_BYTES: usize = 64 << 20;
+
+impl MpiRank {
+    /// Operations queued on the rank, in order, each whatever the outcome of the ones before:
+    /// small writes at their head join the batch; the others travel in one message per
+    /// [`MAX_QUEUE_BYTES`] (the worker runs them in order), instead of one round trip each.
+    fn run_queued(&self, ops: Vec<RankOp>) -> Vec<Result<()>> {
+        let mut results = Vec::with_capacity(ops.len());
+        let mut chunk: Vec<RankOp> = Vec::new();
+        let mut bytes = 0;
+        for op in ops {
+            if chunk.is_empty() && batchable(&op) {
+                results.push(self.add_to_batch(op));
+                continue;
+            }
+            let b = op.xfer_bytes() as usize;
+            if !chunk.is_empty() && bytes + b > MAX_QUEUE_BYTES {
+                results.extend(self.send_queue(std::mem::take(&mut chunk)));
+                bytes = 0;
+            }
+            bytes += b;
+            chunk.push(op);
+        }
+        results.extend(self.send_queue(chunk));
+        results
+    }
+
+    /// Sends operations in one message and completes each, in order.
+    fn send_queue(&self, ops: Vec<RankOp>) -> Vec<Result<()>> {
+        match ops.len() {
+            0 => return Vec::new(),
+            1 => return ops.into_iter().map(|op| self.run_one(op)).collect(),
+            _ => {}
+        }
+        let n = ops.len();
+        let (wires, prepared): (Vec<WireOp>, Vec<Prepared>) =
+            ops.into_iter().map(|op| self.prepare(op)).unzip();
+        let mut wires = wires;
+        let first = wires.remove(0);
+        wires.insert(0, self.after_batch(first));
+        let msg = ToWorker::Call(Request::Queue {
+            rank: self.id,
+            ops: wires,
+        });
+        let outcomes: Vec<std::result::Result<RankOutcome, Error>> =
+            match self.link.call(self.worker, &msg) {
+                Ok(Reply::Exec { outcomes, .. }) if outcomes.len() == n => {
+                    outcomes.into_iter().map(Ok).collect()
+                }
+                Ok(other) => {
+                    let w = WireError::from_error(&unexpected(&other));
+                    (0..n).map(|_| Err(w.to_error())).collect()
+                }
+                Err(e) => {
+                    let w = WireError::from_error(&e);
+                    (0..n).map(|_| Err(w.to_error())).collect()
+                }
+            };
+        prepared
+            .into_iter()
+            .zip(outcomes)
+            .map(|(p, o)| self.complete(p, o))
+            .collect()
+    }
 }

@@ -74,6 +74,7 @@ impl ToWorker {
                 Some((_, op)) => op_kind(op),
                 None => "stats",
             },
+            ToWorker::Call(Request::Queue { .. }) => "queued operations",
             ToWorker::Call(Request::Log { .. }) => "log",
             ToWorker::Call(_) => "stats",
             ToWorker::Ping => "ping",
