@@ -578,6 +578,26 @@ fn start_mpi(
     Ok((job, socket, dir))
 }
 
+/// The program a distributed run waits for (0: none yet), for the signal handler.
+static PROGRAM_PID: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+extern "C" fn forward_signal(sig: libc::c_int) {
+    let pid = PROGRAM_PID.load(std::sync::atomic::Ordering::Relaxed);
+    if pid > 0 {
+        // SAFETY: kill is async-signal-safe; the pid is our child's.
+        unsafe { libc::kill(pid, sig) };
+    }
+}
+
+/// From now on SIGINT, SIGTERM and SIGHUP to this process go to the program `pid` instead.
+fn forward_signals_to(pid: u32) {
+    PROGRAM_PID.store(pid as i32, std::sync::atomic::Ordering::Relaxed);
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: installs a handler that only loads an atomic and calls kill.
+        unsafe { libc::signal(sig, forward_signal as *const () as libc::sighandler_t) };
+    }
+}
+
 /// Runs `command` with the SDK on the paths and the machine options in UPMEM_PROFILE_BASE.
 fn run_command(
     install: &Install,
@@ -623,7 +643,16 @@ fn run_command(
         None if server.hostfile.is_some() => bail!("--hostfile is for --mpi N; add --mpi N"),
         None => None,
     };
-    let status = cmd.status();
+    let status = if job.is_some() {
+        // The MPI job outlives nothing: a signal to the launcher goes to the program, whose
+        // end stops the job below.
+        cmd.spawn().and_then(|mut child| {
+            forward_signals_to(child.id());
+            child.wait()
+        })
+    } else {
+        cmd.status()
+    };
     if let Some((job, _, dir)) = job {
         job.stop(std::time::Duration::from_secs(10));
         let _ = std::fs::remove_dir_all(dir);
