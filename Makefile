@@ -15,15 +15,19 @@ SHELL := /bin/bash
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 CARGO ?= cargo
 
-.PHONY: all setup build demo test test-rust test-conformance test-programs test-collectives bench fidelity lint clean fuzz-smoke test-memory-huge bench-memory fuzz-remote study-collectives study-sharing study-tiers study-allocation study-all
+.PHONY: all setup build demo test test-mpi test-rust test-conformance test-programs test-collectives bench fidelity lint clean fuzz-smoke test-memory-huge bench-memory fuzz-remote study-collectives study-sharing study-tiers study-allocation study-all
 
 all: build
 
 setup:
 	@scripts/setup.sh
 
+# The MPI backend (openpim run --mpi N) is built when OpenMPI is there (scripts/setup.sh installs it;
+# `=`: looked up when a recipe runs, after setup).
+MPI_FEATURES = $(shell command -v mpicc >/dev/null 2>&1 && echo --features openpim-cli/mpi)
+
 build: setup
-	$(CARGO) build --release --workspace
+	$(CARGO) build --release --workspace $(MPI_FEATURES)
 	$(MAKE) -s -C sdk/dpu
 	$(MAKE) -s $(VCLOCK)
 	$(MAKE) -s $(RELOCATE)
@@ -48,7 +52,7 @@ demo: build
 
 test: build
 	scripts/module_graph.py >/dev/null
-	$(CARGO) test --release --workspace
+	$(CARGO) test --release --workspace $(MPI_FEATURES)
 	sdk/dpu/test/check.sh
 	tests/headers/check.sh
 	tests/conformance/run.sh
@@ -56,6 +60,7 @@ test: build
 	tests/report/run.sh
 	tests/memory/run.sh
 	tests/remote/run.sh
+	$(if $(MPI_FEATURES),tests/mpi/run.py,@echo "SKIP tests/mpi (no OpenMPI: scripts/setup.sh installs it)")
 	python3 -m pytest -q python/tests
 	tests/programs/run.py
 	tests/workloads/run.py
@@ -70,6 +75,11 @@ test-memory-huge: build
 # The daemon protocol's decoder on random and mutated messages (FUZZ_SECONDS, default 600).
 fuzz-remote:
 	FUZZ_SECONDS=$${FUZZ_SECONDS:-600} $(CARGO) test --release -p openpim-daemon --test daemon decoders_never_panic -- --nocapture
+
+# The MPI backend's bigger matrix: PrIM's 16 at 256 DPUs on 1, 2 and 4 workers against the
+# local run (docs/scale-out.md).
+test-mpi: build
+	tests/mpi/run.py --all
 
 test-programs: build
 	tests/programs/run.py --all
@@ -100,7 +110,7 @@ fuzz-smoke:
 
 lint:
 	$(CARGO) fmt --all -- --check
-	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
+	$(CARGO) clippy --release --workspace --all-targets $(MPI_FEATURES) -- -D warnings
 
 clean:
 	$(CARGO) clean

@@ -64,6 +64,13 @@ struct ServerOpts {
     /// sets OPENPIM_SERVER); --ranks must fit the daemon's machine.
     #[arg(long, value_name = "PATH")]
     server: Option<String>,
+    /// Run the DPU work on N MPI worker processes (docs/scale-out.md): the machine's ranks
+    /// spread over them; all on this machine unless --hostfile names others.
+    #[arg(long, value_name = "N")]
+    mpi: Option<u32>,
+    /// OpenMPI hostfile of the machines for --mpi (this machine first: the gateway runs here).
+    #[arg(long, value_name = "F")]
+    hostfile: Option<String>,
 }
 
 /// The value `key` has in a profile string (its last occurrence, as the parser applies them).
@@ -283,6 +290,9 @@ enum Cmd {
     Info {
         #[command(flatten)]
         machine: MachineOpts,
+        /// Also show how the ranks would be assigned to N MPI workers (`run --mpi N`).
+        #[arg(long, value_name = "N")]
+        mpi: Option<u32>,
     },
     /// Run a host program on the emulated server: openpim run [options] -- CMD [ARGS...].
     Run {
@@ -328,6 +338,13 @@ enum Cmd {
     Checkpoint {
         #[command(subcommand)]
         command: checkpoint::CheckpointCmd,
+    },
+    /// A process of an MPI run (started by `openpim run --mpi N` through mpirun, or by your
+    /// own mpirun: docs/scale-out.md): the gateway as MPI rank 0, a worker otherwise.
+    Worker {
+        /// Where the gateway listens for the host program.
+        #[arg(long, value_name = "PATH")]
+        socket: String,
     },
 }
 
@@ -442,11 +459,20 @@ fn dispatch(cmd: Cmd) -> Result<ExitCode> {
             print!("{}", install.shell_exports());
             Ok(ExitCode::SUCCESS)
         }
-        Cmd::Info { machine } => {
+        Cmd::Info { machine, mpi } => {
             machine.check_conflicts()?;
             let text = openpim_runtime::machine_description(&machine.profile_string())
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             print!("{text}");
+            if let Some(n) = mpi {
+                let ranks = machine_ranks(&machine.profile_string())?;
+                openpim_mpi::launch::check(n, ranks).map_err(|e| anyhow::anyhow!("{e}"))?;
+                print!("{}", openpim_mpi::launch::assignment(n, ranks));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Worker { socket } => {
+            openpim_mpi::run_node(&socket).map_err(|e| anyhow::anyhow!("{e}"))?;
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Run {
@@ -499,6 +525,81 @@ fn dispatch(cmd: Cmd) -> Result<ExitCode> {
     }
 }
 
+/// The number of ranks of the machine `profile` (after UPMEM_PROFILE_BASE) selects.
+fn machine_ranks(profile: &str) -> Result<u32> {
+    let m = openpim_runtime::machine::MachineConfig::from_profile_string(profile)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(m.nr_ranks)
+}
+
+/// Starts the MPI job of `run --mpi n` (checked first: no process starts for a request that
+/// cannot run); the job, the gateway's socket and the job's private directory.
+fn start_mpi(
+    n: u32,
+    server: &ServerOpts,
+    profile: &str,
+) -> Result<(
+    openpim_mpi::launch::Job,
+    std::path::PathBuf,
+    std::path::PathBuf,
+)> {
+    let env_server = std::env::var(openpim_runtime::exec::remote::SERVER_ENV)
+        .ok()
+        .filter(|s| !s.is_empty());
+    if let Some(s) = server.server.as_ref().or(env_server.as_ref()) {
+        let via = if server.server.is_some() {
+            "--server"
+        } else {
+            "OPENPIM_SERVER"
+        };
+        bail!("--mpi {n} and {via} {s} cannot be combined: the ranks live either in MPI workers or in a daemon; drop one of them");
+    }
+    openpim_mpi::launch::check(n, machine_ranks(profile)?).map_err(|e| anyhow::anyhow!("{e}"))?;
+    if !openpim_mpi::AVAILABLE {
+        bail!("--mpi: {}", openpim_mpi::NO_MPI_FIX);
+    }
+    let patience = openpim_mpi::timeout().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let dir = std::env::temp_dir().join(format!("openpim-mpi-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let socket = dir.join("gateway.sock");
+    if !profile.is_empty() {
+        // The workers read the machine options as the program does.
+        std::env::set_var("UPMEM_PROFILE_BASE", profile);
+    }
+    let plan = openpim_mpi::launch::Plan {
+        workers: n,
+        hostfile: server.hostfile.as_deref().map(|f| absolute(f).into()),
+        exe: std::env::current_exe().context("locating the openpim executable")?,
+        socket: socket.clone(),
+        threads: openpim_mpi::launch::shared_threads(n, server.hostfile.is_some()),
+    };
+    let job = openpim_mpi::launch::Job::start(&plan, patience).map_err(|e| {
+        let _ = std::fs::remove_dir_all(&dir);
+        anyhow::anyhow!("{e}")
+    })?;
+    Ok((job, socket, dir))
+}
+
+/// The program a distributed run waits for (0: none yet), for the signal handler.
+static PROGRAM_PID: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+extern "C" fn forward_signal(sig: libc::c_int) {
+    let pid = PROGRAM_PID.load(std::sync::atomic::Ordering::Relaxed);
+    if pid > 0 {
+        // SAFETY: kill is async-signal-safe; the pid is our child's.
+        unsafe { libc::kill(pid, sig) };
+    }
+}
+
+/// From now on SIGINT, SIGTERM and SIGHUP to this process go to the program `pid` instead.
+fn forward_signals_to(pid: u32) {
+    PROGRAM_PID.store(pid as i32, std::sync::atomic::Ordering::Relaxed);
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: installs a handler that only loads an atomic and calls kill.
+        unsafe { libc::signal(sig, forward_signal as *const () as libc::sighandler_t) };
+    }
+}
+
 /// Runs `command` with the SDK on the paths and the machine options in UPMEM_PROFILE_BASE.
 fn run_command(
     install: &Install,
@@ -524,7 +625,7 @@ fn run_command(
     if !profile.is_empty() {
         // Fail early, with the emulator's own message, on a profile no launch would accept.
         openpim_runtime::machine_description(&profile).map_err(|e| anyhow::anyhow!("{e}"))?;
-        cmd.env("UPMEM_PROFILE_BASE", profile);
+        cmd.env("UPMEM_PROFILE_BASE", &profile);
     }
     for (k, v) in report.env() {
         cmd.env(k, v);
@@ -535,9 +636,30 @@ fn run_command(
     if let Some(d) = dir {
         cmd.current_dir(d);
     }
-    let status = cmd
-        .status()
-        .with_context(|| format!("could not start `{program}`"))?;
+    let job = match server.mpi {
+        Some(n) => {
+            let job = start_mpi(n, server, &profile)?;
+            cmd.env(openpim_runtime::exec::mpi::MPI_ENV, &job.1);
+            Some(job)
+        }
+        None if server.hostfile.is_some() => bail!("--hostfile is for --mpi N; add --mpi N"),
+        None => None,
+    };
+    let status = if job.is_some() {
+        // The MPI job outlives nothing: a signal to the launcher goes to the program, whose
+        // end stops the job below.
+        cmd.spawn().and_then(|mut child| {
+            forward_signals_to(child.id());
+            child.wait()
+        })
+    } else {
+        cmd.status()
+    };
+    if let Some((job, _, dir)) = job {
+        job.stop(std::time::Duration::from_secs(10));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    let status = status.with_context(|| format!("could not start `{program}`"))?;
     let code = match status.code() {
         Some(c) => ExitCode::from(u8::try_from(c).unwrap_or(1)),
         None => {

@@ -252,7 +252,70 @@ pub struct Report {
     /// launch, or the ranks were a daemon's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine: Option<crate::clock::engine_use::EngineReport>,
+    /// The MPI workers that ran the ranks (distributed runs only: `openpim run --mpi N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workers: Option<Vec<WorkerReport>>,
+    /// The messages between the program and its MPI workers, by kind of request
+    /// (distributed runs only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mpi_traffic: Option<Vec<TrafficReport>>,
     pub advice: Vec<Advice>,
+}
+
+/// The messages of one kind of request between the program and its MPI workers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrafficReport {
+    /// `open`, `close`, `load`, `write`, `broadcast`, `read`, `launch`, `log`, `stats`;
+    /// `batched writes`, or `launch+batched writes` (and so on) for small writes that waited
+    /// for the rank's next operation and travelled with it.
+    pub kind: String,
+    /// Requests sent (one per worker of a call), each answered by one reply.
+    pub messages: u64,
+    /// Bytes of the requests and of the replies.
+    pub bytes_to_workers: u64,
+    pub bytes_from_workers: u64,
+}
+
+/// The MPI traffic so far, by kind.
+static TRAFFIC: std::sync::Mutex<Vec<TrafficReport>> = std::sync::Mutex::new(Vec::new());
+
+/// Counts a request of `kind` to a worker (`out` bytes) and its reply (`back` bytes).
+pub(crate) fn count_mpi_message(kind: &str, out: u64, back: u64) {
+    let mut t = TRAFFIC.lock().unwrap_or_else(|e| e.into_inner());
+    let at = match t.iter().position(|r| r.kind == kind) {
+        Some(at) => at,
+        None => {
+            t.push(TrafficReport {
+                kind: kind.to_string(),
+                ..Default::default()
+            });
+            t.len() - 1
+        }
+    };
+    t[at].messages += 1;
+    t[at].bytes_to_workers += out;
+    t[at].bytes_from_workers += back;
+}
+
+/// One MPI worker of a distributed run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerReport {
+    /// Its rank in the MPI job (the gateway is 0).
+    pub mpi_rank: u32,
+    /// The machine it ran on.
+    pub host: String,
+    /// Its process id there.
+    pub pid: u32,
+    /// The machine's rank slots it held.
+    pub rank_slots: Vec<u32>,
+}
+
+/// The workers of this process's distributed run (set by the MPI backend).
+static WORKERS: std::sync::Mutex<Option<Vec<WorkerReport>>> = std::sync::Mutex::new(None);
+
+/// Records the workers of a distributed run for the report.
+pub(crate) fn set_workers(workers: Vec<WorkerReport>) {
+    *WORKERS.lock().unwrap_or_else(|e| e.into_inner()) = Some(workers);
 }
 
 /// The remote path's cost: what a run through the rank-manager daemon adds.
@@ -597,6 +660,10 @@ pub fn report() -> Report {
         build(s)
     });
     r.memory = MemoryReport::now();
+    r.workers = WORKERS.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    if r.workers.is_some() {
+        r.mpi_traffic = Some(TRAFFIC.lock().unwrap_or_else(|e| e.into_inner()).clone());
+    }
     r
 }
 

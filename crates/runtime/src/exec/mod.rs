@@ -3,8 +3,9 @@
 //! The SDK layer ([`crate::sdk`]) turns what a program asks for (sets, symbols, prepared
 //! buffers) into requests on ranks named by their slot: [`RankOp`] values and the calls of
 //! [`Backend`]. A backend runs them: [`local`] in this process (a worker thread per rank,
-//! DPUs simulated on a thread pool); a remote backend (a daemon that owns the ranks, over a
-//! UNIX socket) or a distributed one (ranks on several machines) implements the same trait.
+//! DPUs simulated on a thread pool); [`remote`] (a daemon that owns the ranks, over a UNIX
+//! socket) and [`mpi`] (ranks in MPI worker processes on several machines) implement the same
+//! trait.
 //! Backends report what ran to the virtual clock ([`crate::clock`]) as plain values (rank
 //! slots, byte counts, durations, launch records); the clock never calls back.
 //!
@@ -14,6 +15,7 @@
 //! ([`CallbackJob`]), which always run in the host process, in the order of the rank's queue.
 
 pub mod local;
+pub mod mpi;
 pub(crate) mod queue;
 pub mod remote;
 

@@ -7,18 +7,29 @@ use openpim_machine::{MachineConfig, SystemConfig};
 
 use crate::error::{Error, Result};
 use crate::exec::local::LocalBackend;
+use crate::exec::mpi::{gateway_of_env, MpiBackend, MPI_ENV};
 use crate::exec::remote::{server_of, RemoteBackend};
 use crate::exec::{AllocRequest, Backend};
 use crate::sdk::rank::Rank;
 use crate::sdk::set::DpuSet;
 
 /// The backend that runs the ranks `profile` asks for: a daemon's when the profile (`server=`)
-/// or the environment (`OPENPIM_SERVER`) names its socket, else this process.
+/// or the environment (`OPENPIM_SERVER`) names its socket, MPI workers when the program runs
+/// under `openpim run --mpi N` (`OPENPIM_MPI`), else this process.
 fn backend(profile: &str) -> Result<Arc<dyn Backend>> {
     let config = SystemConfig::from_profile_string(profile)?;
-    Ok(match server_of(&config) {
-        Some(path) => RemoteBackend::shared(&path),
-        None => LocalBackend::shared(),
+    Ok(match (server_of(&config), gateway_of_env()) {
+        (Some(server), Some(_)) => {
+            return Err(Error::Allocation {
+                requested: format!("server={server}"),
+                reason: format!(
+                    "the program runs on MPI workers ({MPI_ENV} is set by `openpim run --mpi`) and names a daemon too; use one of them"
+                ),
+            })
+        }
+        (Some(path), None) => RemoteBackend::shared(&path),
+        (None, Some(gateway)) => MpiBackend::shared(&gateway),
+        (None, None) => LocalBackend::shared(),
     })
 }
 

@@ -1,0 +1,437 @@
+//! The processes of the MPI job: `openpim worker` is the gateway when it is MPI rank 0, a
+//! worker otherwise.
+//!
+//! Between the gateway and a worker, a message is `[u64 id][body]`: the gateway's requests
+//! ([`ToWorker`]) and the workers' replies ([`Reply`]) with the request's id; id 0 is the
+//! worker's greeting (`[u32 pid][host]`) and the answers to the heartbeat.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mpi::Threading;
+use openpim_runtime::exec::mpi::wire::{
+    encode_reply, read_frame, write_frame, ToWorker, WorkerInfo,
+};
+use openpim_runtime::exec::remote::protocol::{Reply, WireError};
+use openpim_runtime::Error;
+
+use crate::serve::Ranks;
+use crate::transport::Transport;
+use crate::{timeout, STOP_WORKER, TIMEOUT_ENV};
+
+/// How often the gateway pings each worker.
+const HEARTBEAT: Duration = Duration::from_millis(500);
+
+/// How a polling loop waits when it found nothing to do: MPI's own waits spin, and a process
+/// waiting for work should leave the cores to the others; but while messages flow (a program
+/// making many small calls), each wait adds to every round trip. So: yield a few turns, then
+/// sleep briefly while traffic is recent, and up to a millisecond once it is not.
+struct Backoff {
+    idle_turns: u32,
+    last_busy: Instant,
+}
+
+impl Backoff {
+    fn new() -> Backoff {
+        Backoff {
+            idle_turns: 0,
+            last_busy: Instant::now(),
+        }
+    }
+    fn busy(&mut self) {
+        self.idle_turns = 0;
+        self.last_busy = Instant::now();
+    }
+    fn idle(&mut self) {
+        self.idle_turns = self.idle_turns.saturating_add(1);
+        if self.idle_turns < 50 {
+            std::thread::yield_now();
+        } else if self.last_busy.elapsed() < Duration::from_millis(200) {
+            std::thread::sleep(Duration::from_micros(20));
+        } else {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
+fn framed(id: u64, body: &[u8]) -> Vec<u8> {
+    let mut m = Vec::with_capacity(8 + body.len());
+    m.extend_from_slice(&id.to_le_bytes());
+    m.extend_from_slice(body);
+    m
+}
+
+fn split(msg: &[u8]) -> Option<(u64, &[u8])> {
+    let id = u64::from_le_bytes(msg.get(..8)?.try_into().ok()?);
+    Some((id, &msg[8..]))
+}
+
+fn host_name() -> String {
+    mpi::environment::processor_name().unwrap_or_else(|_| "unknown".into())
+}
+
+/// Runs this process's part of the job until the run stops; `socket` is where the gateway
+/// listens for the host program.
+pub fn run(socket: &str) -> Result<(), String> {
+    let timeout = timeout()?;
+    let (universe, _) =
+        mpi::initialize_with_threading(Threading::Funneled).ok_or("MPI is initialized already")?;
+    let mut t = Transport::new(universe.world());
+    if t.size() < 2 {
+        return Err(
+            "an OpenPIM MPI job needs a gateway and at least one worker (start it with `openpim run --mpi N`)".into(),
+        );
+    }
+    let r = if t.rank() == 0 {
+        gateway(&mut t, socket, timeout)
+    } else {
+        worker(&mut t);
+        Ok(())
+    };
+    drop(t);
+    drop(universe);
+    r
+}
+
+/// A worker: its ranks, each request answered on a thread of its own (ranks of different
+/// calls run at once), the heartbeat answered at once.
+fn worker(t: &mut Transport) {
+    let mut hello = std::process::id().to_le_bytes().to_vec();
+    hello.extend_from_slice(host_name().as_bytes());
+    t.post(0, &framed(0, &hello));
+    let ranks = Arc::new(Ranks::default());
+    let (tx, rx): (Sender<Vec<u8>>, Receiver<Vec<u8>>) = channel();
+    let mut backoff = Backoff::new();
+    loop {
+        let mut busy = false;
+        while let Ok(reply) = rx.try_recv() {
+            t.post(0, &reply);
+            busy = true;
+        }
+        t.progress();
+        if let Some((_, msg)) = t.try_recv() {
+            busy = true;
+            let Some((id, body)) = split(&msg) else {
+                continue;
+            };
+            match ToWorker::decode(body) {
+                Ok(ToWorker::Ping) => t.post(0, &framed(id, &encode_reply(&Reply::Unit))),
+                Ok(ToWorker::Shutdown) => break,
+                Ok(req) => {
+                    let ranks = Arc::clone(&ranks);
+                    let tx = tx.clone();
+                    std::thread::spawn(move || {
+                        let reply = ranks.handle(req);
+                        let _ = tx.send(framed(id, &encode_reply(&reply)));
+                    });
+                }
+                Err(e) => {
+                    let e = Error::Internal(format!("malformed request for an MPI worker: {e}"));
+                    t.post(
+                        0,
+                        &framed(id, &encode_reply(&Reply::Error(WireError::from_error(&e)))),
+                    );
+                }
+            }
+        }
+        if busy {
+            backoff.busy();
+        } else {
+            backoff.idle();
+        }
+    }
+    drop(ranks);
+    // The last replies leave before MPI is finalized.
+    let end = Instant::now() + Duration::from_secs(5);
+    while t.in_flight() > 0 && Instant::now() < end {
+        t.progress();
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// What the gateway knows of a worker.
+struct Peer {
+    info: WorkerInfo,
+    /// When it last answered anything.
+    seen: Instant,
+    pinged: Option<Instant>,
+    dead: Option<String>,
+}
+
+/// A request of the host program in flight: its connection, its id there, its worker.
+struct InFlight {
+    conn: u64,
+    id: u64,
+    worker: u32,
+}
+
+/// What the gateway's socket threads hand to its MPI thread.
+enum FromHost {
+    Connected(u64, Arc<Mutex<UnixStream>>),
+    Request {
+        conn: u64,
+        id: u64,
+        worker: u32,
+        body: Vec<u8>,
+    },
+    Closed(u64),
+    Stop,
+}
+
+/// The gateway: the workers' greetings, then the socket for the host program, then requests
+/// relayed to the workers and replies back, the workers watched by a heartbeat.
+fn gateway(t: &mut Transport, socket: &str, timeout: Duration) -> Result<(), String> {
+    let n = t.size() as u32 - 1;
+    let mut peers: Vec<Option<Peer>> = (0..n).map(|_| None).collect();
+    let start = Instant::now();
+    let mut backoff = Backoff::new();
+    while peers.iter().any(Option::is_none) {
+        if start.elapsed() > timeout {
+            let missing: Vec<String> = peers
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.is_none())
+                .map(|(k, _)| (k + 1).to_string())
+                .collect();
+            return Err(format!(
+                "MPI workers {} did not start within {:.0} s ({TIMEOUT_ENV})",
+                missing.join(", "),
+                timeout.as_secs_f64()
+            ));
+        }
+        match t.try_recv() {
+            Some((src, msg)) if src >= 1 && (src as u32) <= n => {
+                if let Some((0, b)) = split(&msg) {
+                    if b.len() >= 4 {
+                        peers[src as usize - 1] = Some(Peer {
+                            info: WorkerInfo {
+                                mpi_rank: src as u32,
+                                pid: u32::from_le_bytes(b[..4].try_into().expect("4")),
+                                host: String::from_utf8_lossy(&b[4..]).into_owned(),
+                            },
+                            seen: Instant::now(),
+                            pinged: None,
+                            dead: None,
+                        });
+                    }
+                }
+            }
+            _ => backoff.idle(),
+        }
+    }
+    let mut peers: Vec<Peer> = peers.into_iter().map(|p| p.expect("greeted")).collect();
+    let table: String = peers.iter().map(|p| p.info.line() + "\n").collect();
+    let my_host = host_name();
+
+    let _ = std::fs::remove_file(socket);
+    let listener =
+        UnixListener::bind(socket).map_err(|e| format!("cannot listen on {socket}: {e}"))?;
+    let (tx, rx) = channel::<FromHost>();
+    {
+        let tx = tx.clone();
+        let table = table.clone();
+        std::thread::spawn(move || accept(listener, &table, &tx));
+    }
+
+    let mut conns: HashMap<u64, Arc<Mutex<UnixStream>>> = HashMap::new();
+    let mut in_flight: HashMap<u64, InFlight> = HashMap::new();
+    let mut next_id: u64 = 1;
+    let reply_to = |conns: &HashMap<u64, Arc<Mutex<UnixStream>>>, f: &InFlight, body: &[u8]| {
+        if let Some(c) = conns.get(&f.conn) {
+            let mut s = c.lock().unwrap_or_else(|e| e.into_inner());
+            let _ = write_frame(&mut *s, f.id, &[], body);
+        }
+    };
+    let mut stopping = false;
+    while !stopping {
+        let mut busy = false;
+        loop {
+            match rx.try_recv() {
+                Ok(FromHost::Connected(c, s)) => {
+                    conns.insert(c, s);
+                }
+                Ok(FromHost::Closed(c)) => {
+                    conns.remove(&c);
+                }
+                Ok(FromHost::Stop) | Err(TryRecvError::Disconnected) => {
+                    stopping = true;
+                    break;
+                }
+                Ok(FromHost::Request {
+                    conn,
+                    id,
+                    worker,
+                    body,
+                }) => {
+                    busy = true;
+                    let f = InFlight { conn, id, worker };
+                    match peers.get(worker as usize) {
+                        None => {
+                            let e = Error::Internal(format!("no MPI worker {worker}"));
+                            let r = encode_reply(&Reply::Error(WireError::from_error(&e)));
+                            reply_to(&conns, &f, &r);
+                        }
+                        Some(Peer {
+                            dead: Some(why), ..
+                        }) => {
+                            let e = Error::System(why.clone());
+                            let r = encode_reply(&Reply::Error(WireError::from_error(&e)));
+                            reply_to(&conns, &f, &r);
+                        }
+                        Some(p) => {
+                            let g = next_id;
+                            next_id += 1;
+                            t.post(p.info.mpi_rank as i32, &framed(g, &body));
+                            in_flight.insert(g, f);
+                        }
+                    }
+                }
+                Err(TryRecvError::Empty) => break,
+            }
+        }
+        t.progress();
+        while let Some((src, msg)) = t.try_recv() {
+            busy = true;
+            let Some((g, body)) = split(&msg) else {
+                continue;
+            };
+            if let Some(p) = peers.get_mut(src as usize - 1) {
+                p.seen = Instant::now();
+                if g == 0 {
+                    p.pinged = None;
+                }
+            }
+            if let Some(f) = in_flight.remove(&g) {
+                reply_to(&conns, &f, body);
+            }
+        }
+        // The heartbeat, and a worker of this machine that is gone is seen at once.
+        let now = Instant::now();
+        for (k, p) in peers.iter_mut().enumerate() {
+            if p.dead.is_some() {
+                continue;
+            }
+            let gone_here = p.info.host == my_host
+                // SAFETY: kill with signal 0 only checks that the process exists.
+                && unsafe { libc::kill(p.info.pid as libc::pid_t, 0) } != 0
+                && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+            let silent = p.pinged.is_some_and(|at| now.duration_since(at) > timeout);
+            if gone_here || silent {
+                let why = format!(
+                    "{} {}; its ranks are lost (the rest of the run cannot use them)",
+                    p.info.describe(),
+                    if gone_here {
+                        "died".to_string()
+                    } else {
+                        format!(
+                            "stopped answering for {:.0} s ({TIMEOUT_ENV})",
+                            timeout.as_secs_f64()
+                        )
+                    }
+                );
+                eprintln!("openpim: {why}");
+                if p.info.host == my_host && !gone_here {
+                    // A silent worker of this machine is ended: the run no longer uses it, and
+                    // the job could not end while it lives.
+                    // SAFETY: a signal to a process of this job, by its pid.
+                    unsafe { libc::kill(p.info.pid as libc::pid_t, libc::SIGKILL) };
+                }
+                p.dead = Some(why.clone());
+                let e = Error::System(why);
+                let r = encode_reply(&Reply::Error(WireError::from_error(&e)));
+                let lost: Vec<u64> = in_flight
+                    .iter()
+                    .filter(|(_, f)| f.worker == k as u32)
+                    .map(|(g, _)| *g)
+                    .collect();
+                for g in lost {
+                    if let Some(f) = in_flight.remove(&g) {
+                        reply_to(&conns, &f, &r);
+                    }
+                }
+                continue;
+            }
+            if p.pinged.is_none() && now.duration_since(p.seen) > HEARTBEAT {
+                p.pinged = Some(now);
+                t.post(p.info.mpi_rank as i32, &framed(0, &ToWorker::Ping.encode()));
+            }
+        }
+        if busy {
+            backoff.busy();
+        } else {
+            backoff.idle();
+        }
+    }
+    for p in &peers {
+        if p.dead.is_none() {
+            t.post(
+                p.info.mpi_rank as i32,
+                &framed(0, &ToWorker::Shutdown.encode()),
+            );
+        }
+    }
+    let end = Instant::now() + Duration::from_secs(5);
+    while t.in_flight() > 0 && Instant::now() < end {
+        t.progress();
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let _ = std::fs::remove_file(socket);
+    if peers.iter().any(|p| p.dead.is_some()) {
+        // MPI_Finalize waits for every process of the job; one is dead.
+        let _ = std::io::stderr().flush();
+        std::process::exit(3);
+    }
+    Ok(())
+}
+
+/// Accepts the host program's connections (and the launcher's stop request).
+fn accept(listener: UnixListener, table: &str, tx: &Sender<FromHost>) {
+    let mut next: u64 = 1;
+    for stream in listener.incoming() {
+        let Ok(mut stream) = stream else { continue };
+        if write_frame(&mut stream, 0, &[], table.as_bytes()).is_err() {
+            continue;
+        }
+        let Ok(mut reader) = stream.try_clone() else {
+            continue;
+        };
+        let conn = next;
+        next += 1;
+        if tx
+            .send(FromHost::Connected(conn, Arc::new(Mutex::new(stream))))
+            .is_err()
+        {
+            return;
+        }
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            while let Ok(Some((id, rest))) = read_frame(&mut reader) {
+                if rest.len() < 4 {
+                    break;
+                }
+                let worker = u32::from_le_bytes(rest[..4].try_into().expect("4"));
+                if worker == STOP_WORKER {
+                    let _ = tx.send(FromHost::Stop);
+                    break;
+                }
+                let body = rest[4..].to_vec();
+                if tx
+                    .send(FromHost::Request {
+                        conn,
+                        id,
+                        worker,
+                        body,
+                    })
+                    .is_err()
+                {
+                    break;
+                }
+            }
+            let _ = tx.send(FromHost::Closed(conn));
+        });
+    }
+}

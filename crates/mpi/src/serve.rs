@@ -1,0 +1,289 @@
+//! A worker's ranks: the requests of the host program's backend run on local ranks.
+//!
+//! Each rank is the runtime's [`ServedRank`] (today's in-process engine, reporting what an
+//! operation did to the caller instead of a clock): the host program's process keeps the
+//! virtual clock and places every operation from the facts this returns. No MPI here.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use openpim_machine::SystemConfig;
+use openpim_runtime::exec::local::served::{par_map, ServedRank};
+use openpim_runtime::exec::mpi::wire::ToWorker;
+use openpim_runtime::exec::remote::protocol::{
+    RankOutcome, Reply, Request, WireError, WireItem, WireOp, WriteBufs,
+};
+use openpim_runtime::exec::OpFacts;
+use openpim_runtime::{Error, HostPtr, Program, RankOp, Result, XferItem};
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The ranks a worker holds, by slot.
+#[derive(Default)]
+pub struct Ranks {
+    ranks: Mutex<HashMap<u32, Arc<ServedRank>>>,
+}
+
+fn error_reply(e: &Error) -> Reply {
+    Reply::Error(WireError::from_error(e))
+}
+
+impl Ranks {
+    /// Answers one request (`Ping` and `Shutdown` are the caller's: they answer `Unit`).
+    pub fn handle(&self, msg: ToWorker) -> Reply {
+        match msg {
+            ToWorker::Open {
+                slot,
+                nr_dpus,
+                profile,
+            } => {
+                // A slot opened again replaces its rank (wiped first).
+                drop(lock(&self.ranks).remove(&slot));
+                let made = SystemConfig::parse_with_base(None, &profile)
+                    .and_then(|c| c.resolve())
+                    .map_err(Error::Profile)
+                    .and_then(|m| ServedRank::new(slot, nr_dpus, Arc::new(m)));
+                match made {
+                    Ok(r) => {
+                        lock(&self.ranks).insert(slot, Arc::new(r));
+                        Reply::Unit
+                    }
+                    Err(e) => error_reply(&e),
+                }
+            }
+            ToWorker::Close { slot } => {
+                drop(lock(&self.ranks).remove(&slot));
+                Reply::Unit
+            }
+            ToWorker::Call(req) => self.call(req),
+            ToWorker::Ping | ToWorker::Shutdown => Reply::Unit,
+        }
+    }
+
+    fn rank(&self, slot: u32) -> Result<Arc<ServedRank>> {
+        lock(&self.ranks).get(&slot).cloned().ok_or_else(|| {
+            Error::Internal(format!("rank slot {slot} is not open on this MPI worker"))
+        })
+    }
+
+    fn call(&self, req: Request) -> Reply {
+        match req {
+            Request::Exec { ops } => {
+                let ranks: Result<Vec<(Arc<ServedRank>, WireOp)>> = ops
+                    .into_iter()
+                    .map(|(slot, op)| Ok((self.rank(slot)?, op)))
+                    .collect();
+                let ranks = match ranks {
+                    Ok(r) => r,
+                    Err(e) => return error_reply(&e),
+                };
+                // The ranks of one call run in parallel, as in process.
+                let outcomes = if ranks.len() == 1 {
+                    ranks.into_iter().map(|(r, op)| run_wire(&r, op)).collect()
+                } else {
+                    match par_map(ranks, |(r, op)| run_wire(&r, op)) {
+                        Ok(o) => o,
+                        Err(e) => return error_reply(&e),
+                    }
+                };
+                Reply::Exec {
+                    ipc_ns: 0,
+                    emu_ns: 0,
+                    outcomes,
+                }
+            }
+            Request::Queue { rank, ops } => match self.rank(rank) {
+                // In order, each whatever the outcome of the ones before.
+                Ok(r) => Reply::Exec {
+                    ipc_ns: 0,
+                    emu_ns: 0,
+                    outcomes: ops.into_iter().map(|op| run_wire(&r, op)).collect(),
+                },
+                Err(e) => error_reply(&e),
+            },
+            Request::Log { rank, dpu } => match self.rank(rank).and_then(|r| r.log(dpu)) {
+                Ok(b) => Reply::Bytes(b),
+                Err(e) => error_reply(&e),
+            },
+            Request::RunStats { rank, first, count } => match self.rank(rank) {
+                Ok(r) => Reply::Stats(r.run_stats(first, count)),
+                Err(e) => error_reply(&e),
+            },
+            other => error_reply(&Error::Internal(format!(
+                "an MPI worker does not serve {other:?}"
+            ))),
+        }
+    }
+}
+
+fn failed(e: &Error) -> RankOutcome {
+    RankOutcome {
+        result: Err(WireError::from_error(e)),
+        facts: OpFacts::default(),
+        data: Vec::new(),
+    }
+}
+
+/// Checks that a transfer's items name DPUs of the rank and buffers of the message.
+fn check_items(items: &[WireItem], nr_dpus: u32, nr_bufs: usize) -> Result<()> {
+    for i in items {
+        if i.dpu >= nr_dpus || i.buf as usize >= nr_bufs {
+            return Err(Error::Internal(format!(
+                "malformed transfer item for an MPI worker: DPU {} of {nr_dpus}, buffer {} of {nr_bufs}",
+                i.dpu, i.buf
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Runs one operation on a rank.
+fn run_wire(served: &ServedRank, op: WireOp) -> RankOutcome {
+    let mut data = Vec::new();
+    let nr_dpus = served.nr_dpus();
+    let (result, facts) = match op {
+        WireOp::Load { elf, origin, dpus } => {
+            if let Some(d) = dpus.iter().find(|d| **d >= nr_dpus) {
+                return failed(&Error::Internal(format!("load on DPU {d} of {nr_dpus}")));
+            }
+            match Program::parse(origin, &elf) {
+                Ok(p) => served.run(RankOp::Load {
+                    program: Arc::new(p),
+                    dpus,
+                }),
+                Err(e) => (Err(e), OpFacts::default()),
+            }
+        }
+        WireOp::Write {
+            len,
+            items,
+            bufs: WriteBufs::Inline(mut bufs),
+        } => {
+            if let Err(e) = check_items(&items, nr_dpus, bufs.len()) {
+                return failed(&e);
+            }
+            if bufs.iter().any(|b| b.len() != len as usize) {
+                return failed(&Error::Internal("write buffer of the wrong size".into()));
+            }
+            let ptrs: Vec<*mut u8> = bufs.iter_mut().map(|b| b.as_mut_ptr()).collect();
+            let items = items
+                .iter()
+                .map(|i| XferItem {
+                    dpu: i.dpu,
+                    place: i.place,
+                    buf: HostPtr(ptrs[i.buf as usize]),
+                })
+                .collect();
+            // The buffers live (in `bufs`) until the operation has run.
+            let r = served.run(RankOp::Write {
+                len: len as usize,
+                items,
+            });
+            drop(bufs);
+            r
+        }
+        WireOp::Read {
+            len,
+            items,
+            staged: None,
+        } => {
+            if let Err(e) = check_items(&items, nr_dpus, items.len()) {
+                return failed(&e);
+            }
+            let len = len as usize;
+            data = vec![0u8; len * items.len()];
+            let base = data.as_mut_ptr();
+            let items = items
+                .iter()
+                .enumerate()
+                .map(|(k, i)| XferItem {
+                    dpu: i.dpu,
+                    place: i.place,
+                    // SAFETY: k < items.len(), so k * len is inside `data`.
+                    buf: HostPtr(unsafe { base.add(k * len) }),
+                })
+                .collect();
+            served.run(RankOp::Read { len, items })
+        }
+        WireOp::Launch { dpus } => {
+            let programs = served.programs(0, nr_dpus);
+            let mut with = Vec::with_capacity(dpus.len());
+            for d in dpus {
+                match programs.get(d as usize).cloned().flatten() {
+                    Some(p) => with.push((d, p)),
+                    None => return failed(&Error::NoProgramLoaded(format!("DPU {d} of the rank"))),
+                }
+            }
+            served.run(RankOp::Launch { dpus: with })
+        }
+        WireOp::Batch(ops) => {
+            // In order; the first error stops the batch. The outcome is the last operation's
+            // (the one the batched writes rode along with).
+            let mut last = None;
+            for op in ops {
+                let o = run_wire(served, op);
+                let failed = o.result.is_err();
+                last = Some(o);
+                if failed {
+                    break;
+                }
+            }
+            return last.unwrap_or(RankOutcome {
+                result: Ok(()),
+                facts: OpFacts::default(),
+                data: Vec::new(),
+            });
+        }
+        other => (
+            Err(Error::Internal(format!(
+                "an MPI worker does not run {}",
+                match other {
+                    WireOp::ReadInPlace { .. } => "in-place reads",
+                    _ => "staged transfers",
+                }
+            ))),
+            OpFacts::default(),
+        ),
+    };
+    RankOutcome {
+        result: result.map_err(|e| WireError::from_error(&e)),
+        facts,
+        data,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn opens_closes_and_refuses_unknown_slots() {
+        let ranks = Ranks::default();
+        let open = ToWorker::Open {
+            slot: 1,
+            nr_dpus: 4,
+            profile: "nrRanks=2,nrDpusPerRank=4".into(),
+        };
+        assert_eq!(ranks.handle(open), Reply::Unit);
+        let stats = ranks.handle(ToWorker::Call(Request::RunStats {
+            rank: 1,
+            first: 0,
+            count: 4,
+        }));
+        assert_eq!(stats, Reply::Stats(vec![None; 4]));
+        assert_eq!(ranks.handle(ToWorker::Close { slot: 1 }), Reply::Unit);
+        let gone = ranks.handle(ToWorker::Call(Request::Log { rank: 1, dpu: 0 }));
+        let Reply::Error(e) = gone else {
+            panic!("{gone:?}")
+        };
+        assert!(e.to_error().to_string().contains("not open"), "{e:?}");
+        let bad = ranks.handle(ToWorker::Open {
+            slot: 0,
+            nr_dpus: 4,
+            profile: "hardware=no-such-profile".into(),
+        });
+        assert!(matches!(bad, Reply::Error(_)), "{bad:?}");
+    }
+}

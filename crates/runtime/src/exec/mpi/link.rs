@@ -1,0 +1,152 @@
+//! The host program's connection to the gateway of a distributed run.
+//!
+//! Requests carry an id and the worker they are for; any thread may have several in flight
+//! (a call fans out to every worker holding one of its ranks, queued operations of
+//! different ranks travel at once). A reader thread hands each reply to the request that
+//! waits for it. When the gateway goes away (the MPI job ended) or reports a worker dead,
+//! the waiting requests, and every later one, fail with [`Error::System`] naming why.
+
+use std::collections::HashMap;
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::wire::{read_frame, write_frame, ToWorker, WorkerInfo};
+use crate::error::{Error, Result};
+use crate::exec::remote::protocol::Reply;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A request waiting for its reply: where the reply goes, the request's kind and size (the
+/// report's MPI traffic).
+type Waiting = HashMap<u64, (Sender<Result<Reply>>, &'static str, u64)>;
+
+/// A connection to the gateway.
+pub(crate) struct Link {
+    writer: Mutex<UnixStream>,
+    waiting: Arc<Mutex<Waiting>>,
+    /// Why the link is unusable (the gateway gone), once it is.
+    broken: Arc<Mutex<Option<String>>>,
+    next: AtomicU64,
+    /// The run's workers, in the order the gateway listed them.
+    pub(crate) workers: Vec<WorkerInfo>,
+}
+
+/// A reply still to come.
+pub(crate) struct Pending(Receiver<Result<Reply>>);
+
+impl Pending {
+    /// Waits for the reply; an error reply is the error it carries.
+    pub(crate) fn wait(self) -> Result<Reply> {
+        match self.0.recv() {
+            Ok(Ok(Reply::Error(w))) => Err(w.to_error()),
+            Ok(r) => r,
+            Err(_) => Err(Error::System(
+                "the MPI gateway's connection closed with a request unanswered".into(),
+            )),
+        }
+    }
+}
+
+impl Link {
+    /// Connects to the gateway at `path` and reads its worker table.
+    pub(crate) fn connect(path: &str) -> Result<Link> {
+        let stream = UnixStream::connect(path).map_err(|e| {
+            Error::System(format!(
+                "cannot reach the MPI gateway at {path} ({e}); OPENPIM_MPI is set by `openpim run --mpi N`: start the program that way"
+            ))
+        })?;
+        let mut reader = stream
+            .try_clone()
+            .map_err(|e| Error::System(format!("MPI gateway connection: {e}")))?;
+        let workers = match read_frame(&mut reader) {
+            Ok(Some((0, table))) => String::from_utf8_lossy(&table)
+                .lines()
+                .filter_map(WorkerInfo::parse)
+                .collect::<Vec<_>>(),
+            _ => Vec::new(),
+        };
+        if workers.is_empty() {
+            return Err(Error::System(format!(
+                "the MPI gateway at {path} sent no worker table (is it an OpenPIM gateway of this version?)"
+            )));
+        }
+        let waiting: Arc<Mutex<Waiting>> = Arc::default();
+        let broken: Arc<Mutex<Option<String>>> = Arc::default();
+        {
+            let waiting = Arc::clone(&waiting);
+            let broken = Arc::clone(&broken);
+            std::thread::Builder::new()
+                .name("openpim-mpi-link".into())
+                .spawn(move || read_replies(reader, &waiting, &broken))
+                .map_err(|e| Error::System(format!("cannot start a thread: {e}")))?;
+        }
+        Ok(Link {
+            writer: Mutex::new(stream),
+            waiting,
+            broken,
+            next: AtomicU64::new(1),
+            workers,
+        })
+    }
+
+    /// Sends `msg` to worker `worker` (index in the table); its reply comes later.
+    pub(crate) fn send(&self, worker: u32, msg: &ToWorker) -> Result<Pending> {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = channel();
+        let body = msg.encode();
+        {
+            // Registered under the broken flag's lock: a reader that fails the waiting
+            // requests either sees this one or has set the flag first.
+            let broken = lock(&self.broken);
+            if let Some(why) = broken.as_ref() {
+                return Err(Error::System(why.clone()));
+            }
+            lock(&self.waiting).insert(id, (tx, msg.kind(), body.len() as u64));
+        }
+        let written = write_frame(&mut *lock(&self.writer), id, &worker.to_le_bytes(), &body);
+        if let Err(e) = written {
+            lock(&self.waiting).remove(&id);
+            let why = lock(&self.broken)
+                .clone()
+                .unwrap_or_else(|| format!("cannot write to the MPI gateway: {e}"));
+            return Err(Error::System(why));
+        }
+        Ok(Pending(rx))
+    }
+
+    /// Sends `msg` to worker `worker` and waits for its reply.
+    pub(crate) fn call(&self, worker: u32, msg: &ToWorker) -> Result<Reply> {
+        self.send(worker, msg)?.wait()
+    }
+}
+
+/// The reader thread: replies to their requests until the gateway closes the connection,
+/// then every waiting request fails.
+fn read_replies(mut reader: UnixStream, waiting: &Mutex<Waiting>, broken: &Mutex<Option<String>>) {
+    let why = loop {
+        match read_frame(&mut reader) {
+            Ok(Some((id, body))) => {
+                let reply = Reply::decode(&body).map_err(|e| {
+                    Error::Internal(format!("malformed reply from the MPI gateway: {e}"))
+                });
+                if let Some((tx, kind, out)) = lock(waiting).remove(&id) {
+                    crate::clock::report::count_mpi_message(kind, out, body.len() as u64);
+                    let _ = tx.send(reply);
+                }
+            }
+            Ok(None) => {
+                break "the MPI gateway closed the connection: the MPI job ended (a worker died, or mpirun was stopped); see mpirun's messages above".to_string()
+            }
+            Err(e) => break format!("the MPI gateway's connection failed: {e}"),
+        }
+    };
+    let mut b = lock(broken);
+    *b = Some(why.clone());
+    for (_, (tx, _, _)) in lock(waiting).drain() {
+        let _ = tx.send(Err(Error::System(why.clone())));
+    }
+}

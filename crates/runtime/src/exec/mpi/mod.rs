@@ -1,0 +1,790 @@
+//! The distributed backend: the machine's ranks live in MPI worker processes, possibly on
+//! other machines (`openpim run --mpi N`, docs/scale-out.md).
+//!
+//! The host program's process holds no DPU memory. It keeps what the SDK needs on its side,
+//! as the remote backend does — each rank's queue (callbacks run here), a mirror of the
+//! DPUs' programs (symbols resolve without a round trip) — and, unlike the remote backend,
+//! the whole virtual clock: every operation is issued, placed and joined on this process's
+//! timeline exactly as the in-process backend places it, from the same facts (a transfer's
+//! shape and the measured time of its host-side byte interleaving, which runs here on the
+//! program's buffers as in process; a launch's statistics, which the worker's engine
+//! computes as the in-process engine does). No message or worker time enters the clock.
+//!
+//! Requests go to the run's gateway (an MPI process on this machine, reached over a UNIX
+//! socket named by `OPENPIM_MPI`), which relays them over MPI to the worker holding the rank
+//! (slot `s` is held by worker `s mod N`: [`wire::worker_of_slot`]). A call on several
+//! ranks sends one message per worker at once and joins the replies, so the workers run
+//! their parts in parallel.
+
+mod link;
+pub mod wire;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use crate::clock::stats::{self, DpuRunStats};
+use crate::clock::timeline;
+use crate::error::{merge, Error, Result};
+use crate::exec::local::rank::{print_fault_line, Pending};
+use crate::exec::queue::{RankQueue, RunsOps};
+use crate::exec::remote::protocol::{
+    RankOutcome, Reply, Request, WireError, WireItem, WireOp, WriteBufs,
+};
+use crate::exec::{
+    call_shape, AllocRequest, Backend, CallbackJob, RankInfo, RankOp, RankStatus, XferItem,
+};
+use crate::program::Program;
+use crate::xfer::Place;
+use link::Link;
+use wire::{worker_of_slot, ToWorker};
+
+/// The environment variable naming the gateway's socket (set by `openpim run --mpi N`).
+pub const MPI_ENV: &str = "OPENPIM_MPI";
+
+/// How long `dpu_status` waits, at most, for a rank's queued operations before answering
+/// that the rank is busy (real time, not counted).
+const STATUS_PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The gateway socket of this process's distributed run, if it is one.
+pub fn gateway_of_env() -> Option<String> {
+    std::env::var(MPI_ENV).ok().filter(|s| !s.is_empty())
+}
+
+static SHARED: OnceLock<Arc<MpiBackend>> = OnceLock::new();
+
+/// The ranks of a distributed run (one per process: [`MpiBackend::shared`]).
+pub struct MpiBackend {
+    path: String,
+    link: OnceLock<std::result::Result<Arc<Link>, String>>,
+    ranks: Mutex<HashMap<u32, Arc<MpiRank>>>,
+}
+
+impl MpiBackend {
+    /// The process's backend for the gateway at `path` (the first one named wins).
+    pub fn shared(path: &str) -> Arc<MpiBackend> {
+        Arc::clone(SHARED.get_or_init(|| {
+            Arc::new(MpiBackend {
+                path: path.to_string(),
+                link: OnceLock::new(),
+                ranks: Mutex::default(),
+            })
+        }))
+    }
+
+    fn link(&self) -> Result<Arc<Link>> {
+        match self.link.get_or_init(|| {
+            Link::connect(&self.path)
+                .map(Arc::new)
+                .map_err(|e| e.to_string())
+        }) {
+            Ok(l) => Ok(Arc::clone(l)),
+            Err(e) => Err(Error::System(
+                e.strip_prefix("system error: ").unwrap_or(e).to_string(),
+            )),
+        }
+    }
+
+    fn rank(&self, id: u32) -> Arc<MpiRank> {
+        match lock(&self.ranks).get(&id) {
+            Some(r) => Arc::clone(r),
+            None => panic!("rank {id} is not allocated by the MPI backend"),
+        }
+    }
+}
+
+/// `UPMEM_PROFILE_BASE` then `profile`: the whole profile, as the workers are to read it.
+fn effective_profile(profile: &str) -> String {
+    let base = std::env::var(openpim_machine::PROFILE_BASE_ENV).unwrap_or_default();
+    [base.as_str(), profile]
+        .iter()
+        .filter(|p| !p.trim().is_empty())
+        .copied()
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn unexpected(r: &Reply) -> Error {
+    Error::Internal(format!("unexpected reply from an MPI worker: {r:?}"))
+}
+
+impl Backend for MpiBackend {
+    fn start(&self) -> Result<()> {
+        crate::exec::local::threads::thread_setting()?;
+        self.link().map(|_| ())
+    }
+
+    fn alloc(&self, req: &AllocRequest) -> Result<Vec<RankInfo>> {
+        let link = self.link()?;
+        let machine = &req.machine;
+        let nr_workers = link.workers.len() as u32;
+        let mut table = lock(&self.ranks);
+        let free: Vec<u32> = (0..machine.nr_ranks)
+            .filter(|s| !table.contains_key(s))
+            .collect();
+        let want = req.ranks.unwrap_or(free.len() as u32);
+        if want == 0 || want as usize > free.len() {
+            return Err(crate::exec::ranks_exhausted(
+                &req.what,
+                machine.nr_ranks,
+                free.len() as u32,
+            ));
+        }
+        crate::clock::report::set_workers(
+            link.workers
+                .iter()
+                .enumerate()
+                .map(|(w, info)| crate::clock::report::WorkerReport {
+                    mpi_rank: info.mpi_rank,
+                    host: info.host.clone(),
+                    pid: info.pid,
+                    rank_slots: (0..machine.nr_ranks)
+                        .filter(|s| worker_of_slot(*s, nr_workers) == w as u32)
+                        .collect(),
+                })
+                .collect(),
+        );
+        let per_rank = machine.dpus_per_rank;
+        let profile = effective_profile(&req.profile);
+        // Every worker opens its ranks at once.
+        let opened: Vec<(u32, u32, u32, Result<link::Pending>)> = free[..want as usize]
+            .iter()
+            .enumerate()
+            .map(|(r, &slot)| {
+                let n = match req.dpus {
+                    Some(n) => per_rank.min(n - r as u32 * per_rank),
+                    None => per_rank,
+                };
+                let worker = worker_of_slot(slot, nr_workers);
+                let msg = ToWorker::Open {
+                    slot,
+                    nr_dpus: n,
+                    profile: profile.clone(),
+                };
+                (slot, n, worker, link.send(worker, &msg))
+            })
+            .collect();
+        let mut infos = Vec::new();
+        let mut first_err = None;
+        for (slot, n, worker, pending) in opened {
+            match pending.and_then(link::Pending::wait) {
+                Ok(_) => {
+                    timeline::rank_allocated(slot, n, &machine.hardware);
+                    table.insert(
+                        slot,
+                        Arc::new(MpiRank {
+                            id: slot,
+                            worker,
+                            machine: Arc::clone(machine),
+                            link: Arc::clone(&link),
+                            queue: RankQueue::new(slot),
+                            programs: Mutex::new(vec![None; n as usize]),
+                            faulted: AtomicBool::new(false),
+                            op: Mutex::new(()),
+                            batch: Mutex::default(),
+                        }),
+                    );
+                    infos.push(RankInfo {
+                        id: slot,
+                        nr_dpus: n,
+                    });
+                }
+                Err(e) => first_err = first_err.or(Some(e)),
+            }
+        }
+        if let Some(e) = first_err {
+            // The ranks that did open are closed again.
+            for i in &infos {
+                table.remove(&i.id);
+            }
+            return Err(e);
+        }
+        Ok(infos)
+    }
+
+    fn free(&self, rank: u32) {
+        let r = lock(&self.ranks).remove(&rank);
+        if let Some(r) = &r {
+            r.queue.flush();
+        }
+        drop(r);
+    }
+
+    fn execute(&self, ops: Vec<(u32, RankOp)>) -> Result<()> {
+        if ops.is_empty() {
+            return Ok(());
+        }
+        let mut ops: Vec<(Arc<MpiRank>, RankOp)> = ops
+            .into_iter()
+            .map(|(id, op)| (self.rank(id), op))
+            .collect();
+        for (r, _) in &ops {
+            r.queue.wait_idle();
+        }
+        ops.sort_by_key(|(r, _)| r.id);
+        let held: Vec<Arc<MpiRank>> = ops.iter().map(|(r, _)| Arc::clone(r)).collect();
+        let _ops: Vec<MutexGuard<'_, ()>> = held.iter().map(|r| lock(&r.op)).collect();
+        // Virtual time: the ranks' operations are issued now; the host waits for them.
+        let issue = timeline::issue_now(openpim_machine::CallShape {
+            ranks: ops.len() as u32,
+            bytes: ops.iter().map(|(_, op)| op.xfer_bytes()).sum(),
+        });
+        let ids: Vec<u32> = ops.iter().map(|(r, _)| r.id).collect();
+        let _join = timeline::JoinOnDrop(ids);
+        if ops.iter().all(|(_, op)| batchable(op)) {
+            let results = ops
+                .into_iter()
+                .map(|(r, op)| timeline::with_sync_issue(issue, || r.add_to_batch(op)))
+                .collect();
+            return merge(results);
+        }
+        // One message per worker, all sent before any reply is awaited.
+        let link = Arc::clone(&ops[0].0.link);
+        let mut wires: Vec<Option<WireOp>> = Vec::with_capacity(ops.len());
+        let prepared: Vec<(Arc<MpiRank>, Prepared)> = ops
+            .into_iter()
+            .map(|(r, op)| {
+                let (wire, p) = r.prepare(op);
+                wires.push(Some(r.after_batch(wire)));
+                (r, p)
+            })
+            .collect();
+        let mut by_worker: Vec<(u32, Vec<usize>)> = Vec::new();
+        for (k, (r, _)) in prepared.iter().enumerate() {
+            match by_worker.iter_mut().find(|(w, _)| *w == r.worker) {
+                Some((_, ks)) => ks.push(k),
+                None => by_worker.push((r.worker, vec![k])),
+            }
+        }
+        let sent: Vec<(Vec<usize>, Result<link::Pending>)> = by_worker
+            .into_iter()
+            .map(|(worker, ks)| {
+                let ops = ks
+                    .iter()
+                    .map(|&k| (prepared[k].0.id, wires[k].take().expect("once")))
+                    .collect();
+                let msg = ToWorker::Call(Request::Exec { ops });
+                (ks, link.send(worker, &msg))
+            })
+            .collect();
+        let mut outcomes: Vec<Option<std::result::Result<RankOutcome, Error>>> =
+            (0..prepared.len()).map(|_| None).collect();
+        for (ks, pending) in sent {
+            match pending.and_then(link::Pending::wait) {
+                Ok(Reply::Exec { outcomes: os, .. }) if os.len() == ks.len() => {
+                    for (k, o) in ks.into_iter().zip(os) {
+                        outcomes[k] = Some(Ok(o));
+                    }
+                }
+                Ok(other) => {
+                    for k in ks {
+                        outcomes[k] = Some(Err(unexpected(&other)));
+                    }
+                }
+                Err(e) => {
+                    // The same error for each (a dead worker), variant and message kept.
+                    let w = WireError::from_error(&e);
+                    for k in ks {
+                        outcomes[k] = Some(Err(w.to_error()));
+                    }
+                }
+            }
+        }
+        let results = prepared
+            .into_iter()
+            .zip(outcomes)
+            .map(|((r, p), o)| {
+                let o = o.expect("every operation answered");
+                timeline::with_sync_issue(issue, || r.complete(p, o))
+            })
+            .collect();
+        merge(results)
+    }
+
+    fn enqueue(&self, ops: Vec<(u32, RankOp)>) -> Result<()> {
+        timeline::set_call_shape(call_shape(&ops));
+        let queued = ops.into_iter().try_for_each(|(id, op)| {
+            let r = self.rank(id);
+            r.queue.enqueue(Arc::clone(&r) as Arc<dyn RunsOps>, op)
+        });
+        timeline::set_call_shape(Default::default());
+        queued
+    }
+
+    fn spawn_detached(&self, rank: u32, job: CallbackJob, ranks: Vec<u32>) -> Result<()> {
+        self.rank(rank).queue.spawn_detached(job, ranks)
+    }
+
+    fn wait_idle(&self, rank: u32) {
+        self.rank(rank).queue.wait_idle();
+    }
+
+    fn sync(&self, rank: u32) -> Result<()> {
+        self.rank(rank).queue.sync()
+    }
+
+    fn status(&self, rank: u32) -> RankStatus {
+        let r = self.rank(rank);
+        RankStatus {
+            idle: r.queue.is_idle(),
+            faulted: r.faulted.load(Ordering::Acquire),
+        }
+    }
+
+    fn polled_status(&self, rank: u32, _ran_past: &dyn Fn(u64) -> bool) -> RankStatus {
+        // A worker does not report a launch's progress while it runs: the wait is bounded
+        // in real time instead, as through a daemon.
+        let r = self.rank(rank);
+        RankStatus {
+            idle: r.queue.settle(&|| false, Some(STATUS_PATIENCE)),
+            faulted: r.faulted.load(Ordering::Acquire),
+        }
+    }
+
+    fn programs(&self, rank: u32, first: u32, count: u32) -> Vec<Option<Arc<Program>>> {
+        let r = self.rank(rank);
+        let p = lock(&r.programs);
+        p[first as usize..(first + count) as usize].to_vec()
+    }
+
+    fn log(&self, rank: u32, dpu: u32) -> Result<Vec<u8>> {
+        let r = self.rank(rank);
+        let _op = lock(&r.op);
+        // (A batched write's error is reported by the rank's next operation.)
+        let _ = r.flush();
+        let msg = ToWorker::Call(Request::Log { rank: r.id, dpu });
+        match r.link.call(r.worker, &msg) {
+            Ok(Reply::Bytes(b)) => Ok(b),
+            Ok(other) => Err(unexpected(&other)),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn run_stats(&self, rank: u32, first: u32, count: u32) -> Vec<Option<DpuRunStats>> {
+        let r = self.rank(rank);
+        let _op = lock(&r.op);
+        let _ = r.flush();
+        let msg = ToWorker::Call(Request::RunStats {
+            rank: r.id,
+            first,
+            count,
+        });
+        match r.link.call(r.worker, &msg) {
+            Ok(Reply::Stats(s)) if s.len() == count as usize => s,
+            _ => vec![None; count as usize],
+        }
+    }
+}
+
+/// A rank a worker runs for this process.
+struct MpiRank {
+    /// The rank's slot (this process's name for it, and the worker's).
+    id: u32,
+    /// The worker holding it (index in the worker table).
+    worker: u32,
+    machine: Arc<openpim_machine::MachineConfig>,
+    link: Arc<Link>,
+    queue: RankQueue,
+    /// The DPUs' programs as the worker has them (the loads and IRAM writes sent).
+    programs: Mutex<Vec<Option<Arc<Program>>>>,
+    faulted: AtomicBool,
+    /// Held by each operation on the rank from its preparation to its completion.
+    op: Mutex<()>,
+    /// Small writes placed on the clock but not sent yet: they travel with the rank's next
+    /// operation (nothing can observe a DPU's memory before it), as the remote backend's.
+    batch: Mutex<(Vec<WireOp>, usize)>,
+}
+
+/// A write of at most this many bytes per DPU is batched.
+const BATCH_BYTES_PER_DPU: usize = 64 << 10;
+/// A batch is sent once it holds this many bytes.
+const BATCH_BYTES: usize = 16 << 20;
+
+/// Whether `op` may wait in the rank's batch: a small write, not to IRAM (the program mirror
+/// follows IRAM writes once they have run).
+fn batchable(op: &RankOp) -> bool {
+    match op {
+        RankOp::Write { len, items } => {
+            *len <= BATCH_BYTES_PER_DPU && !items.iter().any(|i| matches!(i.place, Place::Iram(_)))
+        }
+        _ => false,
+    }
+}
+
+impl Drop for MpiRank {
+    fn drop(&mut self) {
+        let _ = self.flush();
+        // The worker wipes the rank; a worker that is gone has nothing left to wipe.
+        let _ = self
+            .link
+            .call(self.worker, &ToWorker::Close { slot: self.id });
+        timeline::rank_released(self.id);
+    }
+}
+
+/// An operation turned into its message, with what its reply needs.
+struct Prepared {
+    pending: Pending,
+    /// A read's destinations, in the items' order.
+    read_into: Vec<XferItem>,
+    read_len: usize,
+    mirror: Mirror,
+}
+
+enum Mirror {
+    None,
+    Load(Arc<Program>, Vec<u32>),
+    Iram(Vec<(u32, u32, Vec<u8>)>),
+}
+
+impl MpiRank {
+    /// An operation as its message: a write's distinct buffers copied into it (a broadcast
+    /// travels once per worker), a read's destinations kept for the reply.
+    fn prepare(&self, op: RankOp) -> (WireOp, Prepared) {
+        let pending = Pending::of(&op);
+        let mut read_into = Vec::new();
+        let mut read_len = 0;
+        let mut mirror = Mirror::None;
+        let wire = match op {
+            RankOp::Load { program, dpus } => {
+                let wire = WireOp::Load {
+                    elf: program.elf().to_vec(),
+                    origin: program.origin().map(str::to_string),
+                    dpus: dpus.clone(),
+                };
+                mirror = Mirror::Load(program, dpus);
+                wire
+            }
+            RankOp::Write { len, items } => {
+                let mut srcs: Vec<*mut u8> = Vec::new();
+                let mut iram = Vec::new();
+                let wire_items = items
+                    .iter()
+                    .map(|i| {
+                        let buf = srcs.iter().position(|p| *p == i.buf.0).unwrap_or_else(|| {
+                            srcs.push(i.buf.0);
+                            srcs.len() - 1
+                        });
+                        if let Place::Iram(a) = i.place {
+                            // SAFETY: the unsafe API that accepted `i.buf` requires it to be
+                            // valid for reads of `len` bytes until this transfer has run.
+                            let src =
+                                unsafe { std::slice::from_raw_parts(i.buf.0.cast_const(), len) };
+                            iram.push((i.dpu, a.0, src.to_vec()));
+                        }
+                        WireItem {
+                            dpu: i.dpu,
+                            place: i.place,
+                            buf: buf as u32,
+                        }
+                    })
+                    .collect();
+                let bufs = srcs
+                    .iter()
+                    // SAFETY: as above, for every distinct buffer.
+                    .map(|p| unsafe { std::slice::from_raw_parts(p.cast_const(), len) }.to_vec())
+                    .collect();
+                if !iram.is_empty() {
+                    mirror = Mirror::Iram(iram);
+                }
+                WireOp::Write {
+                    len: len as u32,
+                    items: wire_items,
+                    bufs: WriteBufs::Inline(bufs),
+                }
+            }
+            RankOp::Read { len, items } => {
+                let wire_items = items
+                    .iter()
+                    .enumerate()
+                    .map(|(k, i)| WireItem {
+                        dpu: i.dpu,
+                        place: i.place,
+                        buf: k as u32,
+                    })
+                    .collect();
+                read_into = items;
+                read_len = len;
+                WireOp::Read {
+                    len: len as u32,
+                    items: wire_items,
+                    staged: None,
+                }
+            }
+            RankOp::Launch { dpus } => WireOp::Launch {
+                dpus: dpus.into_iter().map(|(d, _)| d).collect(),
+            },
+            RankOp::Callback(_) => unreachable!("callbacks run in the host program"),
+        };
+        let p = Prepared {
+            pending,
+            read_into,
+            read_len,
+            mirror,
+        };
+        (wire, p)
+    }
+
+    /// Applies a worker's outcome: a read's bytes into the program's buffers, the program
+    /// mirror, the launch's statistics; then the operation on the virtual clock, with the
+    /// host-side interleaving of its bytes performed here, on the program's buffers, as the
+    /// in-process backend performs it.
+    fn complete(&self, p: Prepared, o: std::result::Result<RankOutcome, Error>) -> Result<()> {
+        let hw = &self.machine.hardware;
+        let o = match o {
+            Ok(o) => o,
+            Err(e) => {
+                // Keep the clock's bookkeeping of the issued operation straight.
+                timeline::finish(self.id, hw, timeline::OpDone::Other);
+                return Err(e);
+            }
+        };
+        let mut result = o.result.map_err(|w| w.to_error());
+        if result.is_ok() && !p.read_into.is_empty() {
+            result = self.copy_out(p.read_len, &p.read_into, &o.data);
+        }
+        if let (Err(e), Pending::Launch) = (&result, &p.pending) {
+            print_fault_line(e);
+        }
+        if result.is_ok() {
+            if let Err(e) = self.mirror(p.mirror) {
+                timeline::finish(self.id, hw, timeline::OpDone::Other);
+                return Err(e);
+            }
+        }
+        if let Some(mut record) = o.facts.launch {
+            record.rank = self.id;
+            self.faulted.store(record.faults > 0, Ordering::Release);
+            stats::record_launch(record);
+        }
+        let host_ns = match &p.pending {
+            Pending::Xfer { len, items, .. } => {
+                let topology = &hw.topology;
+                let broadcast = items.len() > 1 && items.iter().all(|i| i.buf == items[0].buf);
+                // SAFETY: the transfer's contract: every item's buffer is valid for `len`
+                // bytes until the transfer has run, which is now.
+                unsafe {
+                    crate::exec::local::interleave::interleave(
+                        *len,
+                        items,
+                        topology.dpus_per_rank,
+                        topology.chips_per_rank,
+                        broadcast,
+                    )
+                }
+            }
+            _ => 0,
+        };
+        timeline::finish(self.id, hw, p.pending.done_after(host_ns));
+        result
+    }
+
+    /// A read's bytes (item after item) into the items' buffers.
+    fn copy_out(&self, len: usize, items: &[XferItem], data: &[u8]) -> Result<()> {
+        if data.len() != len * items.len() {
+            return Err(Error::Internal(format!(
+                "an MPI worker returned {} bytes for a read of {}",
+                data.len(),
+                len * items.len()
+            )));
+        }
+        for (item, chunk) in items.iter().zip(data.chunks(len.max(1))) {
+            // SAFETY: the unsafe API that accepted `item.buf` requires it to be valid for
+            // writes of `len` bytes until this transfer has run, which is now.
+            let dst = unsafe { std::slice::from_raw_parts_mut(item.buf.0, len) };
+            dst.copy_from_slice(chunk);
+        }
+        Ok(())
+    }
+
+    /// The program mirror after a load or IRAM writes.
+    fn mirror(&self, m: Mirror) -> Result<()> {
+        let mut programs = lock(&self.programs);
+        match m {
+            Mirror::None => {}
+            Mirror::Load(program, dpus) => {
+                for d in dpus {
+                    if let Some(slot) = programs.get_mut(d as usize) {
+                        *slot = Some(Arc::clone(&program));
+                    }
+                }
+            }
+            Mirror::Iram(writes) => {
+                for (dpu, offset, bytes) in writes {
+                    if let Some(Some(old)) = programs.get(dpu as usize) {
+                        programs[dpu as usize] = Some(old.with_patched_text(offset, &bytes)?);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A small write into the batch: on the clock now, as the in-process backend places it
+    /// (its interleaving performed here, on the program's buffers), its bytes copied; sent
+    /// with the rank's next operation, or now if the batch is full.
+    fn add_to_batch(&self, op: RankOp) -> Result<()> {
+        let bytes = op.xfer_bytes() as usize;
+        let (wire, p) = self.prepare(op);
+        let outcome = RankOutcome {
+            result: Ok(()),
+            facts: crate::exec::OpFacts::default(),
+            data: Vec::new(),
+        };
+        self.complete(p, Ok(outcome))?;
+        let full = {
+            let mut b = lock(&self.batch);
+            b.0.push(wire);
+            b.1 += bytes;
+            b.1 >= BATCH_BYTES
+        };
+        if full {
+            self.flush()
+        } else {
+            Ok(())
+        }
+    }
+
+    /// `wire` after the batched writes, if any (one message).
+    fn after_batch(&self, wire: WireOp) -> WireOp {
+        let mut b = lock(&self.batch);
+        if b.0.is_empty() {
+            return wire;
+        }
+        let mut ops = std::mem::take(&mut b.0);
+        b.1 = 0;
+        ops.push(wire);
+        WireOp::Batch(ops)
+    }
+
+    /// Sends the batched writes now; the first error among them.
+    fn flush(&self) -> Result<()> {
+        let ops = {
+            let mut b = lock(&self.batch);
+            b.1 = 0;
+            std::mem::take(&mut b.0)
+        };
+        if ops.is_empty() {
+            return Ok(());
+        }
+        let msg = ToWorker::Call(Request::Exec {
+            ops: vec![(self.id, WireOp::Batch(ops))],
+        });
+        match self.link.call(self.worker, &msg)? {
+            Reply::Exec { mut outcomes, .. } if outcomes.len() == 1 => outcomes
+                .pop()
+                .expect("one")
+                .result
+                .map_err(|w| w.to_error()),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Runs one operation on the worker and waits for it (from the rank's queue).
+    fn run_one(&self, op: RankOp) -> Result<()> {
+        if batchable(&op) {
+            return self.add_to_batch(op);
+        }
+        let (wire, p) = self.prepare(op);
+        let wire = self.after_batch(wire);
+        let msg = ToWorker::Call(Request::Exec {
+            ops: vec![(self.id, wire)],
+        });
+        let outcome = match self.link.call(self.worker, &msg) {
+            Ok(Reply::Exec { mut outcomes, .. }) if outcomes.len() == 1 => {
+                Ok(outcomes.pop().expect("one"))
+            }
+            Ok(other) => Err(unexpected(&other)),
+            Err(e) => Err(e),
+        };
+        self.complete(p, outcome)
+    }
+}
+
+impl RunsOps for MpiRank {
+    fn run_op(&self, op: RankOp) -> Result<()> {
+        match op {
+            RankOp::Callback(job) => self.queue.run_callback(job),
+            op => {
+                let _op = lock(&self.op);
+                self.run_one(op)
+            }
+        }
+    }
+
+    fn run_ops(&self, ops: Vec<RankOp>) -> Vec<Result<()>> {
+        let _op = lock(&self.op);
+        self.run_queued(ops)
+    }
+}
+
+/// Transfers' bytes in one message of queued operations at most.
+const MAX_QUEUE_BYTES: usize = 64 << 20;
+
+impl MpiRank {
+    /// Operations queued on the rank, in order, each whatever the outcome of the ones before:
+    /// small writes at their head join the batch; the others travel in one message per
+    /// [`MAX_QUEUE_BYTES`] (the worker runs them in order), instead of one round trip each.
+    fn run_queued(&self, ops: Vec<RankOp>) -> Vec<Result<()>> {
+        let mut results = Vec::with_capacity(ops.len());
+        let mut chunk: Vec<RankOp> = Vec::new();
+        let mut bytes = 0;
+        for op in ops {
+            if chunk.is_empty() && batchable(&op) {
+                results.push(self.add_to_batch(op));
+                continue;
+            }
+            let b = op.xfer_bytes() as usize;
+            if !chunk.is_empty() && bytes + b > MAX_QUEUE_BYTES {
+                results.extend(self.send_queue(std::mem::take(&mut chunk)));
+                bytes = 0;
+            }
+            bytes += b;
+            chunk.push(op);
+        }
+        results.extend(self.send_queue(chunk));
+        results
+    }
+
+    /// Sends operations in one message and completes each, in order.
+    fn send_queue(&self, ops: Vec<RankOp>) -> Vec<Result<()>> {
+        match ops.len() {
+            0 => return Vec::new(),
+            1 => return ops.into_iter().map(|op| self.run_one(op)).collect(),
+            _ => {}
+        }
+        let n = ops.len();
+        let (wires, prepared): (Vec<WireOp>, Vec<Prepared>) =
+            ops.into_iter().map(|op| self.prepare(op)).unzip();
+        let mut wires = wires;
+        let first = wires.remove(0);
+        wires.insert(0, self.after_batch(first));
+        let msg = ToWorker::Call(Request::Queue {
+            rank: self.id,
+            ops: wires,
+        });
+        let outcomes: Vec<std::result::Result<RankOutcome, Error>> =
+            match self.link.call(self.worker, &msg) {
+                Ok(Reply::Exec { outcomes, .. }) if outcomes.len() == n => {
+                    outcomes.into_iter().map(Ok).collect()
+                }
+                Ok(other) => {
+                    let w = WireError::from_error(&unexpected(&other));
+                    (0..n).map(|_| Err(w.to_error())).collect()
+                }
+                Err(e) => {
+                    let w = WireError::from_error(&e);
+                    (0..n).map(|_| Err(w.to_error())).collect()
+                }
+            };
+        prepared
+            .into_iter()
+            .zip(outcomes)
+            .map(|(p, o)| self.complete(p, o))
+            .collect()
+    }
+}

@@ -1,0 +1,280 @@
+//! The messages of a distributed run: what the host program's backend asks a worker, and
+//! the frames between the host program and the gateway.
+//!
+//! A worker's requests reuse the daemon's protocol ([`crate::exec::remote::protocol`]) for
+//! everything that touches a rank (operations, logs, statistics) and add the three things a
+//! worker needs besides: a rank to open or close, and the gateway's heartbeat and shutdown.
+//! Replies are the daemon's [`Reply`] values.
+//!
+//! Between the host program and the gateway (a UNIX socket on the host's machine), a frame
+//! is `[u32 length of the rest][u64 request id][u32 worker][message]`; the gateway answers
+//! `[u32 length of the rest][u64 request id][reply]`. Request id 0 is the gateway's greeting:
+//! the worker table ([`WorkerInfo`] lines), sent once when the program connects.
+
+use std::io::{Read, Write};
+
+use crate::exec::remote::protocol::{DecodeError, Enc, Reply, Request, WireOp};
+
+/// A request for a worker.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToWorker {
+    /// Make rank `slot` with its first `nr_dpus` DPUs, for the machine `profile` describes
+    /// (the program's whole profile: `UPMEM_PROFILE_BASE` then its own keys).
+    Open {
+        slot: u32,
+        nr_dpus: u32,
+        profile: String,
+    },
+    /// Wipe and release rank `slot`.
+    Close { slot: u32 },
+    /// A rank request of the daemon's protocol (`Exec`, `Log`, `RunStats`).
+    Call(Request),
+    /// The gateway's heartbeat: the worker answers [`Reply::Unit`] at once.
+    Ping,
+    /// The run is over: the worker releases its ranks and leaves.
+    Shutdown,
+}
+
+impl ToWorker {
+    /// The message's bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        match self {
+            ToWorker::Open {
+                slot,
+                nr_dpus,
+                profile,
+            } => {
+                out.push(0);
+                out.extend_from_slice(&slot.to_le_bytes());
+                out.extend_from_slice(&nr_dpus.to_le_bytes());
+                out.extend_from_slice(profile.as_bytes());
+            }
+            ToWorker::Close { slot } => {
+                out.push(1);
+                out.extend_from_slice(&slot.to_le_bytes());
+            }
+            ToWorker::Call(req) => {
+                let mut e = Enc(vec![2]);
+                req.encode(&mut e);
+                out = e.0;
+            }
+            ToWorker::Ping => out.push(3),
+            ToWorker::Shutdown => out.push(4),
+        }
+        out
+    }
+
+    /// The kind of request, as the report's MPI traffic names it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ToWorker::Open { .. } => "open",
+            ToWorker::Close { .. } => "close",
+            ToWorker::Call(Request::Exec { ops }) => match ops.first() {
+                Some((_, op)) => op_kind(op),
+                None => "stats",
+            },
+            ToWorker::Call(Request::Queue { .. }) => "queued operations",
+            ToWorker::Call(Request::Log { .. }) => "log",
+            ToWorker::Call(_) => "stats",
+            ToWorker::Ping => "ping",
+            ToWorker::Shutdown => "shutdown",
+        }
+    }
+
+    /// A message from its bytes.
+    pub fn decode(buf: &[u8]) -> Result<ToWorker, DecodeError> {
+        let u32_at = |at: usize| -> Result<u32, DecodeError> {
+            let b = buf.get(at..at + 4).ok_or(DecodeError::Truncated {
+                at,
+                needed: at + 4 - buf.len().min(at + 4),
+            })?;
+            Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        };
+        match buf.first() {
+            Some(0) => Ok(ToWorker::Open {
+                slot: u32_at(1)?,
+                nr_dpus: u32_at(5)?,
+                profile: String::from_utf8(buf.get(9..).unwrap_or_default().to_vec())
+                    .map_err(|_| DecodeError::BadText)?,
+            }),
+            Some(1) => Ok(ToWorker::Close { slot: u32_at(1)? }),
+            Some(2) => Ok(ToWorker::Call(Request::decode(&buf[1..])?)),
+            Some(3) => Ok(ToWorker::Ping),
+            Some(4) => Ok(ToWorker::Shutdown),
+            Some(&tag) => Err(DecodeError::BadTag {
+                what: "worker message",
+                tag,
+            }),
+            None => Err(DecodeError::Truncated { at: 0, needed: 1 }),
+        }
+    }
+}
+
+/// The kind of an operation (a batch: the operation its writes ride along with, marked).
+fn op_kind(op: &WireOp) -> &'static str {
+    match op {
+        WireOp::Load { .. } => "load",
+        WireOp::Write { items, bufs, .. } if items.len() > 1 && bufs.count() == 1 => "broadcast",
+        WireOp::Write { .. } => "write",
+        WireOp::Launch { .. } => "launch",
+        // Small writes that waited for the rank's next operation, and that operation.
+        WireOp::Batch(ops) => match ops.last().map_or("write", op_kind) {
+            "load" => "load+batched writes",
+            "launch" => "launch+batched writes",
+            "read" => "read+batched writes",
+            "broadcast" => "broadcast+batched writes",
+            _ => "batched writes",
+        },
+        WireOp::Read { .. } | WireOp::ReadInPlace { .. } => "read",
+    }
+}
+
+/// A reply's bytes.
+pub fn encode_reply(reply: &Reply) -> Vec<u8> {
+    let mut e = Enc::default();
+    reply.encode(&mut e);
+    e.0
+}
+
+/// One worker of the run, as the gateway's greeting describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerInfo {
+    /// The worker's rank in the MPI job (the gateway is rank 0).
+    pub mpi_rank: u32,
+    /// The machine it runs on.
+    pub host: String,
+    /// Its process id there.
+    pub pid: u32,
+}
+
+impl WorkerInfo {
+    /// The greeting's line for this worker.
+    pub fn line(&self) -> String {
+        format!("{}\t{}\t{}", self.mpi_rank, self.pid, self.host)
+    }
+
+    /// A worker from its greeting line.
+    pub fn parse(line: &str) -> Option<WorkerInfo> {
+        let mut f = line.splitn(3, '\t');
+        Some(WorkerInfo {
+            mpi_rank: f.next()?.parse().ok()?,
+            pid: f.next()?.parse().ok()?,
+            host: f.next()?.to_string(),
+        })
+    }
+
+    /// How messages name the worker.
+    pub fn describe(&self) -> String {
+        format!(
+            "MPI worker {} (pid {} on {})",
+            self.mpi_rank, self.pid, self.host
+        )
+    }
+}
+
+/// The worker (index in the worker table, 0-based) that holds rank slot `slot` when there
+/// are `workers` of them: slots go round the workers, so that an allocation of consecutive
+/// slots spreads over all of them.
+pub fn worker_of_slot(slot: u32, workers: u32) -> u32 {
+    slot % workers.max(1)
+}
+
+/// Frames longer than this are refused (a corrupt length).
+const MAX_FRAME: usize = 1 << 34;
+
+/// Writes one frame: `[u32 length][u64 id][head][body]` (`head`: the worker index on the
+/// program's side, nothing on the gateway's). Lengths beyond 4 GiB use a `u32::MAX` marker
+/// followed by a `u64` length.
+pub fn write_frame(w: &mut impl Write, id: u64, head: &[u8], body: &[u8]) -> std::io::Result<()> {
+    let len = 8 + head.len() + body.len();
+    let mut hdr = Vec::with_capacity(24);
+    match u32::try_from(len) {
+        Ok(l) if l != u32::MAX => hdr.extend_from_slice(&l.to_le_bytes()),
+        _ => {
+            hdr.extend_from_slice(&u32::MAX.to_le_bytes());
+            hdr.extend_from_slice(&(len as u64).to_le_bytes());
+        }
+    }
+    hdr.extend_from_slice(&id.to_le_bytes());
+    hdr.extend_from_slice(head);
+    w.write_all(&hdr)?;
+    w.write_all(body)?;
+    w.flush()
+}
+
+/// Reads one frame: its id and the rest; `None` at the end of the stream.
+pub fn read_frame(r: &mut impl Read) -> std::io::Result<Option<(u64, Vec<u8>)>> {
+    let mut l = [0u8; 4];
+    match r.read_exact(&mut l) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let mut len = u32::from_le_bytes(l) as usize;
+    if len == u32::MAX as usize {
+        let mut l8 = [0u8; 8];
+        r.read_exact(&mut l8)?;
+        len = u64::from_le_bytes(l8) as usize;
+    }
+    if !(8..=MAX_FRAME).contains(&len) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("frame of {len} bytes"),
+        ));
+    }
+    let mut id = [0u8; 8];
+    r.read_exact(&mut id)?;
+    let mut rest = vec![0u8; len - 8];
+    r.read_exact(&mut rest)?;
+    Ok(Some((u64::from_le_bytes(id), rest)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_round_trip() {
+        for m in [
+            ToWorker::Open {
+                slot: 3,
+                nr_dpus: 64,
+                profile: "nrRanks=4,hardware=upmem-v1a".into(),
+            },
+            ToWorker::Close { slot: 7 },
+            ToWorker::Call(Request::Log { rank: 2, dpu: 5 }),
+            ToWorker::Ping,
+            ToWorker::Shutdown,
+        ] {
+            assert_eq!(ToWorker::decode(&m.encode()).unwrap(), m);
+        }
+        assert!(ToWorker::decode(&[9]).is_err());
+        assert!(ToWorker::decode(&[0, 1]).is_err());
+        assert!(ToWorker::decode(&[]).is_err());
+    }
+
+    #[test]
+    fn frames_round_trip() {
+        let mut buf = Vec::new();
+        write_frame(&mut buf, 42, &7u32.to_le_bytes(), b"hello").unwrap();
+        write_frame(&mut buf, 43, &[], b"").unwrap();
+        let mut r = &buf[..];
+        let (id, rest) = read_frame(&mut r).unwrap().unwrap();
+        assert_eq!((id, &rest[4..]), (42, &b"hello"[..]));
+        assert_eq!(read_frame(&mut r).unwrap().unwrap(), (43, Vec::new()));
+        assert!(read_frame(&mut r).unwrap().is_none());
+    }
+
+    #[test]
+    fn slots_go_round_the_workers() {
+        let w: Vec<u32> = (0..4).map(|s| worker_of_slot(s, 2)).collect();
+        assert_eq!(w, [0, 1, 0, 1]);
+        let info = WorkerInfo {
+            mpi_rank: 2,
+            host: "node-a".into(),
+            pid: 99,
+        };
+        assert_eq!(WorkerInfo::parse(&info.line()), Some(info));
+    }
+}

@@ -1,0 +1,353 @@
+#!/usr/bin/env python3
+"""The MPI backend end to end (docs/scale-out.md): programs on `openpim run --mpi N` against
+the same programs in process.
+
+    tests/mpi/run.py           the `make test` cases (about a minute on 2 busy cores)
+    tests/mpi/run.py --all     also PrIM's 16 at 256 DPUs on 1, 2 and 4 workers (`make test-mpi`)
+    tests/mpi/run.py --prim GEMV,SEL   only the PrIM matrix, for these benchmarks
+
+Cases: PrIM VA (copied from ../shared/third_party, built by its own Makefile) and PID-Comm's
+AllReduce and AlltoAll (relocation programs forced) at 256 DPUs on 2 workers (4 with --all), each judged by its own check and compared with the local
+run: phases.dpu_kernel_ns, cpu_dpu_ns, dpu_cpu_ns, inter_dpu_ns, every launch's cycles,
+instructions and DMA fields, the transfers' counts, bytes and modeled bus times must be equal,
+and the report's workers[] must list 2 workers of 2 rank slots; VA again with OpenMPI's TCP
+transport forced (OMPI_MCA_btl=tcp,self); a DPU fault on a worker (same SDK code, same fault
+line as in process); a worker killed with -9 (the program's next call fails with
+DPU_ERR_SYSTEM naming the worker, within the bound, and no process is left); the refusals
+(more workers than ranks, --mpi with --server). Prints PASS/FAIL lines and "N passed, M failed".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "programs"))
+import run as programs  # noqa: E402  (tests/programs/run.py: PrIM's table and the SDK env)
+
+OPENPIM = ROOT / "target" / "release" / "openpim"
+PHASES = ["dpu_kernel_ns", "cpu_dpu_ns", "dpu_cpu_ns", "inter_dpu_ns"]
+TIMEOUT = 600
+
+passed = 0
+failed = 0
+
+
+def result(ok: bool, name: str, why: str = "", detail: str = "") -> None:
+    global passed, failed
+    if ok:
+        passed += 1
+        print(f"PASS {name}", flush=True)
+    else:
+        failed += 1
+        print(f"FAIL {name}: {why}", flush=True)
+        if detail:
+            print("\n".join(detail.splitlines()[-30:]), file=sys.stderr)
+
+
+def env() -> dict[str, str]:
+    e = programs.sdk_env()
+    for k in ("OPENPIM_SERVER", "OPENPIM_MPI", "OPENPIM_REPORT", "OPENPIM_TRACE"):
+        e.pop(k, None)
+    return e
+
+
+def run(cmd: list[str], cwd: Path, extra: dict[str, str] | None = None, timeout: int = TIMEOUT):
+    e = env()
+    e.update(extra or {})
+    return subprocess.run(cmd, cwd=cwd, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, errors="replace", timeout=timeout)
+
+
+def timing(report: dict) -> dict:
+    """The fields of a report that must not depend on the backend."""
+    launches = []
+    for l in report["launches"]:
+        # (Ranks finish in any order, in process too.)
+        per_rank = sorted(({k: r.get(k) for k in ("rank", "dpus", "cycles", "instructions",
+                                                  "faults")} for r in l.get("per_rank", [])),
+                          key=lambda r: r["rank"])
+        launches.append({"fields": {k: l.get(k) for k in l if k not in (
+            "issue_ns", "start_ns", "end_ns", "per_rank")}, "per_rank": per_rank})
+    transfers = {k: v for k, v in report["transfers"].items() if k != "host_interleave_ns"}
+    return {"phases": {k: report["phases"][k] for k in PHASES}, "launches": launches,
+            "transfers": transfers,
+            "inter_dpu": [x.get("bytes") for x in report.get("inter_dpu", [])]}
+
+
+def first_difference(a, b, path="") -> str:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b)):
+            if a.get(k) != b.get(k):
+                return first_difference(a.get(k), b.get(k), f"{path}.{k}")
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            if x != y:
+                return first_difference(x, y, f"{path}[{i}]")
+    return f"{path}: local {a!r}, MPI {b!r}"
+
+
+def compare(name: str, cwd: Path, cmd: list[str], ranks: int, workers: int, ok_text: str,
+            extra: dict[str, str] | None = None, label: str = "") -> None:
+    """Runs `cmd` in process and on `workers` MPI workers; checks both outputs and reports."""
+    label = label or f"{name} at {ranks * 64} DPUs on {workers} workers"
+    reports = []
+    for mpi in (None, workers):
+        rep = cwd / f"report-{mpi or 'local'}.json"
+        args = [str(OPENPIM), "run", "--ranks", str(ranks), f"--report={rep}"]
+        if mpi:
+            args += ["--mpi", str(mpi)]
+        start = time.monotonic()
+        try:
+            r = run(args + ["--", *cmd], cwd, extra)
+        except subprocess.TimeoutExpired:
+            return result(False, label, f"timed out ({'MPI' if mpi else 'local'})")
+        wall = time.monotonic() - start
+        out = r.stdout + r.stderr
+        if r.returncode != 0 or ok_text not in r.stdout:
+            return result(False, label, f"{'MPI' if mpi else 'local'} run: exit {r.returncode}, "
+                          f"no '{ok_text}'", out)
+        reports.append((json.loads(rep.read_text()), wall))
+    (local, t_local), (dist, t_mpi) = reports
+    try:
+        import jsonschema  # noqa: PLC0415 (optional: the structure is checked without it too)
+
+        schema = json.loads((ROOT / "docs" / "report.schema.json").read_text())
+        jsonschema.validate(dist, schema)
+    except ImportError:
+        pass
+    except Exception as e:  # noqa: BLE001 - any schema violation fails the case
+        return result(False, label, f"the MPI report does not follow the schema: {e}")
+    if not dist.get("mpi_traffic") or not any(t["kind"] == "open" for t in dist["mpi_traffic"]):
+        return result(False, label, "the MPI report has no mpi_traffic")
+    if "workers" in local:
+        return result(False, label, "the local report has workers[]")
+    want = [[s for s in range(ranks) if s % workers == w] for w in range(workers)]
+    got = [w["rank_slots"] for w in dist.get("workers", [])]
+    if got != want or [w["mpi_rank"] for w in dist["workers"]] != list(range(1, workers + 1)):
+        return result(False, label, f"workers[] holds {got}, expected {want}")
+    a, b = timing(local), timing(dist)
+    if a != b:
+        return result(False, label, "timing differs: " + first_difference(a, b))
+    result(True, f"{label}: equal timing fields, workers {got} "
+           f"(wall {t_local:.1f} s local, {t_mpi:.1f} s MPI)")
+
+
+def build_va(work: Path) -> Path:
+    src = programs.THIRD_PARTY / "prim-benchmarks" / "VA"
+    dest = work / "VA"
+    shutil.copytree(src, dest, symlinks=True)
+    r = run(["make", "-j2", "NR_DPUS=256", "NR_TASKLETS=16"], dest)
+    if r.returncode != 0:
+        raise RuntimeError(f"building PrIM VA failed:\n{r.stdout}{r.stderr}")
+    return dest
+
+
+def descendants(pid: int) -> list[int]:
+    """Processes under `pid` (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(d.name))
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        for c in children.get(p, []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def mpi_rank_of(pid: int) -> int | None:
+    try:
+        for item in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+            if item.startswith(b"OMPI_COMM_WORLD_RANK="):
+                return int(item.split(b"=", 1)[1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def kill_case(work: Path, sig: int = signal.SIGKILL) -> None:
+    label = ("a worker killed with -9: the next call fails with DPU_ERR_SYSTEM naming it"
+             if sig == signal.SIGKILL else
+             "a worker stopped (SIGSTOP): DPU_ERR_SYSTEM naming it after OPENPIM_MPI_TIMEOUT")
+    tenant = ROOT / "tests" / "remote" / "bin" / "tenant"
+    bound = 10 if sig == signal.SIGKILL else 3
+    e = env()
+    e["OPENPIM_MPI_TIMEOUT"] = str(bound)
+    p = subprocess.Popen([str(OPENPIM), "run", "--mpi", "2", "--ranks", "2", "--", str(tenant),
+                          "loop"], cwd=tenant.parent.parent, env=e, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, errors="replace")
+    victim = None
+    end = time.monotonic() + 30
+    while victim is None and time.monotonic() < end:
+        time.sleep(0.2)
+        for c in descendants(p.pid):
+            if mpi_rank_of(c) == 1:
+                victim = c
+    if victim is None:
+        p.kill()
+        out, err = p.communicate()
+        return result(False, label, "no worker of MPI rank 1 found", out + err)
+    time.sleep(1.0)  # the program is in its loop
+    under = descendants(p.pid)
+    try:
+        os.kill(victim, sig)
+    except ProcessLookupError:
+        p.kill()
+        out, err = p.communicate()
+        return result(False, label, f"the worker {victim} ended before the kill", out + err)
+    killed_at = time.monotonic()
+    try:
+        out, err = p.communicate(timeout=bound + 30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+        return result(False, label, "openpim run did not end (a hang)", out + err)
+    took = time.monotonic() - killed_at
+    time.sleep(0.5)
+    left = [q for q in under if Path(f"/proc/{q}").exists()
+            and "Z" not in Path(f"/proc/{q}/stat").read_text().rsplit(")", 1)[1].split()[0]]
+    if p.returncode == 0:
+        return result(False, label, "the program succeeded after its worker died", out + err)
+    if "MPI worker 1" not in err or "DPU_ERR_SYSTEM" not in err and "system" not in err.lower():
+        return result(False, label, "no error naming MPI worker 1", out + err)
+    if sig != signal.SIGKILL and "stopped answering" not in err:
+        return result(False, label, "no 'stopped answering' in the error", out + err)
+    if took > bound + 15:
+        return result(False, label, f"the program ended {took:.1f} s after the kill")
+    if left:
+        return result(False, label, f"processes left behind: {left}")
+    line = next((l for l in err.splitlines() if "MPI worker 1" in l), "")
+    result(True, f"{label} ({took:.1f} s; '{line.strip()[:110]}')")
+
+
+def fault_case(work: Path) -> None:
+    label = "a DPU fault on a worker: same SDK code and fault line as in process"
+    outs = []
+    for mpi in ([], ["--mpi", "2"]):
+        r = run([str(OPENPIM), "run", "--ranks", "2", *mpi, "--", "./bin/fault"], work)
+        outs.append((r.returncode, r.stdout, [l for l in r.stderr.splitlines()
+                                              if l.startswith("openpim:")]))
+    if outs[0] != outs[1]:
+        return result(False, label, f"local {outs[0]!r}, MPI {outs[1]!r}")
+    if outs[0][0] != 0 or "DPU is in fault" not in outs[0][1] or not any(
+            "faulted" in l for l in outs[0][2]):
+        return result(False, label, f"unexpected outcome {outs[0]!r}")
+    result(True, label)
+
+
+def refusal_cases(work: Path) -> None:
+    r = run([str(OPENPIM), "run", "--mpi", "5", "--ranks", "4", "--", "true"], work)
+    ok = r.returncode == 2 and "--mpi 5" in r.stderr and "(4)" in r.stderr
+    result(ok, "more workers than ranks refused (exit 2, naming 5 and 4)",
+           f"exit {r.returncode}", r.stderr)
+    r = run([str(OPENPIM), "run", "--mpi", "2", "--server", "/tmp/none.sock", "--", "true"], work)
+    ok = r.returncode == 2 and "--mpi" in r.stderr and "--server" in r.stderr
+    result(ok, "--mpi with --server refused (exit 2, naming both)", f"exit {r.returncode}",
+           r.stderr)
+    r = run([str(OPENPIM), "run", "--mpi", "2", "--", "true"], work,
+            {"OPENPIM_SERVER": "/tmp/none.sock"})
+    ok = r.returncode == 2 and "OPENPIM_SERVER" in r.stderr
+    result(ok, "--mpi with OPENPIM_SERVER refused (exit 2, naming both)", f"exit {r.returncode}",
+           r.stderr)
+    hosts = Path(tempfile.mkdtemp()) / "hosts"
+    hosts.write_text("# another machine first\nno-such-node.invalid slots=1\n")
+    r = run([str(OPENPIM), "run", "--mpi", "1", "--hostfile", str(hosts), "--", "true"], work)
+    ok = r.returncode == 2 and "no-such-node.invalid" in r.stderr and "first" in r.stderr
+    result(ok, "a hostfile that does not start with this machine refused (exit 2)",
+           f"exit {r.returncode}", r.stderr)
+    shutil.rmtree(hosts.parent, ignore_errors=True)
+    r = run([str(OPENPIM), "info", "--ranks", "4", "--mpi", "2"], work)
+    ok = r.returncode == 0 and "slots 0, 2" in r.stdout and "slots 1, 3" in r.stdout
+    result(ok, "openpim info --mpi 2 shows the assignment", f"exit {r.returncode}",
+           r.stdout + r.stderr)
+
+
+def main() -> int:
+    argv = sys.argv[1:]
+    full = "--all" in argv
+    only = None
+    if "--prim" in argv and argv.index("--prim") + 1 < len(argv):
+        only = argv[argv.index("--prim") + 1].split(",")
+        full = True
+    if subprocess.run([str(OPENPIM), "worker", "--socket", "/nonexistent/x"],
+                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                      env=env()).stderr.find("built without MPI") >= 0:
+        print("FAIL this openpim has no MPI backend (make build with OpenMPI installed)")
+        print("0 passed, 1 failed")
+        return 1
+    r = run(["make", "-s"], HERE)
+    if r.returncode != 0:
+        print(f"FAIL building tests/mpi\n{r.stdout}{r.stderr}")
+        return 1
+    r = run(["make", "-s"], ROOT / "tests" / "remote")
+    if r.returncode != 0:
+        print(f"FAIL building tests/remote\n{r.stdout}{r.stderr}")
+        return 1
+    work = Path(tempfile.mkdtemp(prefix="openpim-mpi-test-"))
+    try:
+        if only is None:
+            common_cases(work)
+        if full and only is None:
+            coll = work / "coll4"
+            shutil.copytree(HERE / "bin", coll / "bin")
+            compare("PID-Comm AllReduce and AlltoAll", coll, ["./bin/allreduce"], 4, 4,
+                    "AlltoAll OK", {"OPENPIM_COLLECTIVES_PR": "always"})
+        if full:
+            for bench in only or list(programs.PRIM_64):
+                prim_matrix(work, bench)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"{passed} passed, {failed} failed")
+    return 0 if failed == 0 else 1
+
+
+def common_cases(work: Path) -> None:
+    """The `make test` cases."""
+    refusal_cases(HERE)
+    va = build_va(work)
+    va_cmd = ["./bin/host_code", "-w", "0", "-e", "1", "-i", "2621440", "-x", "1"]
+    compare("PrIM VA", va, va_cmd, 4, 2, "OK")
+    coll = work / "coll"
+    shutil.copytree(HERE / "bin", coll / "bin")
+    compare("PID-Comm AllReduce and AlltoAll", coll, ["./bin/allreduce"], 4, 2, "AlltoAll OK",
+            {"OPENPIM_COLLECTIVES_PR": "always"})
+    compare("PrIM VA", va, va_cmd, 4, 2, "OK", {"OMPI_MCA_btl": "tcp,self"},
+            label="PrIM VA at 256 DPUs on 2 workers over TCP (OMPI_MCA_btl=tcp,self)")
+    fault_case(coll)
+    kill_case(work)
+    kill_case(work, signal.SIGSTOP)
+
+
+def prim_matrix(work: Path, bench: str) -> None:
+    """One PrIM benchmark at 256 DPUs on 1, 2 and 4 workers against the local run."""
+    make_vars, args = programs.PRIM_64[bench]
+    dest = work / f"prim-{bench}"
+    shutil.copytree(programs.THIRD_PARTY / "prim-benchmarks" / bench, dest, symlinks=True)
+    r = run(["make", "-j2", "NR_DPUS=256", "NR_TASKLETS=16", *make_vars.split()], dest)
+    if r.returncode != 0:
+        return result(False, f"PrIM {bench} at 256 DPUs", "build failed", r.stdout + r.stderr)
+    cmd = args.format(inputs=programs.INPUTS).split()
+    ok = "" if bench in ("BFS", "SpMV") else "OK"
+    for workers in (1, 2, 4):
+        compare(f"PrIM {bench}", dest, cmd, 4, workers, ok)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
