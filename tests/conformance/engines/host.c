@@ -180,8 +180,13 @@ int main(int argc, char **argv)
     if (fd >= 0)
         close(fd);
     CHECK(child(argv[0], "profile-jit", "interp", report) == 0, "the run under OPENPIM_ENGINE=interp failed");
-    CHECK(report_names(report, "interp"), "OPENPIM_ENGINE=interp did not win over engine=jit (report %s)",
-        report);
+    if (getenv("OPENPIM_SERVER") || getenv("OPENPIM_MPI"))
+        /* (Through the rank-manager daemon or MPI workers, their engines run the DPUs, and the
+         * program's report has no engine section.) */
+        printf("engine choice of a remote run: not checked here\n");
+    else
+        CHECK(report_names(report, "interp"), "OPENPIM_ENGINE=interp did not win over engine=jit (report %s)",
+            report);
     unlink(report);
 
     if (failures) {
