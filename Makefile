@@ -56,6 +56,7 @@ test: build
 	sdk/dpu/test/check.sh
 	tests/headers/check.sh
 	tests/conformance/run.sh
+	OPENPIM_JIT_HOT_SLOTS=0 tests/conformance/run.sh
 	tests/sanitizers/run.sh
 	tests/report/run.sh
 	tests/memory/run.sh

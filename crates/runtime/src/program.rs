@@ -49,6 +49,26 @@ pub struct Program {
     elf: Arc<[u8]>,
 }
 
+/// Environment variable: the slots batches must run from an op before the translating engine
+/// translates the code there (default `openpim_engine`'s `HOT_SLOTS`; 0 translates at once).
+/// For tests that must see small programs run as translated code.
+pub const JIT_HOT_SLOTS_ENV: &str = "OPENPIM_JIT_HOT_SLOTS";
+
+/// `OPENPIM_JIT_HOT_SLOTS`, read once (an unparsable value is ignored, with a notice).
+fn translation_threshold() -> Option<u64> {
+    static SLOTS: OnceLock<Option<u64>> = OnceLock::new();
+    *SLOTS.get_or_init(|| {
+        let v = std::env::var(JIT_HOT_SLOTS_ENV).ok()?;
+        let parsed = v.trim().parse::<u64>().ok();
+        if parsed.is_none() {
+            eprintln!(
+                "openpim: {JIT_HOT_SLOTS_ENV}='{v}' is not a number of slots; the default threshold is used"
+            );
+        }
+        parsed
+    })
+}
+
 /// The decoded code at `text_base` with bytes `text`: the one a live program of the process
 /// already has, or a new decoding (kept while a program holds it).
 fn decoded_code(text_base: u32, text: &[u8]) -> Arc<openpim_engine::Program> {
@@ -62,7 +82,11 @@ fn decoded_code(text_base: u32, text: &[u8]) -> Arc<openpim_engine::Program> {
         return p;
     }
     map.retain(|_, w| w.strong_count() > 0);
-    let p = Arc::new(openpim_engine::Program::decode(text_base, text));
+    let mut p = openpim_engine::Program::decode(text_base, text);
+    if let Some(slots) = translation_threshold() {
+        p = p.with_translation_threshold(slots);
+    }
+    let p = Arc::new(p);
     map.insert(key, Arc::downgrade(&p));
     p
 }

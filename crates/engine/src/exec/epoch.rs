@@ -916,8 +916,7 @@ impl Dpu<'_> {
                 if done >= k {
                     break;
                 }
-            }
-            else {
+            } else {
                 // No region here (not hot yet, or not translatable): the batch interpreter runs
                 // the rest of the batch, and its slots count towards translating one.
                 let (d, f) = self.epoch_slots::<false>(t, done, k);
