@@ -145,6 +145,7 @@ pub fn divs64(tm: &Timing, a: i64, b: i64) -> u32 {
 /// registers: writes its results (from `a0`) and returns the issue slots it occupies beyond
 /// its own; `None` if `nr` is not one; a division by zero faults before changing anything.
 /// The one implementation of these calls, for the interpreter and for translated code.
+#[inline(always)]
 pub(crate) fn call(tm: &Timing, nr: u32, regs: &mut [u32; 32]) -> Option<Result<u32, Fault>> {
     let nr_call = nr;
     let (a0, a1, a2, a3) = (

@@ -213,12 +213,7 @@ struct Dpu<'a> {
     /// 8-byte DMA, booked by the first access (consumed by `load_slow` / `store_slow`).
     pair_second: bool,
     /// The tasklets' code run ahead of its issue in batches (`epoch`).
-    epochs: epoch::Epochs,
-    /// The program's translated code, when the translating engine runs the batches
-    /// (`Engine::Translator`, on a host with a code generator, with the shortcuts on).
-    translation: Option<&'a crate::jit::Cache>,
-    /// What the engine did (`EngineUse`).
-    engine_use: crate::EngineUse,
+    epochs: epoch::Epochs<'a>,
 }
 
 fn bad_boot(reason: String) -> RunOutcome {
@@ -313,14 +308,10 @@ pub(crate) fn run(
         dma_quirks: Vec::new(),
         pair_second: false,
         epochs: epoch::Epochs::new(),
-        translation: None,
-        engine_use: crate::EngineUse {
-            engine: timing.engine.effective(),
-            ..Default::default()
-        },
     });
-    if dpu.engine_use.engine == crate::Engine::Translator && program.shortcuts {
-        dpu.translation = Some(
+    dpu.epochs.engine_use.engine = timing.engine.effective();
+    if dpu.epochs.engine_use.engine == crate::Engine::Translator && program.shortcuts {
+        dpu.epochs.translation = Some(
             program
                 .translation
                 .get(program.ops.len(), program.hot_slots),
@@ -1935,7 +1926,7 @@ impl<'a> Dpu<'a> {
             halted,
             stats,
             dma_quirks: std::mem::take(&mut self.dma_quirks),
-            engine: self.engine_use,
+            engine: self.epochs.engine_use,
             waiting,
         }
     }

@@ -120,7 +120,7 @@ pub(super) struct Saved {
 }
 
 /// Epoch state of a DPU run.
-pub(super) struct Epochs {
+pub(super) struct Epochs<'a> {
     /// Per granule: the epoch number (bits 32..), the batch of its tasklet that accessed it
     /// last (bits 8..24), `WRITTEN`, and the tasklet (bits 0..5, or `SHARED`).
     granule: Box<[u64]>,
@@ -169,10 +169,15 @@ pub(super) struct Epochs {
     /// halved by a good one).
     pub(super) wait: u32,
     backoff: u32,
+    /// The program's translated code, when the translating engine runs the batches
+    /// (`Engine::Translator`, on a host with a code generator, with the shortcuts on).
+    pub(super) translation: Option<&'a crate::jit::Cache>,
+    /// What the engine did (`EngineUse`).
+    pub(super) engine_use: crate::EngineUse,
 }
 
-impl Epochs {
-    pub(super) fn new() -> Epochs {
+impl Epochs<'_> {
+    pub(super) fn new() -> Epochs<'static> {
         Epochs {
             granule: vec![0; GRANULES].into_boxed_slice(),
             number: 0,
@@ -197,6 +202,8 @@ impl Epochs {
             event: None,
             wait: 0,
             backoff: 16,
+            translation: None,
+            engine_use: crate::EngineUse::default(),
         }
     }
 
@@ -853,7 +860,7 @@ impl Dpu<'_> {
     /// as after the slots run.
     #[inline(never)]
     fn epoch_run(&mut self, t: usize, k: u32) -> u32 {
-        let (done, fused) = match self.translation {
+        let (done, fused) = match self.epochs.translation {
             Some(code) => self.epoch_translated(t, k, code),
             None => self.epoch_turns(t, k),
         };
@@ -883,7 +890,8 @@ impl Dpu<'_> {
             if let Some(region) = code.region(self.ops, self.base, len, pc) {
                 // (The pointers are taken afresh for each call: nothing else touches the DPU
                 // while the translated code runs.)
-                let mut ctx = JitCtx::new(&mut self.epochs as *mut Epochs as *mut std::ffi::c_void);
+                let mut ctx =
+                    JitCtx::new(&mut self.epochs as *mut Epochs<'_> as *mut std::ffi::c_void);
                 ctx.regs = self.regs[t].as_mut_ptr();
                 ctx.wram = self.wram.as_mut_ptr();
                 ctx.granule = self.epochs.granule.as_mut_ptr();
@@ -898,7 +906,7 @@ impl Dpu<'_> {
                 // this layout; every access it makes is to the tasklet's registers, WRAM at
                 // addresses it checked to be inside it, or the granule of such an address.
                 let status = unsafe { region(&mut ctx) };
-                self.engine_use.translated_slots += u64::from(ctx.done - done);
+                self.epochs.engine_use.translated_slots += u64::from(ctx.done - done);
                 done = ctx.done;
                 fused += ctx.fused;
                 self.hot[t].pc = ctx.pc;
@@ -921,7 +929,7 @@ impl Dpu<'_> {
                 // the rest of the batch, and its slots count towards translating one.
                 let (d, f) = self.epoch_slots::<false>(t, done, k);
                 code.warm(pc, d - done);
-                self.engine_use.interpreted_slots += u64::from(d - done);
+                self.epochs.engine_use.interpreted_slots += u64::from(d - done);
                 return (d, fused + f);
             }
             // The slot at the tasklet's pc: the batch interpreter's, which executes it or stops
@@ -930,7 +938,7 @@ impl Dpu<'_> {
             if d == done {
                 break;
             }
-            self.engine_use.interpreted_slots += u64::from(d - done);
+            self.epochs.engine_use.interpreted_slots += u64::from(d - done);
             done = d;
             fused += f;
             if self.epochs.saved[t].owe.is_some() {
@@ -1291,7 +1299,7 @@ pub(crate) unsafe extern "C" fn translated_access(
     // SAFETY: as the function's contract says.
     unsafe {
         let c = &*ctx;
-        let epochs = &mut *(c.epochs as *mut Epochs);
+        let epochs = &mut *(c.epochs as *mut Epochs<'_>);
         let wram = &*(c.wram as *const [u8; WS]);
         u32::from(epochs.access(wram, c.tasklet as usize, addr, store != 0))
     }
