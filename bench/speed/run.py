@@ -18,7 +18,7 @@ and interp, the interpreter), interleaved, with a check that they produce the sa
 instructions and results, and the ratio; then what translation cost (regions, host code, time).
 With a baseline (--baseline REV or BENCH_BASELINE=REV: a git revision, built once into
 /tmp/openpim-bench-baseline-<rev>; or a directory holding a libdpu.so), the baseline's default
-engine runs too and the interpreter is compared with it. Medians over --repeats runs (default 3;
+interpreter runs too and this build's interpreter is compared with it. Medians over --repeats runs (default 3;
 BENCH_REPEATS).
 
 Then the ALU kernel on one host thread (scaling). Exit status 0 unless a run fails.
@@ -133,10 +133,11 @@ def main() -> int:
                    env=env_of(None, a.threads, ""))
     base = build_baseline(a.baseline) if a.baseline else None
     # (name, libdpu directory, OPENPIM_ENGINE): both engines of this build, and the baseline
-    # revision's engine (its default) when asked for.
+    # revision's interpreter when asked for (a revision without the translating engine ignores
+    # OPENPIM_ENGINE and runs its interpreter).
     engines = [("jit", None, "jit"), ("interp", None, "interp")]
     if base:
-        engines.append(("base", base, None))
+        engines.append(("base", base, "interp"))
     runs = {(k, e): [] for k in kernels for e, _, _ in engines}
     for rep in range(a.repeats):
         for k in kernels:
