@@ -17,9 +17,9 @@ Every kernel runs on both engines of this build (OPENPIM_ENGINE=jit, the transla
 and interp, the interpreter), interleaved, with a check that they produce the same cycles,
 instructions and results, and the ratio; then what translation cost (regions, host code, time).
 With a baseline (--baseline REV or BENCH_BASELINE=REV: a git revision, built once into
-/tmp/openpim-bench-baseline-<rev>; or a directory holding a libdpu.so), the baseline's default
-interpreter runs too and this build's interpreter is compared with it. Medians over --repeats runs (default 3;
-BENCH_REPEATS).
+/tmp/openpim-bench-baseline-<rev>; or a directory holding a libdpu.so), the baseline's
+interpreter runs too and this build's interpreter is compared with it. Medians over --repeats
+runs (default 3; BENCH_REPEATS).
 
 Then the ALU kernel on one host thread (scaling). Exit status 0 unless a run fails.
 
