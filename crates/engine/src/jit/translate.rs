@@ -432,6 +432,8 @@ struct Emitter<'a, 'b> {
     runs: HashMap<u32, u32>,
     /// The region's return points (the ops after its calls).
     returns: Vec<u32>,
+    /// Stop blocks branched to and not emitted yet, with what they undo.
+    stops: Vec<(Block, SlotPath)>,
     done: Variable,
     fused: Variable,
     ctx: Value,
@@ -542,6 +544,7 @@ impl<'a, 'b> Emitter<'a, 'b> {
             body,
             runs: region.runs(ops),
             returns,
+            stops: Vec::new(),
             done,
             fused,
             ctx,
@@ -587,6 +590,11 @@ impl<'a, 'b> Emitter<'a, 'b> {
                     ..SlotPath::default()
                 },
             );
+            // The stops the slot's ops branch to (every block of the slot is filled now).
+            while let Some((blk, path)) = self.stops.pop() {
+                self.b.switch_to_block(blk);
+                self.stop(&path);
+            }
         }
     }
 
@@ -639,13 +647,11 @@ impl<'a, 'b> Emitter<'a, 'b> {
         self.b.ins().jump(self.exit, &[status.into(), pc.into()]);
     }
 
-    /// Emits the stop in a new block and returns it (for a conditional branch to it).
+    /// A block that stops the slot of `path` (for a conditional branch to it); its code is
+    /// emitted once the current slot's blocks are all filled (`emit`).
     fn stop_block(&mut self, path: &SlotPath) -> Block {
-        let cur = self.b.current_block().expect("in a block");
         let blk = self.b.create_block();
-        self.b.switch_to_block(blk);
-        self.stop(path);
-        self.b.switch_to_block(cur);
+        self.stops.push((blk, path.clone()));
         blk
     }
 
