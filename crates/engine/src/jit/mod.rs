@@ -182,13 +182,22 @@ pub struct TranslationStats {
 /// tasklet), code that runs more has spent at most this much before it is translated.
 pub const HOT_SLOTS: u64 = 1 << 20;
 
+/// Interpreted slots a region must have had per op it holds before it is translated (with a
+/// threshold other than 0): Cranelift takes some 15 µs per op of a region (a region of 1,200
+/// ops, 72 KB of host code, took 20 ms), about what the interpreter takes for 8,000 slots. So a
+/// large region is translated only once it has run about as long as translating it takes.
+pub const SLOTS_PER_OP: u64 = 32768;
+
 /// Per program image: the translated regions by entry op index.
 pub(crate) struct Cache {
     /// Per op index: the region entered there (a `RegionFn` address), 0 when not translated
     /// yet, [`NONE`] when it cannot be.
     entries: Box<[AtomicUsize]>,
-    /// Per op index: slots interpreted by batches that began there while it had no region.
+    /// Per op index: slots interpreted by batches that began there while it had no region, and
+    /// the slots its region needs before it is translated (0: not known yet; see
+    /// [`SLOTS_PER_OP`]).
     heat: Box<[AtomicU64]>,
+    need: Box<[AtomicU64]>,
     /// The slots that make an op hot ([`HOT_SLOTS`], or what the program asked for).
     hot: u64,
     /// The code generator and the code it owns; `None` when the host has none.
@@ -215,6 +224,7 @@ impl Cache {
         Cache {
             entries: (0..len).map(|_| AtomicUsize::new(0)).collect(),
             heat: (0..len).map(|_| AtomicU64::new(0)).collect(),
+            need: (0..len).map(|_| AtomicU64::new(0)).collect(),
             hot,
             #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
             translator: Mutex::new(None),
@@ -247,7 +257,8 @@ impl Cache {
             // code lives as long as the cache (the translator is never dropped before it).
             return Some(unsafe { std::mem::transmute::<usize, RegionFn>(f) });
         }
-        if f == NONE || self.heat[pc as usize].load(Ordering::Relaxed) < self.hot {
+        let heat = self.heat[pc as usize].load(Ordering::Relaxed);
+        if f == NONE || heat < self.hot || heat < self.need[pc as usize].load(Ordering::Relaxed) {
             return None;
         }
         self.translate(ops, base, len, pc)
@@ -275,6 +286,14 @@ impl Cache {
                 return (f > NONE)
                     // SAFETY: as in `region`.
                     .then(|| unsafe { std::mem::transmute::<usize, RegionFn>(f) });
+            }
+            if self.hot > 0 && self.need[pc as usize].load(Ordering::Relaxed) == 0 {
+                // Hot: what its region needs (its size), known from now on.
+                let need = (translate::region_ops(ops, pc) * SLOTS_PER_OP).max(1);
+                self.need[pc as usize].store(need, Ordering::Relaxed);
+                if self.heat[pc as usize].load(Ordering::Relaxed) < need {
+                    return None;
+                }
             }
             if guard.is_none() {
                 *guard = translate::Translator::new();

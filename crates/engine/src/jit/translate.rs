@@ -148,6 +148,7 @@ impl Translator {
             );
             let mut e = Emitter::new(&mut b, ops, base, len, &region, ptr, sigs);
             e.emit(&region.starts);
+            e.returns();
             b.seal_all_blocks();
             b.finalize(self.module.target_config());
         }
@@ -174,6 +175,11 @@ impl Drop for Translator {
         // its code can run again. Without this, every program loaded would leak its code.
         unsafe { ManuallyDrop::take(&mut self.module).free_memory() };
     }
+}
+
+/// The ops of the region entered at op `entry` (what translating it costs grows with them).
+pub(super) fn region_ops(ops: &[Op], entry: u32) -> u64 {
+    Region::find(ops, entry).ops
 }
 
 /// The slot starts of a region, in the order found.
@@ -434,6 +440,8 @@ struct Emitter<'a, 'b> {
     returns: Vec<u32>,
     /// Stop blocks branched to and not emitted yet, with what they undo.
     stops: Vec<(Block, SlotPath)>,
+    /// The block dispatching the region's indirect jumps (`indirect`), once one exists.
+    dispatch: Option<Block>,
     done: Variable,
     fused: Variable,
     ctx: Value,
@@ -545,6 +553,7 @@ impl<'a, 'b> Emitter<'a, 'b> {
             runs: region.runs(ops),
             returns,
             stops: Vec::new(),
+            dispatch: None,
             done,
             fused,
             ctx,
@@ -685,6 +694,23 @@ impl<'a, 'b> Emitter<'a, 'b> {
     /// when it is one of the region's return points (a return to a call in the region),
     /// otherwise out of the region.
     fn indirect(&mut self, to: Value) {
+        // (One dispatch block for the region's indirect jumps, emitted last by `returns`: a
+        // dispatch per jump would make the code grow with calls times returns.)
+        let dispatch = *self.dispatch.get_or_insert_with(|| {
+            let blk = self.b.create_block();
+            self.b.append_block_param(blk, I32);
+            blk
+        });
+        self.b.ins().jump(dispatch, &[to.into()]);
+    }
+
+    /// Emits the dispatch of the region's indirect jumps, if any jumped to it.
+    fn returns(&mut self) {
+        let Some(dispatch) = self.dispatch else {
+            return;
+        };
+        self.b.switch_to_block(dispatch);
+        let to = self.b.block_params(dispatch)[0];
         let leave = self.b.create_block();
         let mut switch = Switch::new();
         for &r in &self.returns {
