@@ -31,7 +31,7 @@ use std::collections::HashMap;
 use std::mem::ManuallyDrop;
 
 use super::{ctx_offset as off, exit};
-use crate::decode::{fuse, Op};
+use crate::decode::{alu_dest, fuse, Op};
 use crate::map::WRAM_SIZE;
 
 /// Most slot starts in one region (bounds translation time per region; code past them is
@@ -252,26 +252,7 @@ fn slot_successors(ops: &[Op], s: u32, out: &mut Vec<u32>) -> u64 {
         };
         n += 1;
         let cont = match op {
-            Op::Li { rd, .. }
-            | Op::Addi { rd, .. }
-            | Op::Slti { rd, .. }
-            | Op::Sltiu { rd, .. }
-            | Op::Xori { rd, .. }
-            | Op::Ori { rd, .. }
-            | Op::Andi { rd, .. }
-            | Op::Slli { rd, .. }
-            | Op::Srli { rd, .. }
-            | Op::Srai { rd, .. }
-            | Op::Add { rd, .. }
-            | Op::Sub { rd, .. }
-            | Op::Sll { rd, .. }
-            | Op::Slt { rd, .. }
-            | Op::Sltu { rd, .. }
-            | Op::Xor { rd, .. }
-            | Op::Srl { rd, .. }
-            | Op::Sra { rd, .. }
-            | Op::Or { rd, .. }
-            | Op::And { rd, .. } => rd >> 5 == fuse::ALWAYS,
+            _ if alu_dest(op).is_some() => continues(op),
             Op::Lw { rd: field, .. } | Op::Sw { rs2: field, .. } => match field >> 5 {
                 fuse::ALWAYS => true,
                 fuse::NONE => false,
@@ -355,27 +336,8 @@ fn fall_through(ops: &[Op], s: u32) -> Option<u32> {
             continue;
         }
         return match op {
-            Op::Li { .. }
-            | Op::Addi { .. }
-            | Op::Slti { .. }
-            | Op::Sltiu { .. }
-            | Op::Xori { .. }
-            | Op::Ori { .. }
-            | Op::Andi { .. }
-            | Op::Slli { .. }
-            | Op::Srli { .. }
-            | Op::Srai { .. }
-            | Op::Add { .. }
-            | Op::Sub { .. }
-            | Op::Sll { .. }
-            | Op::Slt { .. }
-            | Op::Sltu { .. }
-            | Op::Xor { .. }
-            | Op::Srl { .. }
-            | Op::Sra { .. }
-            | Op::Or { .. }
-            | Op::And { .. }
-            | Op::Nop
+            _ if alu_dest(op).is_some() => Some(j + 1),
+            Op::Nop
             | Op::Lb { .. }
             | Op::Lh { .. }
             | Op::Lw { .. }
@@ -393,28 +355,8 @@ fn fall_through(ops: &[Op], s: u32) -> Option<u32> {
 /// Whether op `op` may continue its slot with the next op (statically: a pair may).
 fn continues(op: Op) -> bool {
     match op {
-        Op::Li { rd, .. }
-        | Op::Addi { rd, .. }
-        | Op::Slti { rd, .. }
-        | Op::Sltiu { rd, .. }
-        | Op::Xori { rd, .. }
-        | Op::Ori { rd, .. }
-        | Op::Andi { rd, .. }
-        | Op::Slli { rd, .. }
-        | Op::Srli { rd, .. }
-        | Op::Srai { rd, .. }
-        | Op::Add { rd, .. }
-        | Op::Sub { rd, .. }
-        | Op::Sll { rd, .. }
-        | Op::Slt { rd, .. }
-        | Op::Sltu { rd, .. }
-        | Op::Xor { rd, .. }
-        | Op::Srl { rd, .. }
-        | Op::Sra { rd, .. }
-        | Op::Or { rd, .. }
-        | Op::And { rd, .. } => rd >> 5 == fuse::ALWAYS,
         Op::Lw { rd: field, .. } | Op::Sw { rs2: field, .. } => field >> 5 != fuse::NONE,
-        _ => false,
+        _ => alu_dest(op).is_some_and(|rd| rd >> 5 == fuse::ALWAYS),
     }
 }
 
