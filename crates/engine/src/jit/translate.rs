@@ -1,17 +1,21 @@
 //! Regions of DPU ops to Cranelift IR to host code.
 //!
 //! A region is the set of *slot starts* (ops at which an issue slot begins) reachable from
-//! its entry by fall-through, conditional branches and direct jumps and calls, found
-//! breadth-first up to [`MAX_SLOT_STARTS`]. Each slot start becomes a block that checks the
-//! batch's slot budget and then executes the slot's ops: an op marked to issue with its
-//! successor (`decode::fuse`) continues the slot, a word access marked as a pair continues it
-//! only when the pair's address is 8-aligned (decided at run time, as the DPU does), and any
-//! other op ends it. A slot's last op leads to the block of the next slot start, or, outside
-//! the region, returns `exit::LEAVE` with the next op index; an indirect jump (`jalr`, a
-//! return) always leaves.
+//! its entry by fall-through, conditional branches, direct jumps, calls (the callee and the
+//! return point) and the code after an environment call, found breadth-first up to
+//! [`MAX_SLOT_STARTS`]; the function is entered at any of them. Each slot start has a block
+//! that checks the batch's budget for the run of slots falling through from it (`Region::runs`)
+//! and a block that executes the slot's ops: an op marked to issue with its successor
+//! (`decode::fuse`) continues the slot, a word access marked as a pair continues it only when
+//! the pair's address is 8-aligned (decided at run time, as the DPU does), and any other op
+//! ends it. A slot's last op leads to the next slot start's block, or, outside the region,
+//! returns `exit::LEAVE` with the next op index; an indirect jump goes to the region's return
+//! points through one dispatch block, or leaves.
 //!
-//! The DPU's registers are Cranelift variables, loaded from the tasklet's register file on
-//! entry and stored back on every exit. A slot that cannot run in a batch (an environment
+//! The DPU's registers stay in the tasklet's register file: each op loads its operands and
+//! stores its result there (the host forwards the stores to the loads), so no exit carries
+//! register values (keeping them in Cranelift variables made every exit pass up to 31 of
+//! them: 2.7x the host code). A slot that cannot run in a batch (an environment
 //! call; an access outside WRAM, misaligned or conflicting with another tasklet's batch; `sp`
 //! below the stack; a jump outside the program) is undone — its registers set back to their
 //! values at the slot's start, its earlier stores written back — and returns
