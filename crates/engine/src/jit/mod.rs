@@ -26,9 +26,10 @@
 //! interpreting millions of slots.
 //!
 //! Translation is lazy (a region when batches have run enough from its entry), once per
-//! program image: the cache lives in the decoded [`crate::Program`], which the host runtime decodes
-//! once per loaded program and shares between every DPU running it and across launches. A
-//! program whose IRAM the host rewrites is decoded anew, and so translated anew.
+//! program image: the cache lives in the decoded [`crate::Program`], which the host runtime
+//! keeps once per code image in the process and shares between every DPU running it, across
+//! loads and launches. A program whose IRAM the host rewrites is decoded, and so translated,
+//! anew.
 
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 mod translate;
