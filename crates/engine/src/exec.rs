@@ -30,12 +30,16 @@
 
 use crate::decode::{fuse, Op, Program};
 use crate::map::{ATOMIC_BASE, ATOMIC_BITS, MAX_TASKLETS, MRAM_BASE, MRAM_SIZE, WRAM_SIZE};
+use crate::probe::{
+    Access, AccessKind, Control, DpuView, Probe, Slot, Space as ProbeSpace, SyncEvent,
+};
 use crate::{arith, ecall, printf, BootInfo, DpuMemory, Fault, FaultReport, RunOutcome, RunStats};
 use crate::{DmaQuirk, DmaQuirkKind, TaskletStats, Timing, WaitingTasklets};
 use openpim_isa::{decode as isa_decode, reg, Insn};
 
 mod epoch;
 pub(crate) use epoch::translated_access;
+pub(crate) mod view;
 
 const WS: usize = WRAM_SIZE as usize;
 const MAXT: usize = MAX_TASKLETS as usize;
@@ -214,6 +218,12 @@ struct Dpu<'a> {
     pair_second: bool,
     /// The tasklets' code run ahead of its issue in batches (`epoch`).
     epochs: epoch::Epochs<'a>,
+    /// The observer of a probed run (`crate::probe`; then the program has no shortcuts).
+    probe: Option<&'a mut (dyn Probe + 'a)>,
+    /// Probed runs: the cycle after the last slot the probe saw (cycles before the next slot
+    /// are idle) and the op index executing (for the accesses it makes).
+    probe_next: u64,
+    probe_op: u32,
 }
 
 fn bad_boot(reason: String) -> RunOutcome {
@@ -227,13 +237,18 @@ fn bad_boot(reason: String) -> RunOutcome {
     }
 }
 
-pub(crate) fn run(
-    program: &Program,
+pub(crate) fn run<'a>(
+    program: &'a Program,
     boot: &BootInfo,
-    mem: DpuMemory<'_>,
-    timing: &Timing,
-    stop: Option<&(dyn Fn() -> bool + Sync)>,
+    mem: DpuMemory<'a>,
+    timing: &'a Timing,
+    stop: Option<&'a (dyn Fn() -> bool + Sync)>,
+    probe: Option<&'a mut (dyn Probe + 'a)>,
 ) -> RunOutcome {
+    debug_assert!(
+        probe.is_none() || !program.shortcuts,
+        "probed runs have no shortcuts"
+    );
     let nr = boot.nr_tasklets as usize;
     if nr == 0 || nr > MAXT {
         return bad_boot(format!("nr_tasklets = {nr}, must be 1..={MAXT}"));
@@ -308,8 +323,16 @@ pub(crate) fn run(
         dma_quirks: Vec::new(),
         pair_second: false,
         epochs: epoch::Epochs::new(),
+        probe,
+        probe_next: 0,
+        probe_op: 0,
     });
-    dpu.epochs.engine_use.engine = timing.engine.effective();
+    // (A probed run has no shortcuts, hence no translated code: the interpreter runs it.)
+    dpu.epochs.engine_use.engine = if dpu.probe.is_some() {
+        crate::Engine::Interpreter
+    } else {
+        timing.engine.effective()
+    };
     if dpu.epochs.engine_use.engine == crate::Engine::Translator && program.shortcuts {
         dpu.epochs.translation = Some(
             program
@@ -344,7 +367,11 @@ pub(crate) fn run(
             for t in nr..MAXT {
                 dpu.hot[t].ready_at = u64::MAX;
             }
-            let end = dpu.run_loop();
+            let end = if dpu.probe.is_some() {
+                dpu.run_loop::<true>()
+            } else {
+                dpu.run_loop::<false>()
+            };
             // (An epoch under way leaves no slot executed ahead of its issue.)
             dpu.epoch_abort();
             end
@@ -384,8 +411,9 @@ enum Space {
 }
 
 impl<'a> Dpu<'a> {
-    /// The interpreter loop. Returns how the run ended; `self.end_cycle` is set.
-    fn run_loop(&mut self) -> End {
+    /// The interpreter loop. Returns how the run ended; `self.end_cycle` is set. `PROBED`:
+    /// the run has a probe, called at every slot, access and fault (`crate::probe`).
+    fn run_loop<const PROBED: bool>(&mut self) -> End {
         let ops = self.ops;
         let nr = self.nr;
         let rev = self.rev;
@@ -401,11 +429,15 @@ impl<'a> Dpu<'a> {
         let mut t: usize = nr - 1;
         macro_rules! fault {
             ($pc:expr, $f:expr) => {{
+                let fault = $f;
+                if PROBED {
+                    self.probe_fault(t, $pc, now, &fault);
+                }
                 self.end_cycle = now + 1;
                 return End::Fault {
                     tasklet: t,
                     pc_index: $pc,
-                    fault: $f,
+                    fault,
                 };
             }};
         }
@@ -473,6 +505,17 @@ impl<'a> Dpu<'a> {
                 }
                 check_at = limit.min(stop_at).min(epoch_at);
             }
+            // The probe sees the slot before it issues, and may hold it back.
+            let mut probe_slot = None;
+            if PROBED {
+                let (control, slot) = self.probe_before(t, now);
+                if control == Control::Hold {
+                    self.hot[t].ready_at = now + 1;
+                    now += 1;
+                    continue;
+                }
+                probe_slot = Some(slot);
+            }
             // One issue slot: one op, or the ops of a fused group, each executed in turn (the
             // earliest next issue `wait` is the latest any of them asks for).
             let passive = self.passive;
@@ -491,14 +534,22 @@ impl<'a> Dpu<'a> {
                     let h = &mut self.hot[t];
                     h.ready_at = now + rev;
                     h.icount += 1;
+                    if let Some(slot) = probe_slot {
+                        self.probe_after(t, now, &slot, 0);
+                    }
                     now += 1;
                     continue;
                 }
             }
             let mut pc = self.hot[t].pc;
             let mut wait: u64 = 0;
+            let mut probe_ops = 0u32;
             loop {
                 debug_assert!((pc as usize) < ops.len());
+                if PROBED {
+                    probe_ops += 1;
+                    self.probe_op = pc;
+                }
                 // SAFETY: `pc` is always a valid index into `ops` (`ops.len()` = program length
                 // + 3). It is only ever set to: the entry (checked by `index_of`); a decoded
                 // branch/jal target (checked `< len` in `decode`); a `jump_index` result (checked
@@ -584,6 +635,9 @@ impl<'a> Dpu<'a> {
                         let a = x!(rs1).wrapping_add(imm as u32);
                         if a <= WRAM_SIZE - 4 && a & 3 == 0 {
                             x!(rd) = rd_u32(self.wram, a);
+                            if PROBED {
+                                self.probe_access(t, now, a, 4, false, AccessKind::Op);
+                            }
                         } else {
                             match self.load_slow(t, a, 4, now) {
                                 Ok((v, w)) => {
@@ -599,6 +653,9 @@ impl<'a> Dpu<'a> {
                         let a = x!(rs1).wrapping_add(imm as u32);
                         let signed = matches!(op, Op::Lh { .. });
                         let v = if a <= WRAM_SIZE - 2 && a & 1 == 0 {
+                            if PROBED {
+                                self.probe_access(t, now, a, 2, false, AccessKind::Op);
+                            }
                             u32::from(rd_u16(self.wram, a))
                         } else {
                             match self.load_slow(t, a, 2, now) {
@@ -619,6 +676,9 @@ impl<'a> Dpu<'a> {
                         let a = x!(rs1).wrapping_add(imm as u32);
                         let signed = matches!(op, Op::Lb { .. });
                         let v = if a < WRAM_SIZE {
+                            if PROBED {
+                                self.probe_access(t, now, a, 1, false, AccessKind::Op);
+                            }
                             u32::from(self.wram[(a as usize) & (WS - 1)])
                         } else {
                             match self.load_slow(t, a, 1, now) {
@@ -640,6 +700,9 @@ impl<'a> Dpu<'a> {
                         let v = x!(rs2);
                         if a <= WRAM_SIZE - 4 && a & 3 == 0 {
                             wr_u32(self.wram, a, v);
+                            if PROBED {
+                                self.probe_access(t, now, a, 4, true, AccessKind::Op);
+                            }
                         } else {
                             match self.store_slow(t, a, 4, v, now) {
                                 Ok(w) => wait = wait.max(w),
@@ -653,6 +716,9 @@ impl<'a> Dpu<'a> {
                         let v = x!(rs2);
                         if a <= WRAM_SIZE - 2 && a & 1 == 0 {
                             wr_u16(self.wram, a, v as u16);
+                            if PROBED {
+                                self.probe_access(t, now, a, 2, true, AccessKind::Op);
+                            }
                         } else {
                             match self.store_slow(t, a, 2, v, now) {
                                 Ok(w) => wait = wait.max(w),
@@ -665,6 +731,9 @@ impl<'a> Dpu<'a> {
                         let v = x!(rs2);
                         if a < WRAM_SIZE {
                             self.wram[(a as usize) & (WS - 1)] = v as u8;
+                            if PROBED {
+                                self.probe_access(t, now, a, 1, true, AccessKind::Op);
+                            }
                         } else {
                             match self.store_slow(t, a, 1, v, now) {
                                 Ok(w) => wait = wait.max(w),
@@ -744,6 +813,9 @@ impl<'a> Dpu<'a> {
                                 let h = &mut self.hot[t];
                                 h.pc = npc;
                                 h.icount += 1;
+                                if let Some(slot) = probe_slot {
+                                    self.probe_after(t, now, &slot, probe_ops);
+                                }
                                 self.end_cycle = now + 1;
                                 return End::Halted;
                             }
@@ -808,6 +880,9 @@ impl<'a> Dpu<'a> {
                     self.block(t, wait);
                 } else {
                     h.ready_at = now + rev;
+                }
+                if let Some(slot) = probe_slot {
+                    self.probe_after(t, now, &slot, probe_ops);
                 }
                 break;
             }
@@ -1315,6 +1390,9 @@ impl<'a> Dpu<'a> {
         };
         let mut b = [0u8; 4];
         b[..bytes.len()].copy_from_slice(bytes);
+        if self.probe.is_some() {
+            self.probe_access(t, now, addr, size, false, AccessKind::Op);
+        }
         Ok((u32::from_le_bytes(b), wait))
     }
 
@@ -1332,20 +1410,24 @@ impl<'a> Dpu<'a> {
         let merged = std::mem::take(&mut self.pair_second);
         let bytes = v.to_le_bytes();
         let n = size as usize;
-        match self.locate(addr, size)? {
+        let wait = match self.locate(addr, size)? {
             Space::Wram(a) => {
                 self.wram[a..a + n].copy_from_slice(&bytes[..n]);
-                Ok(0)
+                0
             }
             Space::Mram(o) => {
                 self.mram[o..o + n].copy_from_slice(&bytes[..n]);
-                Ok(if merged {
+                if merged {
                     0
                 } else {
                     self.dma(t, now, 8, false)
-                })
+                }
             }
+        };
+        if self.probe.is_some() {
+            self.probe_access(t, now, addr, size, true, AccessKind::Op);
         }
+        Ok(wait)
     }
 
     /// Decodes a DMA request as the DPU's DMA instruction does (see `DmaRequest`): the length
@@ -1643,8 +1725,12 @@ impl<'a> Dpu<'a> {
         let (nr_call, a0) = (r[reg::A7 as usize], r[reg::A0 as usize]);
         match nr_call {
             ecall::ATOMIC_ACQUIRE | ecall::ATOMIC_LOCK | ecall::ATOMIC_RELEASE => {
-                let v = self.atomic_call(a0, nr_call != ecall::ATOMIC_RELEASE)?;
+                let acquire = nr_call != ecall::ATOMIC_RELEASE;
+                let v = self.atomic_call(a0, acquire)?;
                 self.regs[t][reg::A0 as usize] = v;
+                if self.probe.is_some() {
+                    self.probe_atomic(t, pc, now, a0, acquire, v);
+                }
                 Ok(Flow::Next { wait: 0 })
             }
             ecall::DMA_MRAM_TO_WRAM | ecall::DMA_WRAM_TO_MRAM => {
@@ -1692,6 +1778,12 @@ impl<'a> Dpu<'a> {
         } else {
             self.mram[m..m + nn].copy_from_slice(&self.wram[w..w + nn]);
         }
+        if self.probe.is_some() {
+            self.probe_op = pc;
+            let mram = ProbeSpace::Mram.address(d.mram_offset);
+            self.probe_access(t, now, mram, d.size, !read, AccessKind::Dma);
+            self.probe_access(t, now, d.wram, d.size, read, AccessKind::Dma);
+        }
         Ok(self.dma(t, now, d.size, read))
     }
 
@@ -1712,6 +1804,7 @@ impl<'a> Dpu<'a> {
         let tm = self.timing;
         let slots = match nr_call {
             ecall::TASKLET_EXIT => {
+                self.probe_sync(t, pc, now, SyncEvent::Exit);
                 self.state[t] = State::Exited;
                 self.stats[t].exit_status = Some(a0);
                 self.stats[t].end_cycle = now + 1;
@@ -1723,12 +1816,18 @@ impl<'a> Dpu<'a> {
                 return Ok(Flow::Next { wait: done });
             }
             ecall::ATOMIC_ACQUIRE | ecall::ATOMIC_LOCK | ecall::ATOMIC_RELEASE => {
-                let v = self.atomic_call(a0, nr_call != ecall::ATOMIC_RELEASE)?;
+                let acquire = nr_call != ecall::ATOMIC_RELEASE;
+                let v = self.atomic_call(a0, acquire)?;
                 set(self, reg::A0, v);
+                if self.probe.is_some() {
+                    self.probe_atomic(t, pc, now, a0, acquire, v);
+                }
                 return Ok(next);
             }
             ecall::SLEEP => {
-                if self.pending_wake[t] {
+                let slept = !self.pending_wake[t];
+                self.probe_sync(t, pc, now, SyncEvent::Sleep { slept });
+                if !slept {
                     self.pending_wake[t] = false;
                     return Ok(next);
                 }
@@ -1761,6 +1860,8 @@ impl<'a> Dpu<'a> {
                     }
                     State::Exited => false,
                 };
+                let target = id as u32;
+                self.probe_sync(t, pc, now, SyncEvent::Resume { target, woke });
                 set(self, reg::A0, woke as u32);
                 return Ok(next);
             }
@@ -1843,6 +1944,113 @@ impl<'a> Dpu<'a> {
         Ok(Flow::Jump {
             npc: self.stall_index,
         })
+    }
+
+    /// Probed runs: the probe sees the slot tasklet `t` is about to issue at cycle `now`
+    /// (after the idle cycles since the last slot, if any); returns whether it may issue.
+    #[inline(never)]
+    fn probe_before(&mut self, t: usize, now: u64) -> (Control, Slot) {
+        let owed = self.owing & (1 << t) != 0;
+        let index = match self.unissued(t) {
+            Some((run, _)) if owed => self.owed_log[t].pcs[run],
+            _ => self.hot[t].pc,
+        };
+        let slot = Slot {
+            cycle: now,
+            tasklet: t as u32,
+            pc: self.base.wrapping_add(index << 2),
+            owed,
+        };
+        let Some(probe) = self.probe.take() else {
+            return (Control::Go, slot);
+        };
+        let from = self.probe_next;
+        let mut view = DpuView::new(self, now);
+        if now > from {
+            probe.idle(&mut view, from, now);
+        }
+        let control = probe.before_issue(&mut view, &slot);
+        self.probe = Some(probe);
+        self.probe_next = now + 1;
+        (control, slot)
+    }
+
+    /// Probed runs: slot `slot` of tasklet `t` issued `ops` instructions.
+    #[inline(never)]
+    fn probe_after(&mut self, _t: usize, now: u64, slot: &Slot, ops: u32) {
+        if let Some(probe) = self.probe.take() {
+            probe.after_issue(&mut DpuView::new(self, now), slot, ops);
+            self.probe = Some(probe);
+        }
+    }
+
+    /// Probed runs: tasklet `t` made an access at DPU address `addr` (WRAM or MRAM) in the
+    /// op `probe_op`.
+    #[inline(never)]
+    fn probe_access(
+        &mut self,
+        t: usize,
+        now: u64,
+        addr: u32,
+        size: u32,
+        write: bool,
+        kind: AccessKind,
+    ) {
+        let Some((space, offset)) = ProbeSpace::of(addr) else {
+            return;
+        };
+        let access = Access {
+            cycle: now,
+            tasklet: t as u32,
+            pc: self.base.wrapping_add(self.probe_op << 2),
+            space,
+            offset,
+            size,
+            write,
+            kind,
+        };
+        if let Some(probe) = self.probe.as_deref_mut() {
+            probe.access(&access);
+        }
+    }
+
+    /// Probed runs: the atomic-bit call of tasklet `t` at op `pc` on bit argument `arg`
+    /// returned `v`.
+    #[cold]
+    fn probe_atomic(&mut self, t: usize, pc: u32, now: u64, arg: u32, acquire: bool, v: u32) {
+        let bit = Self::atomic_bit(arg).map_or(arg, |b| b as u32);
+        let event = if acquire {
+            SyncEvent::Acquire {
+                bit,
+                acquired: v != 0,
+            }
+        } else {
+            SyncEvent::Release { bit }
+        };
+        self.probe_sync(t, pc, now, event);
+    }
+
+    /// Probed runs: a synchronisation event of tasklet `t` at op `pc`.
+    #[inline(always)]
+    fn probe_sync(&mut self, t: usize, pc: u32, now: u64, event: SyncEvent) {
+        if let Some(probe) = self.probe.as_deref_mut() {
+            let at = self.base.wrapping_add(pc << 2);
+            probe.sync(now, t as u32, at, &event);
+        }
+    }
+
+    /// Probed runs: the run ends with `fault` of tasklet `t` at op `pc` (`u32::MAX`: none).
+    #[cold]
+    fn probe_fault(&mut self, t: usize, pc: u32, now: u64, fault: &Fault) {
+        if let Some(probe) = self.probe.take() {
+            let at = if pc == u32::MAX {
+                0
+            } else {
+                self.base.wrapping_add(pc << 2)
+            };
+            probe.fault(&mut DpuView::new(self, now), t as u32, at, fault);
+            self.probe = Some(probe);
+        }
     }
 
     /// Builds the outcome from the final state.

@@ -169,6 +169,7 @@ mod decode;
 mod exec;
 mod jit;
 mod printf;
+pub mod probe;
 
 pub use jit::TranslationStats;
 
@@ -705,7 +706,7 @@ pub struct WaitingTasklets {
 
 /// Runs one DPU from boot until every tasklet has exited, HALT, or a fault.
 pub fn run(program: &Program, boot: &BootInfo, mem: DpuMemory<'_>, timing: &Timing) -> RunOutcome {
-    exec::run(program, boot, mem, timing, None)
+    exec::run(program, boot, mem, timing, None, None)
 }
 
 /// Simulated cycles between two calls of a [`run_stoppable`] run's `stop` (a few
@@ -722,5 +723,26 @@ pub fn run_stoppable(
     timing: &Timing,
     stop: &(dyn Fn() -> bool + Sync),
 ) -> RunOutcome {
-    exec::run(program, boot, mem, timing, Some(stop))
+    exec::run(program, boot, mem, timing, Some(stop), None)
+}
+
+/// [`run_stoppable`] (or [`run`] without `stop`) observed by `probe` (see [`probe`]): on the
+/// interpreter without its shortcuts, which the probe sees slot by slot. The outcome is the
+/// one [`run`] gives unless the probe holds tasklets back or changes the machine state.
+pub fn run_probed(
+    program: &Program,
+    boot: &BootInfo,
+    mem: DpuMemory<'_>,
+    timing: &Timing,
+    stop: Option<&(dyn Fn() -> bool + Sync)>,
+    probe: &mut dyn probe::Probe,
+) -> RunOutcome {
+    let plain;
+    let program = if program.shortcuts {
+        plain = program.without_shortcuts();
+        &plain
+    } else {
+        program
+    };
+    exec::run(program, boot, mem, timing, stop, Some(probe))
 }

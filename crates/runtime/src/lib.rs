@@ -21,6 +21,7 @@ pub mod clock;
 mod context;
 mod error;
 pub mod exec;
+pub mod observe;
 mod program;
 pub mod sdk;
 mod xfer;

@@ -1,7 +1,10 @@
 //! Helpers shared by the engine's integration tests: a tiny program builder and a runner.
 #![allow(dead_code)]
 
-use openpim_engine::{map, run, BootInfo, DpuMemory, Engine, Fault, Program, RunOutcome, Timing};
+use openpim_engine::probe::{Access, AccessKind, Control, DpuView, Probe, Slot, Space, SyncEvent};
+use openpim_engine::{
+    map, run, run_probed, BootInfo, DpuMemory, Engine, Fault, Program, RunOutcome, Timing,
+};
 use openpim_isa::{asm, reg::*};
 
 pub const BASE: u32 = map::IRAM_BASE;
@@ -140,6 +143,25 @@ impl Dpu {
             timing,
         )
     }
+    pub fn run_probed(
+        &mut self,
+        program: &Program,
+        boot: &BootInfo,
+        timing: &Timing,
+        probe: &mut dyn Probe,
+    ) -> RunOutcome {
+        run_probed(
+            program,
+            boot,
+            DpuMemory {
+                wram: &mut self.wram,
+                mram: &mut self.mram,
+            },
+            timing,
+            None,
+            probe,
+        )
+    }
     pub fn w32(&self, addr: u32) -> u32 {
         let a = addr as usize;
         u32::from_le_bytes(self.wram[a..a + 4].try_into().unwrap())
@@ -254,6 +276,23 @@ pub fn same_init(
     if let Some(at) = first_difference(&fast.wram, &other.wram) {
         panic!("WRAM differs between the engines at {at:#x} ({nr} tasklets)");
     }
+    // And observed by a probe, which must change nothing and see every slot and DMA.
+    let mut probed = Dpu::new();
+    init(&mut probed);
+    let mut counter = SlotCounter::default();
+    let d = probed.run_probed(program, &boot(nr), timing, &mut counter);
+    assert_eq!(
+        a, d,
+        "outcomes differ under a probe ({nr} tasklets, limit {:?})",
+        timing.max_cycles
+    );
+    counter.check(&d);
+    if let Some(at) = first_difference(&fast.wram, &probed.wram) {
+        panic!("WRAM differs under a probe at {at:#x} ({nr} tasklets)");
+    }
+    if let Some(at) = first_difference(&fast.mram, &probed.mram) {
+        panic!("MRAM differs under a probe at offset {at:#x} ({nr} tasklets)");
+    }
     if let Some(at) = first_difference(&fast.mram, &other.mram) {
         panic!("MRAM differs between the engines at offset {at:#x} ({nr} tasklets)");
     }
@@ -303,4 +342,99 @@ pub fn spread(full: u64) -> impl Iterator<Item = u64> {
     (1..full)
         .step_by(step as usize)
         .chain([full - 1, full / 2 + 3])
+}
+
+/// A probe that counts what it sees, to check it against the run's outcome: every issue slot
+/// once, in increasing cycles, idle cycles between them, every DMA's bytes.
+#[derive(Default)]
+pub struct SlotCounter {
+    pub slots: u64,
+    pub owed_slots: u64,
+    pub per_tasklet: [u64; 32],
+    pub idle: u64,
+    pub last_cycle: Option<u64>,
+    pub dma_read: u64,
+    pub dma_written: u64,
+    pub accesses: u64,
+    pub syncs: u64,
+    pub faults: u64,
+    pending: Option<Slot>,
+}
+
+impl Probe for SlotCounter {
+    fn before_issue(&mut self, dpu: &mut DpuView<'_, '_>, slot: &Slot) -> Control {
+        assert_eq!(self.pending, None, "a slot began before the last one ended");
+        assert!(
+            self.last_cycle.is_none_or(|c| slot.cycle > c),
+            "cycles go back"
+        );
+        assert_eq!(dpu.cycle(), slot.cycle);
+        if !slot.owed {
+            assert_eq!(
+                dpu.pc(slot.tasklet),
+                slot.pc,
+                "the slot's pc is the tasklet's"
+            );
+        }
+        self.pending = Some(*slot);
+        Control::Go
+    }
+    fn after_issue(&mut self, _dpu: &mut DpuView<'_, '_>, slot: &Slot, ops: u32) {
+        assert_eq!(self.pending.take(), Some(*slot));
+        assert_eq!(
+            ops == 0,
+            slot.owed,
+            "owed slots and only they execute no op"
+        );
+        self.slots += 1;
+        self.owed_slots += u64::from(slot.owed);
+        self.per_tasklet[slot.tasklet as usize] += 1;
+        self.last_cycle = Some(slot.cycle);
+    }
+    fn idle(&mut self, _dpu: &mut DpuView<'_, '_>, from: u64, to: u64) {
+        assert!(from < to);
+        self.idle += to - from;
+    }
+    fn access(&mut self, a: &Access) {
+        self.accesses += 1;
+        if a.kind == AccessKind::Dma && a.space == Space::Mram {
+            if a.write {
+                self.dma_written += u64::from(a.size);
+            } else {
+                self.dma_read += u64::from(a.size);
+            }
+        }
+    }
+    fn sync(&mut self, _cycle: u64, _t: u32, _pc: u32, _e: &SyncEvent) {
+        self.syncs += 1;
+    }
+    fn fault(&mut self, _dpu: &mut DpuView<'_, '_>, _t: u32, _pc: u32, _f: &Fault) {
+        // (The faulting slot does not end and is no instruction; its cycle is the run's last.)
+        self.faults += 1;
+        self.pending = None;
+    }
+}
+
+impl SlotCounter {
+    /// Checks what the probe saw against the run's outcome.
+    pub fn check(&self, out: &RunOutcome) {
+        assert_eq!(self.slots, out.instructions, "slots seen vs instructions");
+        for (t, s) in out.stats.tasklets.iter().enumerate() {
+            assert_eq!(self.per_tasklet[t], s.instructions, "tasklet {t}'s slots");
+        }
+        let seen = self.slots + self.idle;
+        match out.fault.as_ref().map(|f| &f.fault) {
+            Some(Fault::CycleLimit { .. }) | Some(Fault::Stopped) => {
+                assert!(seen <= out.cycles, "{seen} cycles seen of {}", out.cycles)
+            }
+            _ => assert_eq!(
+                seen + self.faults,
+                out.cycles,
+                "slots + idle cycles vs cycles"
+            ),
+        }
+        // (Word pairs in MRAM are 8-byte DMAs the probe sees as the loads and stores they are.)
+        assert!(self.dma_read <= out.stats.dma_bytes_read);
+        assert!(self.dma_written <= out.stats.dma_bytes_written);
+    }
 }

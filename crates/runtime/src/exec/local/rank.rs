@@ -864,15 +864,33 @@ fn run_one(
     check: &(dyn Fn() -> bool + Sync),
 ) -> RunOutcome {
     dpu.log.clear();
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
-        openpim_engine::run_stoppable(
+    // The developer tools that want this run see it on the probed interpreter.
+    let site = crate::observe::any_installed().then(|| crate::observe::RunSite {
+        rank,
+        dpu: index,
+        program: Arc::clone(prog),
+    });
+    let mut observers = site.as_ref().and_then(crate::observe::observers_for);
+    let outcome = catch_unwind(AssertUnwindSafe(|| match observers.as_mut() {
+        Some(probe) => openpim_engine::run_probed(
+            prog.decoded(),
+            prog.boot_info(),
+            dpu.mem.engine_view(),
+            timing,
+            Some(check),
+            probe,
+        ),
+        None => openpim_engine::run_stoppable(
             prog.decoded(),
             prog.boot_info(),
             dpu.mem.engine_view(),
             timing,
             check,
-        )
+        ),
     }));
+    if let (Some(site), Some(observers), Ok(out)) = (&site, observers, &outcome) {
+        observers.finish(site, out);
+    }
     match outcome {
         Ok(out) => {
             crate::clock::engine_use::record(&out, prog.decoded());
