@@ -138,7 +138,6 @@ fn locks_sleeps_resumes_and_exits_are_seen() {
     assert_eq!(ev.iter().filter(|e| e.1 == SyncEvent::Exit).count(), 2);
 }
 
-
 #[test]
 fn the_fault_is_seen_with_the_machine_state() {
     let mut p = P::new();

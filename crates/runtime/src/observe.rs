@@ -49,7 +49,10 @@ pub fn install(tool: Arc<dyn Observers>) {
 
 /// Whether any tool is installed.
 pub fn any_installed() -> bool {
-    !INSTALLED.read().unwrap_or_else(|e| e.into_inner()).is_empty()
+    !INSTALLED
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .is_empty()
 }
 
 /// The observers the installed tools give the run at `site` (`None`: no tool wants it).
