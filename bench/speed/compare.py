@@ -19,7 +19,7 @@ differences, compare libraries built in this same folder (copy target/release/li
 aside, change the code, build again, and pass the copy's folder).
 
 Usage: bench/speed/compare.py [--dpus N] [--repeats N] [--kernels alu,mul,dma,stream] [--control]
-                              [ENGINE...]
+                              [--engine jit|interp] [ENGINE...]
 Run from anywhere after `make build`.
 """
 from __future__ import annotations
@@ -55,6 +55,10 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=9)
     ap.add_argument("--kernels", default="alu,mul,dma,stream")
     ap.add_argument("--control", action="store_true")
+    ap.add_argument("--engine", choices=["jit", "interp"], default=None,
+                    help="the DPU engine every build runs (OPENPIM_ENGINE; builds from before "
+                         "the translating engine have only the interpreter); default: each "
+                         "build's default")
     a = ap.parse_args()
     if a.dpus < 1 or a.repeats < 1:
         ap.error("--dpus and --repeats must be at least 1")
@@ -87,7 +91,7 @@ def main() -> int:
             for k in kernels:
                 order = engines if rep % 2 == 0 else engines[::-1]
                 for name, lib in order:
-                    runs[(k, name)].append(speed.run_once(k, lib, 1, a.dpus))
+                    runs[(k, name)].append(speed.run_once(k, lib, 1, a.dpus, a.engine))
     ns = lambda r: r["cpu"] * 1e9 / r["instructions"]
     print(f"\nCPU ns per DPU instruction: {a.dpus} DPUs x 16 tasklets, 1 host thread, "
           f"{a.repeats} runs per engine, interleaved; min (median), and min relative to 'this'")

@@ -3,8 +3,9 @@
 //! result or a named fault, never a panic or an access outside the DPU's memories (the
 //! target is built with AddressSanitizer). Differential checks, cheap enough to run on every
 //! input:
-//! - the interpreter without its shortcuts (`Program::without_shortcuts`) gives the same
-//!   outcome, cycles and memories;
+//! - the interpreter without its shortcuts, observed by a probe (`run_probed`, the seam of the
+//!   developer tools), gives the same outcome, cycles and memories, and the probe sees each
+//!   issue slot once (as many as the run's instructions);
 //! - the two engines give the same: the run above is the default engine's (the translating
 //!   engine, `Engine::Translator`, on x86-64), run again on the interpreter with its
 //!   shortcuts (`Engine::Interpreter`);
@@ -13,7 +14,10 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use openpim_engine::{map, run, DpuMemory, Engine, Fault, Program, RunOutcome, Timing};
+use openpim_engine::probe::{DpuView, Probe, Slot};
+use openpim_engine::{
+    map, run, run_probed, DpuMemory, Engine, Fault, Program, RunOutcome, Timing,
+};
 use openpim_fuzz::engine_case::{EngineCase, MAX_CYCLES};
 
 struct Result {
@@ -43,6 +47,40 @@ fn run_on(case: &EngineCase, program: &Program, seed: u64, timing: &Timing) -> R
         wram,
         mram,
     }
+}
+
+/// Counts the issue slots a probed run shows.
+#[derive(Default)]
+struct Slots(u64);
+
+impl Probe for Slots {
+    fn after_issue(&mut self, _dpu: &mut DpuView<'_, '_>, _slot: &Slot, _ops: u32) {
+        self.0 += 1;
+    }
+}
+
+/// The case on the probed interpreter; returns the run and the slots the probe saw.
+fn run_probed_case(case: &EngineCase, program: &Program) -> (Result, u64) {
+    let mut wram = case.wram_memory();
+    let mut mram = EngineCase::mram_memory(case.mram_seed);
+    let mut slots = Slots::default();
+    let outcome = run_probed(
+        program,
+        &case.boot(),
+        DpuMemory {
+            wram: &mut wram,
+            mram: &mut mram,
+        },
+        &case.timing(),
+        None,
+        &mut slots,
+    );
+    let result = Result {
+        outcome,
+        wram,
+        mram,
+    };
+    (result, slots.0)
 }
 
 fn same(a: &Result, b: &Result, what: &str) {
@@ -81,13 +119,10 @@ fuzz_target!(|data: &[u8]| {
         o.log.len()
     );
 
-    // Without the interpreter's shortcuts: the same outcome.
-    let slow = program.without_shortcuts();
-    same(
-        &a,
-        &run_case(&case, &slow, case.mram_seed),
-        "without shortcuts",
-    );
+    // Without the interpreter's shortcuts, under a probe: the same outcome, every slot seen.
+    let (probed, slots) = run_probed_case(&case, &program);
+    same(&a, &probed, "without shortcuts, probed");
+    assert_eq!(slots, a.outcome.instructions, "slots the probe saw");
 
     // The other engine: the interpreter with its shortcuts (the run above is the translating
     // engine's where the host has one).
