@@ -97,8 +97,10 @@ def first_difference(a, b, path="") -> str:
 
 
 def compare(name: str, cwd: Path, cmd: list[str], ranks: int, workers: int, ok_text: str,
-            extra: dict[str, str] | None = None, label: str = "") -> None:
-    """Runs `cmd` in process and on `workers` MPI workers; checks both outputs and reports."""
+            extra: dict[str, str] | None = None, label: str = "",
+            kinds: tuple[str, ...] = ()) -> None:
+    """Runs `cmd` in process and on `workers` MPI workers; checks both outputs and reports
+    (and that the MPI run's traffic has messages of each of `kinds`)."""
     label = label or f"{name} at {ranks * 64} DPUs on {workers} workers"
     reports = []
     for mpi in (None, workers):
@@ -129,6 +131,9 @@ def compare(name: str, cwd: Path, cmd: list[str], ranks: int, workers: int, ok_t
         return result(False, label, f"the MPI report does not follow the schema: {e}")
     if not dist.get("mpi_traffic") or not any(t["kind"] == "open" for t in dist["mpi_traffic"]):
         return result(False, label, "the MPI report has no mpi_traffic")
+    sent = {t["kind"] for t in dist["mpi_traffic"]}
+    if missing := [k for k in kinds if k not in sent]:
+        return result(False, label, f"no {missing} messages in mpi_traffic: {sorted(sent)}")
     if "workers" in local:
         return result(False, label, "the local report has workers[]")
     want = [[s for s in range(ranks) if s % workers == w] for w in range(workers)]
@@ -142,13 +147,14 @@ def compare(name: str, cwd: Path, cmd: list[str], ranks: int, workers: int, ok_t
            f"(wall {t_local:.1f} s local, {t_mpi:.1f} s MPI)")
 
 
-def build_va(work: Path) -> Path:
-    src = programs.THIRD_PARTY / "prim-benchmarks" / "VA"
-    dest = work / "VA"
-    shutil.copytree(src, dest, symlinks=True)
-    r = run(["make", "-j2", "NR_DPUS=256", "NR_TASKLETS=16"], dest)
+def build_prim(work: Path, bench: str) -> Path:
+    """A copy of PrIM `bench` built by its own Makefile for 256 DPUs."""
+    make_vars, _ = programs.PRIM_64[bench]
+    dest = work / bench
+    shutil.copytree(programs.THIRD_PARTY / "prim-benchmarks" / bench, dest, symlinks=True)
+    r = run(["make", "-j2", "NR_DPUS=256", "NR_TASKLETS=16", *make_vars.split()], dest)
     if r.returncode != 0:
-        raise RuntimeError(f"building PrIM VA failed:\n{r.stdout}{r.stderr}")
+        raise RuntimeError(f"building PrIM {bench} failed:\n{r.stdout}{r.stderr}")
     return dest
 
 
@@ -321,9 +327,15 @@ def main() -> int:
 def common_cases(work: Path) -> None:
     """The `make test` cases."""
     refusal_cases(HERE)
-    va = build_va(work)
+    va = build_prim(work, "VA")
     va_cmd = ["./bin/host_code", "-w", "0", "-e", "1", "-i", "2621440", "-x", "1"]
     compare("PrIM VA", va, va_cmd, 4, 2, "OK")
+    # BS pushes its whole sorted array (256 KiB) to every DPU: one buffer, broadcast to the
+    # workers once.
+    bs = build_prim(work, "BS")
+    compare("PrIM BS", bs, ["./bin/bs_host", "-w", "0", "-e", "1", "-i", "32768"], 4, 2, "OK",
+            kinds=("shared buffer",),
+            label="PrIM BS at 256 DPUs on 2 workers (its array an MPI broadcast)")
     coll = work / "coll"
     shutil.copytree(HERE / "bin", coll / "bin")
     compare("PID-Comm AllReduce and AlltoAll", coll, ["./bin/allreduce"], 4, 2, "AlltoAll OK",
