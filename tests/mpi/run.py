@@ -3,7 +3,10 @@
 the same programs in process.
 
     tests/mpi/run.py           the `make test` cases (about a minute on 2 busy cores)
-    tests/mpi/run.py --all     also PrIM's 16 at 256 DPUs on 1, 2 and 4 workers (`make test-mpi`)
+    tests/mpi/run.py --all     also PrIM's 16 at 256 DPUs on 1, 2 and 4 workers, PID-Comm's
+                               collectives on 4 workers and the study's NTT at 2,048 DPUs on 4
+                               workers (`make test-mpi`)
+    tests/mpi/run.py --ntt     only the NTT case
     tests/mpi/run.py --prim GEMV,SEL   only the PrIM matrix, for these benchmarks
 
 Cases: PrIM VA (copied from ../shared/third_party, built by its own Makefile) and PID-Comm's
@@ -79,9 +82,15 @@ def timing(report: dict) -> dict:
         launches.append({"fields": {k: l.get(k) for k in l if k not in (
             "issue_ns", "start_ns", "end_ns", "per_rank")}, "per_rank": per_rank})
     transfers = {k: v for k, v in report["transfers"].items() if k != "host_interleave_ns"}
-    return {"phases": {k: report["phases"][k] for k in PHASES}, "launches": launches,
-            "transfers": transfers,
-            "inter_dpu": [x.get("bytes") for x in report.get("inter_dpu", [])]}
+    # An inter-DPU region the program marks counts its host code as measured (real host
+    # time: two local runs differ there too); its bytes and the collectives' times do not.
+    exchanges = report.get("inter_dpu", [])
+    measured = any(x.get("path") == "host" for x in exchanges)
+    phases = {k: report["phases"][k] for k in PHASES if not (measured and k == "inter_dpu_ns")}
+    return {"phases": phases, "launches": launches, "transfers": transfers,
+            "inter_dpu": [(x.get("primitive"), x.get("bytes"), x.get("path"),
+                           None if x.get("path") == "host" else x["end_ns"] - x["start_ns"])
+                          for x in exchanges]}
 
 
 def first_difference(a, b, path="") -> str:
@@ -97,8 +106,10 @@ def first_difference(a, b, path="") -> str:
 
 
 def compare(name: str, cwd: Path, cmd: list[str], ranks: int, workers: int, ok_text: str,
-            extra: dict[str, str] | None = None, label: str = "") -> None:
-    """Runs `cmd` in process and on `workers` MPI workers; checks both outputs and reports."""
+            extra: dict[str, str] | None = None, label: str = "",
+            kinds: tuple[str, ...] = ()) -> None:
+    """Runs `cmd` in process and on `workers` MPI workers; checks both outputs and reports
+    (and that the MPI run's traffic has messages of each of `kinds`)."""
     label = label or f"{name} at {ranks * 64} DPUs on {workers} workers"
     reports = []
     for mpi in (None, workers):
@@ -129,6 +140,9 @@ def compare(name: str, cwd: Path, cmd: list[str], ranks: int, workers: int, ok_t
         return result(False, label, f"the MPI report does not follow the schema: {e}")
     if not dist.get("mpi_traffic") or not any(t["kind"] == "open" for t in dist["mpi_traffic"]):
         return result(False, label, "the MPI report has no mpi_traffic")
+    sent = {t["kind"] for t in dist["mpi_traffic"]}
+    if missing := [k for k in kinds if k not in sent]:
+        return result(False, label, f"no {missing} messages in mpi_traffic: {sorted(sent)}")
     if "workers" in local:
         return result(False, label, "the local report has workers[]")
     want = [[s for s in range(ranks) if s % workers == w] for w in range(workers)]
@@ -142,13 +156,14 @@ def compare(name: str, cwd: Path, cmd: list[str], ranks: int, workers: int, ok_t
            f"(wall {t_local:.1f} s local, {t_mpi:.1f} s MPI)")
 
 
-def build_va(work: Path) -> Path:
-    src = programs.THIRD_PARTY / "prim-benchmarks" / "VA"
-    dest = work / "VA"
-    shutil.copytree(src, dest, symlinks=True)
-    r = run(["make", "-j2", "NR_DPUS=256", "NR_TASKLETS=16"], dest)
+def build_prim(work: Path, bench: str) -> Path:
+    """A copy of PrIM `bench` built by its own Makefile for 256 DPUs."""
+    make_vars, _ = programs.PRIM_64[bench]
+    dest = work / bench
+    shutil.copytree(programs.THIRD_PARTY / "prim-benchmarks" / bench, dest, symlinks=True)
+    r = run(["make", "-j2", "NR_DPUS=256", "NR_TASKLETS=16", *make_vars.split()], dest)
     if r.returncode != 0:
-        raise RuntimeError(f"building PrIM VA failed:\n{r.stdout}{r.stderr}")
+        raise RuntimeError(f"building PrIM {bench} failed:\n{r.stdout}{r.stderr}")
     return dest
 
 
@@ -302,13 +317,17 @@ def main() -> int:
         return 1
     work = Path(tempfile.mkdtemp(prefix="openpim-mpi-test-"))
     try:
-        if only is None:
+        if "--ntt" in argv:
+            ntt_case(work)
+            only = []
+        elif only is None:
             common_cases(work)
         if full and only is None:
             coll = work / "coll4"
             shutil.copytree(HERE / "bin", coll / "bin")
             compare("PID-Comm AllReduce and AlltoAll", coll, ["./bin/allreduce"], 4, 4,
                     "AlltoAll OK", {"OPENPIM_COLLECTIVES_PR": "always"})
+            ntt_case(work)
         if full:
             for bench in only or list(programs.PRIM_64):
                 prim_matrix(work, bench)
@@ -321,9 +340,15 @@ def main() -> int:
 def common_cases(work: Path) -> None:
     """The `make test` cases."""
     refusal_cases(HERE)
-    va = build_va(work)
+    va = build_prim(work, "VA")
     va_cmd = ["./bin/host_code", "-w", "0", "-e", "1", "-i", "2621440", "-x", "1"]
     compare("PrIM VA", va, va_cmd, 4, 2, "OK")
+    # BS pushes its whole sorted array (256 KiB) to every DPU: one buffer, broadcast to the
+    # workers once.
+    bs = build_prim(work, "BS")
+    compare("PrIM BS", bs, ["./bin/bs_host", "-w", "0", "-e", "1", "-i", "32768"], 4, 2, "OK",
+            kinds=("shared buffer",),
+            label="PrIM BS at 256 DPUs on 2 workers (its array an MPI broadcast)")
     coll = work / "coll"
     shutil.copytree(HERE / "bin", coll / "bin")
     compare("PID-Comm AllReduce and AlltoAll", coll, ["./bin/allreduce"], 4, 2, "AlltoAll OK",
@@ -333,6 +358,22 @@ def common_cases(work: Path) -> None:
     fault_case(coll)
     kill_case(work)
     kill_case(work, signal.SIGSTOP)
+
+
+def ntt_case(work: Path) -> None:
+    """The study's NTT at 2,048 DPUs (16 instances of a 2D 65,536-point NTT, its transpose a
+    PID-Comm all-to-all) on 4 workers against the local run."""
+    label = "the study's NTT at 2,048 DPUs (PID-Comm all-to-all) on 4 workers"
+    dest = work / "workloads"
+    for part in ("ntt", "common"):
+        shutil.copytree(ROOT / "workloads" / part, dest / part, symlinks=True,
+                        ignore=shutil.ignore_patterns("bin"))
+    r = run(["make", "-s", "bin/host", "bin/ntt_dpu_16"], dest / "ntt")
+    if r.returncode != 0:
+        return result(False, label, "build failed", r.stdout + r.stderr)
+    cmd = ["./bin/host", "--n", "256", "--steps", "2", "--instances", "16", "--dpus", "2048",
+           "--exchange", "pidcomm"]
+    compare("NTT", dest / "ntt", cmd, 32, 4, "OK ntt", label=label)
 
 
 def prim_matrix(work: Path, bench: str) -> None:

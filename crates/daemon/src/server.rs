@@ -869,6 +869,11 @@ fn check_op(op: &WireOp, nr_dpus: u32, staging: Option<&Region>, in_place: bool)
                     .iter()
                     .try_for_each(|o| staged_ok(*o, u64::from(*len)))?,
                 WriteBufs::InPlace(_) => in_place_ok()?,
+                WriteBufs::Shared(_) => {
+                    return Err(Error::Internal(
+                        "shared buffers are sent to MPI workers, not to a daemon".into(),
+                    ))
+                }
             }
             Ok(())
         }
@@ -1010,6 +1015,8 @@ impl Rank<'_> {
                         // SAFETY: k * len is inside `fetched` (addrs.len() * len bytes).
                         .map(|k| unsafe { fetched.as_mut_ptr().add(k * len as usize) })
                         .collect(),
+                    // (Refused by `check_op`.)
+                    WriteBufs::Shared(_) => Vec::new(),
                     // Checked inside the region (`check_op`), which this operation holds.
                     WriteBufs::Staged(offsets) => offsets
                         .iter()

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use mpi::Threading;
 use openpim_runtime::exec::mpi::wire::{
-    encode_reply, read_frame, write_frame, ToWorker, WorkerInfo,
+    encode_reply, read_frame, write_frame, ToWorker, WorkerInfo, SHARE_ALL,
 };
 use openpim_runtime::exec::remote::protocol::{Reply, WireError};
 use openpim_runtime::Error;
@@ -121,14 +121,30 @@ fn worker(t: &mut Transport) {
             match ToWorker::decode(body) {
                 Ok(ToWorker::Ping) => t.post(0, &framed(id, &encode_reply(&Reply::Unit))),
                 Ok(ToWorker::Shutdown) => break,
-                Ok(req) => {
-                    let ranks = Arc::clone(&ranks);
-                    let tx = tx.clone();
-                    std::thread::spawn(move || {
-                        let reply = ranks.handle(req);
-                        let _ = tx.send(framed(id, &encode_reply(&reply)));
-                    });
+                // The bytes follow as the gateway's broadcast, taken now: every worker takes
+                // the gateway's broadcasts in the order of its markers.
+                Ok(ToWorker::Shared { key, len }) => {
+                    let bytes = t.receive_broadcast(0, len as usize);
+                    ranks.keep(key, bytes);
                 }
+                Ok(ToWorker::Unshare { keys }) => {
+                    ranks.forget(&keys);
+                    t.post(0, &framed(id, &encode_reply(&Reply::Unit)));
+                }
+                Ok(req) => match ranks.buffers_for(&req) {
+                    Ok(shared) => {
+                        let ranks = Arc::clone(&ranks);
+                        let tx = tx.clone();
+                        std::thread::spawn(move || {
+                            let reply = ranks.handle_with(req, &shared);
+                            let _ = tx.send(framed(id, &encode_reply(&reply)));
+                        });
+                    }
+                    Err(e) => t.post(
+                        0,
+                        &framed(id, &encode_reply(&Reply::Error(WireError::from_error(&e)))),
+                    ),
+                },
                 Err(e) => {
                     let e = Error::Internal(format!("malformed request for an MPI worker: {e}"));
                     t.post(
@@ -239,6 +255,8 @@ fn gateway(t: &mut Transport, socket: &str, timeout: Duration) -> Result<(), Str
 
     let mut conns: HashMap<u64, Arc<Mutex<UnixStream>>> = HashMap::new();
     let mut in_flight: HashMap<u64, InFlight> = HashMap::new();
+    // The host's shares being broadcast, by the transport's ticket.
+    let mut sharing: HashMap<u64, InFlight> = HashMap::new();
     let mut next_id: u64 = 1;
     let reply_to = |conns: &HashMap<u64, Arc<Mutex<UnixStream>>>, f: &InFlight, body: &[u8]| {
         if let Some(c) = conns.get(&f.conn) {
@@ -260,6 +278,46 @@ fn gateway(t: &mut Transport, socket: &str, timeout: Duration) -> Result<(), Str
                 Ok(FromHost::Stop) | Err(TryRecvError::Disconnected) => {
                     stopping = true;
                     break;
+                }
+                Ok(FromHost::Request {
+                    conn,
+                    id,
+                    worker: SHARE_ALL,
+                    body,
+                }) => {
+                    // A buffer for every worker: one MPI broadcast, announced to each first.
+                    busy = true;
+                    let f = InFlight {
+                        conn,
+                        id,
+                        worker: SHARE_ALL,
+                    };
+                    let refuse =
+                        |why: Error| encode_reply(&Reply::Error(WireError::from_error(&why)));
+                    let key = body
+                        .get(1..17)
+                        .filter(|_| body[0] == 5)
+                        .map(|k| u128::from_le_bytes(k.try_into().expect("16 bytes")));
+                    let len = body.len().saturating_sub(17);
+                    if let Some(p) = peers.iter().find(|p| p.dead.is_some()) {
+                        let why = p.dead.clone().unwrap_or_default();
+                        reply_to(&conns, &f, &refuse(Error::System(why)));
+                    } else if let (Some(key), true) = (key, len < i32::MAX as usize) {
+                        let marker = ToWorker::Shared {
+                            key,
+                            len: len as u64,
+                        };
+                        for p in &peers {
+                            t.post(p.info.mpi_rank as i32, &framed(0, &marker.encode()));
+                        }
+                        let ticket = t.start_broadcast(body.into_boxed_slice(), 17);
+                        sharing.insert(ticket, f);
+                    } else {
+                        let e = Error::Internal(format!(
+                            "malformed or oversized ({len} bytes) buffer to share with the MPI workers"
+                        ));
+                        reply_to(&conns, &f, &refuse(e));
+                    }
                 }
                 Ok(FromHost::Request {
                     conn,
@@ -294,6 +352,12 @@ fn gateway(t: &mut Transport, socket: &str, timeout: Duration) -> Result<(), Str
             }
         }
         t.progress();
+        for ticket in t.finished_broadcasts() {
+            if let Some(f) = sharing.remove(&ticket) {
+                reply_to(&conns, &f, &encode_reply(&Reply::Unit));
+            }
+        }
+        busy |= !sharing.is_empty();
         while let Some((src, msg)) = t.try_recv() {
             busy = true;
             let Some((g, body)) = split(&msg) else {
@@ -352,6 +416,11 @@ fn gateway(t: &mut Transport, socket: &str, timeout: Duration) -> Result<(), Str
                     if let Some(f) = in_flight.remove(&g) {
                         reply_to(&conns, &f, &r);
                     }
+                }
+                // A broadcast with a dead participant never completes (its request stays
+                // with the transport); no other starts after a death.
+                for (_, f) in sharing.drain() {
+                    reply_to(&conns, &f, &r);
                 }
                 continue;
             }

@@ -20,10 +20,26 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The ranks a worker holds, by slot.
+/// Buffers broadcast to every worker (`ToWorker::Shared`), by key.
+pub type Buffers = HashMap<u128, Arc<Vec<u8>>>;
+
+/// The ranks a worker holds, by slot, and the buffers broadcast to it.
 #[derive(Default)]
 pub struct Ranks {
     ranks: Mutex<HashMap<u32, Arc<ServedRank>>>,
+    kept: Mutex<Buffers>,
+}
+
+/// The keys of the shared buffers `op`'s writes name.
+fn shared_keys(op: &WireOp, out: &mut Vec<u128>) {
+    match op {
+        WireOp::Write {
+            bufs: WriteBufs::Shared(keys),
+            ..
+        } => out.extend_from_slice(keys),
+        WireOp::Batch(ops) => ops.iter().for_each(|o| shared_keys(o, out)),
+        _ => {}
+    }
 }
 
 fn error_reply(e: &Error) -> Reply {
@@ -31,8 +47,47 @@ fn error_reply(e: &Error) -> Reply {
 }
 
 impl Ranks {
+    /// Keeps a broadcast buffer under `key`.
+    pub fn keep(&self, key: u128, bytes: Vec<u8>) {
+        lock(&self.kept).insert(key, Arc::new(bytes));
+    }
+
+    /// Forgets the buffers kept under `keys`.
+    pub fn forget(&self, keys: &[u128]) {
+        let mut kept = lock(&self.kept);
+        for k in keys {
+            kept.remove(k);
+        }
+    }
+
+    /// The kept buffers that `msg`'s writes name, taken when the message arrives (in the
+    /// order of the gateway's messages: a later `Unshare` cannot take them from it).
+    pub fn buffers_for(&self, msg: &ToWorker) -> Result<Buffers> {
+        let mut keys = Vec::new();
+        if let ToWorker::Call(Request::Exec { ops }) = msg {
+            ops.iter().for_each(|(_, op)| shared_keys(op, &mut keys));
+        } else if let ToWorker::Call(Request::Queue { ops, .. }) = msg {
+            ops.iter().for_each(|op| shared_keys(op, &mut keys));
+        }
+        let kept = lock(&self.kept);
+        keys.into_iter()
+            .map(|k| {
+                kept.get(&k).map(|b| (k, Arc::clone(b))).ok_or_else(|| {
+                    Error::Internal(format!(
+                        "a write names the broadcast buffer {k:#x}, which this MPI worker does not hold"
+                    ))
+                })
+            })
+            .collect()
+    }
+
     /// Answers one request (`Ping` and `Shutdown` are the caller's: they answer `Unit`).
     pub fn handle(&self, msg: ToWorker) -> Reply {
+        self.handle_with(msg, &Buffers::new())
+    }
+
+    /// [`Ranks::handle`], with the shared buffers its writes name ([`Ranks::buffers_for`]).
+    pub fn handle_with(&self, msg: ToWorker, shared: &Buffers) -> Reply {
         match msg {
             ToWorker::Open {
                 slot,
@@ -57,7 +112,16 @@ impl Ranks {
                 drop(lock(&self.ranks).remove(&slot));
                 Reply::Unit
             }
-            ToWorker::Call(req) => self.call(req),
+            ToWorker::Call(req) => self.call(req, shared),
+            ToWorker::Shared { .. } | ToWorker::Share { .. } => {
+                Reply::Error(WireError::from_error(&Error::Internal(
+                    "a broadcast buffer is taken by the worker's MPI thread".into(),
+                )))
+            }
+            ToWorker::Unshare { keys } => {
+                self.forget(&keys);
+                Reply::Unit
+            }
             ToWorker::Ping | ToWorker::Shutdown => Reply::Unit,
         }
     }
@@ -68,7 +132,7 @@ impl Ranks {
         })
     }
 
-    fn call(&self, req: Request) -> Reply {
+    fn call(&self, req: Request, shared: &Buffers) -> Reply {
         match req {
             Request::Exec { ops } => {
                 let ranks: Result<Vec<(Arc<ServedRank>, WireOp)>> = ops
@@ -81,9 +145,12 @@ impl Ranks {
                 };
                 // The ranks of one call run in parallel, as in process.
                 let outcomes = if ranks.len() == 1 {
-                    ranks.into_iter().map(|(r, op)| run_wire(&r, op)).collect()
+                    ranks
+                        .into_iter()
+                        .map(|(r, op)| run_wire(&r, op, shared))
+                        .collect()
                 } else {
-                    match par_map(ranks, |(r, op)| run_wire(&r, op)) {
+                    match par_map(ranks, |(r, op)| run_wire(&r, op, shared)) {
                         Ok(o) => o,
                         Err(e) => return error_reply(&e),
                     }
@@ -99,7 +166,7 @@ impl Ranks {
                 Ok(r) => Reply::Exec {
                     ipc_ns: 0,
                     emu_ns: 0,
-                    outcomes: ops.into_iter().map(|op| run_wire(&r, op)).collect(),
+                    outcomes: ops.into_iter().map(|op| run_wire(&r, op, shared)).collect(),
                 },
                 Err(e) => error_reply(&e),
             },
@@ -139,8 +206,8 @@ fn check_items(items: &[WireItem], nr_dpus: u32, nr_bufs: usize) -> Result<()> {
     Ok(())
 }
 
-/// Runs one operation on a rank.
-fn run_wire(served: &ServedRank, op: WireOp) -> RankOutcome {
+/// Runs one operation on a rank (`shared`: the broadcast buffers its writes may name).
+fn run_wire(served: &ServedRank, op: WireOp, shared: &Buffers) -> RankOutcome {
     let mut data = Vec::new();
     let nr_dpus = served.nr_dpus();
     let (result, facts) = match op {
@@ -168,6 +235,43 @@ fn run_wire(served: &ServedRank, op: WireOp) -> RankOutcome {
                 return failed(&Error::Internal("write buffer of the wrong size".into()));
             }
             let ptrs: Vec<*mut u8> = bufs.iter_mut().map(|b| b.as_mut_ptr()).collect();
+            let items = items
+                .iter()
+                .map(|i| XferItem {
+                    dpu: i.dpu,
+                    place: i.place,
+                    buf: HostPtr(ptrs[i.buf as usize]),
+                })
+                .collect();
+            // The buffers live (in `bufs`) until the operation has run.
+            let r = served.run(RankOp::Write {
+                len: len as usize,
+                items,
+            });
+            drop(bufs);
+            r
+        }
+        WireOp::Write {
+            len,
+            items,
+            bufs: WriteBufs::Shared(keys),
+        } => {
+            if let Err(e) = check_items(&items, nr_dpus, keys.len()) {
+                return failed(&e);
+            }
+            let mut bufs = Vec::with_capacity(keys.len());
+            for k in &keys {
+                match shared.get(k) {
+                    Some(b) if b.len() == len as usize => bufs.push(Arc::clone(b)),
+                    _ => {
+                        return failed(&Error::Internal(format!(
+                            "broadcast buffer {k:#x} missing or not of {len} bytes"
+                        )))
+                    }
+                }
+            }
+            // (A write only reads its buffers.)
+            let ptrs: Vec<*mut u8> = bufs.iter().map(|b| b.as_ptr().cast_mut()).collect();
             let items = items
                 .iter()
                 .map(|i| XferItem {
@@ -223,7 +327,7 @@ fn run_wire(served: &ServedRank, op: WireOp) -> RankOutcome {
             // (the one the batched writes rode along with).
             let mut last = None;
             for op in ops {
-                let o = run_wire(served, op);
+                let o = run_wire(served, op, shared);
                 let failed = o.result.is_err();
                 last = Some(o);
                 if failed {

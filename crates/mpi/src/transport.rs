@@ -9,7 +9,7 @@
 
 use mpi::request::{Request, StaticScope};
 use mpi::topology::{Communicator, SimpleCommunicator};
-use mpi::traits::{Destination, MatchedReceiveVec, Source};
+use mpi::traits::{Destination, MatchedReceiveVec, Root, Source};
 
 /// The largest piece of a message one MPI send carries (counts are 32-bit).
 const CHUNK: usize = 1 << 30;
@@ -20,10 +20,19 @@ struct InFlight {
     buf: *mut [u8],
 }
 
+/// A broadcast this process (the root) has started: its ticket, request and buffer.
+struct Broadcasting {
+    ticket: u64,
+    request: Request<'static, [u8], StaticScope>,
+    buf: *mut [u8],
+}
+
 /// The process's MPI messages.
 pub struct Transport {
     world: SimpleCommunicator,
     sending: Vec<InFlight>,
+    broadcasting: Vec<Broadcasting>,
+    next_ticket: u64,
     /// Bytes and messages sent so far.
     pub sent: (u64, u64),
 }
@@ -43,6 +52,8 @@ impl Transport {
         Transport {
             world,
             sending: Vec::new(),
+            broadcasting: Vec::new(),
+            next_ticket: 0,
             sent: (0, 0),
         }
     }
@@ -102,6 +113,71 @@ impl Transport {
         self.sending = still;
     }
 
+    /// Starts broadcasting `buf[from..]` (at most 2 GiB - 1) from this process to every
+    /// other one of the job (`MPI_Ibcast` with this process as the root); returns its ticket
+    /// for [`Transport::finished_broadcasts`]. Each other process must take it with
+    /// [`Transport::receive_broadcast`], in the order the broadcasts were started.
+    pub fn start_broadcast(&mut self, buf: Box<[u8]>, from: usize) -> u64 {
+        let buf: *mut [u8] = Box::into_raw(buf);
+        // SAFETY: `buf` comes from Box::into_raw and is freed only in `finished_broadcasts`,
+        // after the broadcast has completed (or leaked with it).
+        let slice: &'static mut [u8] = unsafe { &mut (&mut *buf)[from..] };
+        let request = self
+            .world
+            .process_at_rank(self.rank())
+            .immediate_broadcast_into(StaticScope, slice);
+        let ticket = self.next_ticket;
+        self.next_ticket += 1;
+        self.broadcasting.push(Broadcasting {
+            ticket,
+            request,
+            buf,
+        });
+        ticket
+    }
+
+    /// The tickets of the broadcasts this process started that have completed since the
+    /// last call (their buffers freed).
+    pub fn finished_broadcasts(&mut self) -> Vec<u64> {
+        let mut done = Vec::new();
+        let mut still = Vec::with_capacity(self.broadcasting.len());
+        for b in self.broadcasting.drain(..) {
+            match b.request.test() {
+                Ok(_) => {
+                    // SAFETY: complete; the buffer came from Box::into_raw (as in `progress`).
+                    drop(unsafe { Box::from_raw(b.buf) });
+                    done.push(b.ticket);
+                }
+                Err(request) => still.push(Broadcasting {
+                    ticket: b.ticket,
+                    request,
+                    buf: b.buf,
+                }),
+            }
+        }
+        self.broadcasting = still;
+        done
+    }
+
+    /// Broadcasts started here and not complete.
+    pub fn broadcasts_in_flight(&self) -> usize {
+        self.broadcasting.len()
+    }
+
+    /// Takes the next broadcast of process `root`: `len` bytes (blocking until they are here).
+    /// (As `MPI_Ibcast`, waited for: a blocking `MPI_Bcast` does not match the root's
+    /// non-blocking one.)
+    pub fn receive_broadcast(&mut self, root: i32, len: usize) -> Vec<u8> {
+        let mut buf = vec![0u8; len];
+        mpi::request::scope(|scope| {
+            self.world
+                .process_at_rank(root)
+                .immediate_broadcast_into(scope, &mut buf[..])
+                .wait();
+        });
+        buf
+    }
+
     /// Sends still in flight.
     pub fn in_flight(&self) -> usize {
         self.sending.len()
@@ -133,6 +209,9 @@ impl Drop for Transport {
         // under MPI's feet.
         for f in self.sending.drain(..) {
             std::mem::forget(f.request);
+        }
+        for b in self.broadcasting.drain(..) {
+            std::mem::forget(b.request);
         }
     }
 }

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::wire::{read_frame, write_frame, ToWorker, WorkerInfo};
+use super::wire::{read_frame, share_prefix, write_frame, ToWorker, WorkerInfo, SHARE_ALL};
 use crate::error::{Error, Result};
 use crate::exec::remote::protocol::Reply;
 
@@ -33,6 +33,8 @@ pub(crate) struct Link {
     next: AtomicU64,
     /// The run's workers, in the order the gateway listed them.
     pub(crate) workers: Vec<WorkerInfo>,
+    /// The broadcast buffers the workers hold.
+    pub(crate) shared: Arc<super::shared::SharedBuffers>,
 }
 
 /// A reply still to come.
@@ -90,14 +92,32 @@ impl Link {
             broken,
             next: AtomicU64::new(1),
             workers,
+            shared: Arc::default(),
         })
     }
 
     /// Sends `msg` to worker `worker` (index in the table); its reply comes later.
     pub(crate) fn send(&self, worker: u32, msg: &ToWorker) -> Result<Pending> {
+        self.send_parts(worker, msg.kind(), &[], &msg.encode())
+    }
+
+    /// Asks the gateway to broadcast `bytes` to every worker, kept under `key` (the message
+    /// [`ToWorker::Share`], written without copying the bytes).
+    pub(crate) fn send_share(&self, key: u128, bytes: &[u8]) -> Result<Pending> {
+        self.send_parts(SHARE_ALL, "shared buffer", &share_prefix(key), bytes)
+    }
+
+    /// Sends the message `prefix` + `body` of kind `kind` to worker `worker`.
+    fn send_parts(
+        &self,
+        worker: u32,
+        kind: &'static str,
+        prefix: &[u8],
+        body: &[u8],
+    ) -> Result<Pending> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = channel();
-        let body = msg.encode();
+        let size = (prefix.len() + body.len()) as u64;
         {
             // Registered under the broken flag's lock: a reader that fails the waiting
             // requests either sees this one or has set the flag first.
@@ -105,9 +125,11 @@ impl Link {
             if let Some(why) = broken.as_ref() {
                 return Err(Error::System(why.clone()));
             }
-            lock(&self.waiting).insert(id, (tx, msg.kind(), body.len() as u64));
+            lock(&self.waiting).insert(id, (tx, kind, size));
         }
-        let written = write_frame(&mut *lock(&self.writer), id, &worker.to_le_bytes(), &body);
+        let mut head = worker.to_le_bytes().to_vec();
+        head.extend_from_slice(prefix);
+        let written = write_frame(&mut *lock(&self.writer), id, &head, body);
         if let Err(e) = written {
             lock(&self.waiting).remove(&id);
             let why = lock(&self.broken)

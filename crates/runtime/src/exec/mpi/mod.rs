@@ -17,6 +17,7 @@
 //! their parts in parallel.
 
 mod link;
+mod shared;
 pub mod wire;
 
 use std::collections::HashMap;
@@ -429,6 +430,8 @@ impl Drop for MpiRank {
 /// An operation turned into its message, with what its reply needs.
 struct Prepared {
     pending: Pending,
+    /// A write's use of a broadcast buffer, until its reply is here.
+    _shared: Option<shared::Use>,
     /// A read's destinations, in the items' order.
     read_into: Vec<XferItem>,
     read_len: usize,
@@ -446,6 +449,7 @@ impl MpiRank {
     /// travels once per worker), a read's destinations kept for the reply.
     fn prepare(&self, op: RankOp) -> (WireOp, Prepared) {
         let pending = Pending::of(&op);
+        let mut shared_use = None;
         let mut read_into = Vec::new();
         let mut read_len = 0;
         let mut mirror = Mirror::None;
@@ -483,18 +487,23 @@ impl MpiRank {
                         }
                     })
                     .collect();
-                let bufs = srcs
-                    .iter()
-                    // SAFETY: as above, for every distinct buffer.
-                    .map(|p| unsafe { std::slice::from_raw_parts(p.cast_const(), len) }.to_vec())
-                    .collect();
+                // SAFETY: as above, for every distinct buffer.
+                let src = |p: *mut u8| unsafe { std::slice::from_raw_parts(p.cast_const(), len) };
+                // One buffer for several DPUs: broadcast to every worker once, named here.
+                if srcs.len() == 1 && items.len() > 1 && iram.is_empty() {
+                    shared_use = self.link.shared.take(&self.link, src(srcs[0]));
+                }
+                let bufs = match &shared_use {
+                    Some(u) => WriteBufs::Shared(vec![u.key]),
+                    None => WriteBufs::Inline(srcs.iter().map(|p| src(*p).to_vec()).collect()),
+                };
                 if !iram.is_empty() {
                     mirror = Mirror::Iram(iram);
                 }
                 WireOp::Write {
                     len: len as u32,
                     items: wire_items,
-                    bufs: WriteBufs::Inline(bufs),
+                    bufs,
                 }
             }
             RankOp::Read { len, items } => {
@@ -522,6 +531,7 @@ impl MpiRank {
         };
         let p = Prepared {
             pending,
+            _shared: shared_use,
             read_into,
             read_len,
             mirror,

@@ -33,6 +33,25 @@ pub enum ToWorker {
     Ping,
     /// The run is over: the worker releases its ranks and leaves.
     Shutdown,
+    /// Host -> gateway (sent to worker [`SHARE_ALL`]): broadcast `bytes` to every worker,
+    /// which keeps them under `key` for writes that name it (`WriteBufs::Shared`).
+    Share { key: u128, bytes: Vec<u8> },
+    /// Gateway -> worker: the next MPI broadcast from the gateway is `len` bytes to keep
+    /// under `key` (no reply).
+    Shared { key: u128, len: u64 },
+    /// Host -> worker: forget the buffers kept under `keys` (no write in flight names them).
+    Unshare { keys: Vec<u128> },
+}
+
+/// The worker a [`ToWorker::Share`] is sent to: the gateway broadcasts it to all of them.
+pub const SHARE_ALL: u32 = u32::MAX - 1;
+
+/// The bytes of a [`ToWorker::Share`] before its buffer's (so that it can be written without
+/// copying the buffer into a message).
+pub fn share_prefix(key: u128) -> [u8; 17] {
+    let mut p = [5u8; 17];
+    p[1..].copy_from_slice(&key.to_le_bytes());
+    p
 }
 
 impl ToWorker {
@@ -61,6 +80,21 @@ impl ToWorker {
             }
             ToWorker::Ping => out.push(3),
             ToWorker::Shutdown => out.push(4),
+            ToWorker::Share { key, bytes } => {
+                out.extend_from_slice(&share_prefix(*key));
+                out.extend_from_slice(bytes);
+            }
+            ToWorker::Shared { key, len } => {
+                out.push(6);
+                out.extend_from_slice(&key.to_le_bytes());
+                out.extend_from_slice(&len.to_le_bytes());
+            }
+            ToWorker::Unshare { keys } => {
+                out.push(7);
+                for k in keys {
+                    out.extend_from_slice(&k.to_le_bytes());
+                }
+            }
         }
         out
     }
@@ -79,6 +113,8 @@ impl ToWorker {
             ToWorker::Call(_) => "stats",
             ToWorker::Ping => "ping",
             ToWorker::Shutdown => "shutdown",
+            ToWorker::Share { .. } | ToWorker::Shared { .. } => "shared buffer",
+            ToWorker::Unshare { .. } => "unshare",
         }
     }
 
@@ -91,6 +127,13 @@ impl ToWorker {
             })?;
             Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         };
+        let u128_at = |at: usize| -> Result<u128, DecodeError> {
+            let b = buf.get(at..at + 16).ok_or(DecodeError::Truncated {
+                at,
+                needed: at + 16 - buf.len().min(at + 16),
+            })?;
+            Ok(u128::from_le_bytes(b.try_into().expect("16 bytes")))
+        };
         match buf.first() {
             Some(0) => Ok(ToWorker::Open {
                 slot: u32_at(1)?,
@@ -102,6 +145,29 @@ impl ToWorker {
             Some(2) => Ok(ToWorker::Call(Request::decode(&buf[1..])?)),
             Some(3) => Ok(ToWorker::Ping),
             Some(4) => Ok(ToWorker::Shutdown),
+            Some(5) => Ok(ToWorker::Share {
+                key: u128_at(1)?,
+                bytes: buf[17..].to_vec(),
+            }),
+            Some(6) => Ok(ToWorker::Shared {
+                key: u128_at(1)?,
+                len: u64::from(u32_at(17)?) | (u64::from(u32_at(21)?) << 32),
+            }),
+            Some(7) => {
+                let keys = &buf[1..];
+                if !keys.len().is_multiple_of(16) {
+                    return Err(DecodeError::Truncated {
+                        at: buf.len(),
+                        needed: 16 - keys.len() % 16,
+                    });
+                }
+                Ok(ToWorker::Unshare {
+                    keys: keys
+                        .chunks(16)
+                        .map(|c| u128::from_le_bytes(c.try_into().expect("16 bytes")))
+                        .collect(),
+                })
+            }
             Some(&tag) => Err(DecodeError::BadTag {
                 what: "worker message",
                 tag,
@@ -246,12 +312,28 @@ mod tests {
             ToWorker::Call(Request::Log { rank: 2, dpu: 5 }),
             ToWorker::Ping,
             ToWorker::Shutdown,
+            ToWorker::Share {
+                key: u128::MAX - 3,
+                bytes: vec![1, 2, 3],
+            },
+            ToWorker::Shared {
+                key: 5 << 70,
+                len: 1 << 40,
+            },
+            ToWorker::Unshare {
+                keys: vec![1, u128::MAX],
+            },
         ] {
             assert_eq!(ToWorker::decode(&m.encode()).unwrap(), m);
         }
         assert!(ToWorker::decode(&[9]).is_err());
         assert!(ToWorker::decode(&[0, 1]).is_err());
         assert!(ToWorker::decode(&[]).is_err());
+        assert!(
+            ToWorker::decode(&[5, 1, 2]).is_err(),
+            "a share without its key"
+        );
+        assert!(ToWorker::decode(&[7, 1]).is_err(), "a partial key");
     }
 
     #[test]

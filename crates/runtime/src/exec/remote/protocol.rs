@@ -102,13 +102,15 @@ pub enum WireOp {
 }
 
 /// A write's buffers: in the message, in the rank's staging region ([`super::staging`]) at
-/// these offsets, or in the tenant's own memory at these addresses, which the daemon reads
-/// in place (`len` bytes each).
+/// these offsets, in the tenant's own memory at these addresses, which the daemon reads
+/// in place (`len` bytes each), or (MPI workers only) buffers broadcast to every worker
+/// before, by their keys (`exec::mpi::shared`).
 #[derive(Debug, Clone, PartialEq)]
 pub enum WriteBufs {
     Inline(Vec<Vec<u8>>),
     Staged(Vec<u64>),
     InPlace(Vec<u64>),
+    Shared(Vec<u128>),
 }
 
 impl WriteBufs {
@@ -116,6 +118,7 @@ impl WriteBufs {
         match self {
             WriteBufs::Inline(b) => b.len(),
             WriteBufs::Staged(o) | WriteBufs::InPlace(o) => o.len(),
+            WriteBufs::Shared(k) => k.len(),
         }
     }
 }
@@ -566,6 +569,14 @@ impl WireOp {
                         e.u8(2);
                         e.u64s(addrs);
                     }
+                    WriteBufs::Shared(keys) => {
+                        e.u8(3);
+                        let halves: Vec<u64> = keys
+                            .iter()
+                            .flat_map(|k| [*k as u64, (*k >> 64) as u64])
+                            .collect();
+                        e.u64s(&halves);
+                    }
                 }
             }
             WireOp::Read { len, items, staged } => {
@@ -608,6 +619,21 @@ impl WireOp {
                     }
                     1 => WriteBufs::Staged(d.u64s()?),
                     2 => WriteBufs::InPlace(d.u64s()?),
+                    3 => {
+                        let halves = d.u64s()?;
+                        if !halves.len().is_multiple_of(2) {
+                            return Err(DecodeError::BadTag {
+                                what: "shared buffer keys",
+                                tag: 3,
+                            });
+                        }
+                        WriteBufs::Shared(
+                            halves
+                                .chunks(2)
+                                .map(|h| u128::from(h[0]) | (u128::from(h[1]) << 64))
+                                .collect(),
+                        )
+                    }
                     tag => {
                         return Err(DecodeError::BadTag {
                             what: "buffers",
@@ -1309,6 +1335,11 @@ mod tests {
                             len: 2,
                             items: vec![],
                             bufs: WriteBufs::InPlace(vec![0x7fff_0000]),
+                        },
+                        WireOp::Write {
+                            len: 3,
+                            items: vec![],
+                            bufs: WriteBufs::Shared(vec![u128::MAX - 5, 7 << 64 | 9]),
                         },
                         WireOp::ReadInPlace {
                             len: 8,
