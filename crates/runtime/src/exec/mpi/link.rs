@@ -33,8 +33,6 @@ pub(crate) struct Link {
     next: AtomicU64,
     /// The run's workers, in the order the gateway listed them.
     pub(crate) workers: Vec<WorkerInfo>,
-    /// The broadcast buffers the workers hold.
-    pub(crate) shared: Arc<super::shared::SharedBuffers>,
 }
 
 /// A reply still to come.
@@ -92,7 +90,6 @@ impl Link {
             broken,
             next: AtomicU64::new(1),
             workers,
-            shared: Arc::default(),
         })
     }
 

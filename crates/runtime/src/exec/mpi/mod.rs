@@ -38,7 +38,7 @@ use crate::exec::{
 use crate::program::Program;
 use crate::xfer::Place;
 use link::Link;
-use wire::{worker_of_slot, ToWorker};
+use wire::{worker_of_slot, ToWorker, BATCH_BYTES_PER_DPU};
 
 /// The environment variable naming the gateway's socket (set by `openpim run --mpi N`).
 pub const MPI_ENV: &str = "OPENPIM_MPI";
@@ -63,6 +63,8 @@ pub struct MpiBackend {
     path: String,
     link: OnceLock<std::result::Result<Arc<Link>, String>>,
     ranks: Mutex<HashMap<u32, Arc<MpiRank>>>,
+    /// The broadcast buffers the workers hold.
+    shared: Arc<shared::SharedBuffers>,
 }
 
 impl MpiBackend {
@@ -73,6 +75,7 @@ impl MpiBackend {
                 path: path.to_string(),
                 link: OnceLock::new(),
                 ranks: Mutex::default(),
+                shared: Arc::default(),
             })
         }))
     }
@@ -182,6 +185,7 @@ impl Backend for MpiBackend {
                             worker,
                             machine: Arc::clone(machine),
                             link: Arc::clone(&link),
+                            shared: Arc::clone(&self.shared),
                             queue: RankQueue::new(slot),
                             programs: Mutex::new(vec![None; n as usize]),
                             faulted: AtomicBool::new(false),
@@ -389,6 +393,8 @@ struct MpiRank {
     worker: u32,
     machine: Arc<openpim_machine::MachineConfig>,
     link: Arc<Link>,
+    /// The run's broadcast buffers (the backend's).
+    shared: Arc<shared::SharedBuffers>,
     queue: RankQueue,
     /// The DPUs' programs as the worker has them (the loads and IRAM writes sent).
     programs: Mutex<Vec<Option<Arc<Program>>>>,
@@ -400,8 +406,6 @@ struct MpiRank {
     batch: Mutex<(Vec<WireOp>, usize)>,
 }
 
-/// A write of at most this many bytes per DPU is batched.
-const BATCH_BYTES_PER_DPU: usize = 64 << 10;
 /// A batch is sent once it holds this many bytes.
 const BATCH_BYTES: usize = 16 << 20;
 
@@ -491,7 +495,7 @@ impl MpiRank {
                 let src = |p: *mut u8| unsafe { std::slice::from_raw_parts(p.cast_const(), len) };
                 // One buffer for several DPUs: broadcast to every worker once, named here.
                 if srcs.len() == 1 && items.len() > 1 && iram.is_empty() {
-                    shared_use = self.link.shared.take(&self.link, src(srcs[0]));
+                    shared_use = self.shared.take(&self.link, src(srcs[0]));
                 }
                 let bufs = match &shared_use {
                     Some(u) => WriteBufs::Shared(vec![u.key]),

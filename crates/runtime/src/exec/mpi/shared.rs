@@ -19,7 +19,7 @@ use super::wire::ToWorker;
 
 /// Writes of at least this many bytes per DPU go as broadcast buffers (smaller ones travel
 /// batched with the rank's next operation).
-pub(crate) const SHARE_MIN_BYTES: usize = super::BATCH_BYTES_PER_DPU + 1;
+pub(crate) const SHARE_MIN_BYTES: usize = super::wire::BATCH_BYTES_PER_DPU + 1;
 /// And at most this many (an MPI count is 32-bit).
 const SHARE_MAX_BYTES: usize = 1 << 30;
 /// The workers keep at most about this many bytes of buffers no write uses.

@@ -43,6 +43,11 @@ pub enum ToWorker {
     Unshare { keys: Vec<u128> },
 }
 
+/// A write of at most this many bytes per DPU travels batched with the rank's next operation
+/// (`exec::mpi`); larger writes of one buffer to several DPUs go as broadcast buffers
+/// (`exec::mpi::shared`).
+pub(crate) const BATCH_BYTES_PER_DPU: usize = 64 << 10;
+
 /// The worker a [`ToWorker::Share`] is sent to: the gateway broadcasts it to all of them.
 pub const SHARE_ALL: u32 = u32::MAX - 1;
 
