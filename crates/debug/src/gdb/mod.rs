@@ -10,6 +10,7 @@
 //! Modules: [`link`] (what the server and the stopped DPU say), [`probe`] (the DPU side),
 //! [`target`] (the protocol side), [`server`] (the listener).
 
+mod access;
 pub mod link;
 mod probe;
 mod server;

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use gdbstub::common::Signal;
 use gdbstub::target::ext::breakpoints::WatchKind;
 use openpim_engine::map::{MRAM_BASE, WRAM_SIZE};
-use openpim_engine::probe::{Access, Control, DpuView, Probe, Slot, Space, TaskletState};
+use openpim_engine::probe::{Control, DpuView, Probe, Slot, Space, TaskletState};
 use openpim_engine::{Fault, RunOutcome};
 use openpim_runtime::observe::{RunObserver, RunSite};
 
@@ -59,6 +59,8 @@ pub(crate) struct GdbProbe {
     pending: Option<Stop>,
     /// A slot was held back: the schedule is no longer the unobserved one.
     held: bool,
+    /// Tasklets that issued a slot since the last resume (bit per tasklet).
+    moved: u32,
 }
 
 /// The signal GDB shows for a fault.
@@ -93,6 +95,7 @@ impl GdbProbe {
             watches: Vec::new(),
             pending: None,
             held: false,
+            moved: 0,
         }
     }
 
@@ -166,6 +169,7 @@ impl GdbProbe {
                 }
                 Cmd::Resume(plan) => {
                     self.plan = plan;
+                    self.moved = 0;
                     return;
                 }
                 Cmd::Detach => {
@@ -217,6 +221,38 @@ impl GdbProbe {
         let start = (off as usize).min(mem.len());
         let end = start.saturating_add(len as usize).min(mem.len());
         mem[start..end].to_vec()
+    }
+
+    /// The watchpoint the slot about to issue triggers, if any (RISC-V watchpoints stop
+    /// before the accessing instruction: [`super::access`]).
+    fn watch_hit(&self, view: &DpuView<'_, '_>, slot: &Slot) -> Option<StopKind> {
+        if self.watches.is_empty() {
+            return None;
+        }
+        let regs = view.regs(slot.tasklet)?;
+        let program = &self.site.program;
+        let word = |pc: u32| {
+            let off = pc.checked_sub(program.text_base())? as usize;
+            let b = program.text().get(off..off.checked_add(4)?)?;
+            Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        };
+        for (addr, size, is_write) in super::access::of_slot(slot.pc, word, regs) {
+            let end = addr.saturating_add(size);
+            for w in &self.watches {
+                let wants = match w.kind {
+                    WatchKind::Write => is_write,
+                    WatchKind::Read => !is_write,
+                    WatchKind::ReadWrite => true,
+                };
+                if wants && addr < w.addr.saturating_add(w.len) && w.addr < end {
+                    return Some(StopKind::Watch {
+                        kind: w.kind,
+                        addr: w.addr.max(addr),
+                    });
+                }
+            }
+        }
+        None
     }
 
     /// A stop for the tasklets that are resumed, when none of them can run: frozen tasklets
@@ -300,12 +336,34 @@ impl Probe for GdbProbe {
                     StopKind::SwBreak
                 };
                 self.stop(view, Stop { tasklet: t, kind });
+            } else if let Some(kind) = self.watch_hit(view, slot) {
+                self.stop(view, Stop { tasklet: t, kind });
             }
         }
         if self.mode == Mode::Free {
             return Control::Go;
         }
         if self.plan.action(t) == Action::Frozen {
+            // GDB steps one tasklet over an instruction with a temporary breakpoint after it
+            // and only that tasklet resumed (software single-step): once it has moved onto
+            // a breakpoint it has reached it, so stop now rather than hold the others back.
+            let reached = (0..view.nr_tasklets()).find(|&r| {
+                self.moved & (1 << r) != 0
+                    && self.plan.action(r) == Action::Continue
+                    && self.breaks.iter().any(|b| b.0 == view.pc(r))
+            });
+            if let Some(r) = reached {
+                self.stop(
+                    view,
+                    Stop {
+                        tasklet: r,
+                        kind: StopKind::SwBreak,
+                    },
+                );
+                if self.mode == Mode::Free || self.plan.action(t) != Action::Frozen {
+                    return Control::Go;
+                }
+            }
             self.held = true;
             if let Some(s) = self.stuck(view) {
                 self.stop(view, s);
@@ -319,39 +377,14 @@ impl Probe for GdbProbe {
     }
 
     fn after_issue(&mut self, _view: &mut DpuView<'_, '_>, slot: &Slot, _ops: u32) {
-        if self.mode == Mode::Served
-            && !slot.owed
-            && self.pending.is_none()
-            && self.plan.action(slot.tasklet) == Action::Step
-        {
+        if self.mode != Mode::Served || slot.owed {
+            return;
+        }
+        self.moved |= 1 << (slot.tasklet & 31);
+        if self.pending.is_none() && self.plan.action(slot.tasklet) == Action::Step {
             self.pending = Some(Stop {
                 tasklet: slot.tasklet,
                 kind: StopKind::Trap,
-            });
-        }
-    }
-
-    fn access(&mut self, a: &Access) {
-        if self.mode != Mode::Served || self.watches.is_empty() || self.pending.is_some() {
-            return;
-        }
-        let addr = a.space.address(a.offset);
-        let end = addr.saturating_add(a.size);
-        let hit = self.watches.iter().find(|w| {
-            let wants = match w.kind {
-                WatchKind::Write => a.write,
-                WatchKind::Read => !a.write,
-                WatchKind::ReadWrite => true,
-            };
-            wants && addr < w.addr.saturating_add(w.len) && w.addr < end
-        });
-        if let Some(w) = hit {
-            self.pending = Some(Stop {
-                tasklet: a.tasklet,
-                kind: StopKind::Watch {
-                    kind: w.kind,
-                    addr: w.addr.max(addr),
-                },
             });
         }
     }

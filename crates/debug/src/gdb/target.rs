@@ -20,6 +20,9 @@ use gdbstub::target::ext::breakpoints::{
     Breakpoints, BreakpointsOps, HwBreakpoint, HwBreakpointOps, HwWatchpoint, HwWatchpointOps,
     SwBreakpoint, SwBreakpointOps, WatchKind,
 };
+use gdbstub::target::ext::target_description_xml_override::{
+    TargetDescriptionXmlOverride, TargetDescriptionXmlOverrideOps,
+};
 use gdbstub::target::ext::thread_extra_info::{ThreadExtraInfo, ThreadExtraInfoOps};
 use gdbstub::target::{Target, TargetError, TargetResult};
 use gdbstub_arch::riscv::reg::RiscvCoreRegs;
@@ -117,6 +120,60 @@ impl Target for RemoteDpu {
 
     fn support_breakpoints(&mut self) -> Option<BreakpointsOps<'_, Self>> {
         Some(self)
+    }
+
+    fn support_target_description_xml_override(
+        &mut self,
+    ) -> Option<TargetDescriptionXmlOverrideOps<'_, Self>> {
+        Some(self)
+    }
+}
+
+/// RV32I's registers, as `gdbstub_arch::riscv::Riscv32` sends them (x0..x31, pc), in a
+/// description that also names the OS ABI "none": GDB's default on Linux hosts (GNU/Linux)
+/// makes it single-step by planting breakpoints after an instruction, which a fused issue
+/// slot (two instructions) would jump over; with no OS ABI it asks the target to step (`s`),
+/// and a step is one issue slot.
+fn target_xml() -> String {
+    const NAMES: [&str; 32] = [
+        "zero", "ra", "sp", "gp", "tp", "t0", "t1", "t2", "fp", "s1", "a0", "a1", "a2", "a3", "a4",
+        "a5", "a6", "a7", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "t3", "t4",
+        "t5", "t6",
+    ];
+    let mut xml = String::from(
+        "<?xml version=\"1.0\"?>\n<!DOCTYPE target SYSTEM \"gdb-target.dtd\">\n<target version=\"1.0\">\n<architecture>riscv:rv32</architecture>\n<osabi>none</osabi>\n<feature name=\"org.gnu.gdb.riscv.cpu\">\n",
+    );
+    for (n, name) in NAMES.iter().enumerate() {
+        let ty = match n {
+            1 => "code_ptr",
+            2..=4 => "data_ptr",
+            _ => "int",
+        };
+        xml.push_str(&format!(
+            "<reg name=\"{name}\" bitsize=\"32\" type=\"{ty}\" regnum=\"{n}\"/>\n"
+        ));
+    }
+    xml.push_str("<reg name=\"pc\" bitsize=\"32\" type=\"code_ptr\" regnum=\"32\"/>\n</feature>\n</target>\n");
+    xml
+}
+
+impl TargetDescriptionXmlOverride for RemoteDpu {
+    fn target_description_xml(
+        &self,
+        annex: &[u8],
+        offset: u64,
+        length: usize,
+        buf: &mut [u8],
+    ) -> TargetResult<usize, Self> {
+        if annex != b"target.xml" {
+            return Err(TargetError::NonFatal);
+        }
+        let xml = target_xml();
+        let bytes = xml.as_bytes();
+        let start = (offset as usize).min(bytes.len());
+        let n = length.min(buf.len()).min(bytes.len() - start);
+        buf[..n].copy_from_slice(&bytes[start..start + n]);
+        Ok(n)
     }
 }
 
