@@ -16,7 +16,6 @@ mod probe;
 mod server;
 mod target;
 
-use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
@@ -137,7 +136,6 @@ impl Observers for Tool {
 }
 
 static TOOL: Mutex<Option<Arc<Tool>>> = Mutex::new(None);
-static STEPPED: Mutex<BTreeSet<(u32, u32)>> = Mutex::new(BTreeSet::new());
 
 /// Listens on the configured address and installs the server (an address that cannot be
 /// bound is an error: nothing is installed).
@@ -156,15 +154,6 @@ pub fn start(config: Config) -> Result<(), Error> {
     *TOOL.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(&tool));
     observe::install(tool);
     Ok(())
-}
-
-/// Records that a debugger froze tasklets in the run at `site` (its schedule differs from a
-/// run without the debugger).
-fn mark_stepped(site: &RunSite) {
-    STEPPED
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert((site.rank, site.dpu));
 }
 
 /// Said at the program's exit: a DPU named with `OPENPIM_GDB_DPU` that never launched.

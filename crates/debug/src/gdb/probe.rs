@@ -6,7 +6,7 @@
 //! waits there and virtual time does not move, so a session that only stops and continues
 //! leaves cycles and results as a run without the debugger. Only frozen tasklets
 //! ([`Action::Frozen`], GDB's scheduler-locking) change the schedule; such a run is
-//! reported as stepped ([`crate::gdb::stepped`]).
+//! reported as stepped (`RunObserver::changed_schedule`: the report's `launches[].stepped`).
 
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{channel, Receiver, Sender};
@@ -404,10 +404,11 @@ impl Probe for GdbProbe {
 }
 
 impl RunObserver for GdbProbe {
-    fn finish(self: Box<Self>, site: &RunSite, outcome: &RunOutcome) {
-        if self.held {
-            super::mark_stepped(site);
-        }
+    fn changed_schedule(&self) -> bool {
+        self.held
+    }
+
+    fn finish(self: Box<Self>, _site: &RunSite, outcome: &RunOutcome) {
         if self.mode != Mode::Served {
             return;
         }
