@@ -1,5 +1,6 @@
 /* Tasklet 2 stores outside WRAM and MRAM: the DPU faults at the marked line (the core-dump
- * and attach-on-fault tests look for it). The others finish their sums. */
+ * and attach-on-fault tests look for it). The others finish their sums. Each first reads
+ * its block's first words from MRAM, so that a core holds MRAM pages. */
 #include <stdint.h>
 #include <defs.h>
 #include <mram.h>
@@ -14,7 +15,9 @@ __host uint32_t bad_address = 0x00200000;
 int main(void)
 {
     unsigned id = me();
-    uint32_t sum = 0;
+    __dma_aligned uint32_t buf[8];
+    mram_read(&input[id * BLOCK], buf, sizeof(buf));
+    uint32_t sum = buf[0];
     for (unsigned i = 0; i < BLOCK; i++)
         sum += (i + 1) * (id + 1);
     if (id == 2) {
