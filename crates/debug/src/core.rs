@@ -218,9 +218,9 @@ fn build(
         // The kernel's order: pc in place of x0, then x1..x31.
         let pc = if t == faulting { fault_pc } else { dpu.pc(t) };
         st[PRSTATUS_REG..PRSTATUS_REG + 4].copy_from_slice(&pc.to_le_bytes());
-        for r in 1..32 {
+        for (r, v) in regs.iter().enumerate().skip(1) {
             let at = PRSTATUS_REG + 4 * r;
-            st[at..at + 4].copy_from_slice(&regs[r].to_le_bytes());
+            st[at..at + 4].copy_from_slice(&v.to_le_bytes());
         }
         note(&mut notes, "CORE", NT_PRSTATUS, &st);
     }
