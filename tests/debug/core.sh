@@ -49,3 +49,8 @@ rc=$?
 n=$(grep -c "OPENPIM_CORE_DIR" "$tmp/core-bad.out")
 [ "$rc" -eq "$fault_rc" ] && [ "$n" -eq 1 ]
 check "core: an unwritable directory is reported once and the program runs on" $? "rc=$rc: $(cat "$tmp/core-bad.out")"
+
+# The profile key coreDir= does the same.
+(cd "$prog" && UPMEM_PROFILE_BASE="coreDir=$tmp/cores/profile" ./bin/host ./bin/dpu_fault) >"$tmp/core-prof.out" 2>&1
+[ -f "$tmp/cores/profile/core.0.0" ]
+check "core: the profile key coreDir=DIR writes the core too" $? "$(cat "$tmp/core-prof.out")"

@@ -22,12 +22,18 @@ pub use error::Error;
 
 /// Installs the tools the environment asks for (once per process; later calls return the
 /// first call's result). An invalid variable is an error naming it and the fix.
-pub fn install_from_env() -> Result<(), Error> {
+/// `profile_core_dir` is the profile key `coreDir=` of the first allocation, if any
+/// (`OPENPIM_CORE_DIR` wins).
+pub fn install_from_env(profile_core_dir: Option<&str>) -> Result<(), Error> {
     static DONE: OnceLock<Result<(), Error>> = OnceLock::new();
     DONE.get_or_init(|| {
         let gdb = gdb::Config::from_env()?;
         let trace = trace::Config::from_env()?;
-        let core = core::Config::from_env()?;
+        let core = core::Config::from_env()?.or_else(|| {
+            profile_core_dir.map(|d| core::Config {
+                dir: std::path::PathBuf::from(d),
+            })
+        });
         if let Some(c) = gdb {
             gdb::start(c)?;
         }

@@ -16,9 +16,15 @@ extern "C" fn say_at_exit() {
     }));
 }
 
-/// Installs the tools (once); a bad variable fails the allocation with its message.
-pub fn install() -> Result<(), Fail> {
-    openpim_debug::install_from_env().map_err(|e| fail(DPU_ERR_SYSTEM, e.to_string()))?;
+/// Installs the tools (once); a bad variable fails the allocation with its message. `profile`
+/// is the allocation's profile string (its `coreDir=` key; a profile the machine refuses is
+/// reported by the allocation itself).
+pub fn install(profile: &str) -> Result<(), Fail> {
+    let core_dir = openpim_machine::SystemConfig::from_profile_string(profile)
+        .ok()
+        .and_then(|c| c.core_dir);
+    openpim_debug::install_from_env(core_dir.as_deref())
+        .map_err(|e| fail(DPU_ERR_SYSTEM, e.to_string()))?;
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         // SAFETY: registering a plain `extern "C" fn()` with the C library's atexit; the

@@ -158,7 +158,7 @@ pub(crate) unsafe fn alloc_common(
         };
         let count = (n != u32::MAX).then_some(n);
         // The debugging tools the environment asks for (GDB server, traces, core dumps).
-        debug_tools::install()?;
+        debug_tools::install(profile)?;
         let set = if ranks {
             openpim_runtime::alloc_ranks(count, profile)?
         } else {
