@@ -263,6 +263,7 @@ fi
 fault_rc=$?
 next_port
 cat >"$tmp/fault.gdb" <<EOF
+info program
 printf "FAULT tp=%d\n", \$tp
 frame
 continue
@@ -277,6 +278,8 @@ if start_host fault "$openpim" run "--gdb=127.0.0.1:$port" --gdb-on-fault -- ./b
     check "on fault: openpim run exits with the program's status ($fault_rc)" $? "got $rc; $(cat "$tmp/fault.err")"
     grep -qx "FAULT tp=2" "$tmp/fault.gdb.out" && grep -q "main () at fault.c:$fault_line" "$tmp/fault.gdb.out"
     check "on fault: GDB shows the faulting tasklet at fault.c:$fault_line" $? "$(cat "$tmp/fault.gdb.out")"
+    grep -q "It stopped with signal SIGSEGV" "$tmp/fault.gdb.out"
+    check "on fault: the stop reason GDB gets is the fault's signal" $? "$(cat "$tmp/fault.gdb.out")"
     grep -q "signal SIGSEGV" "$tmp/fault.gdb.out"
     check "on fault: continuing ends the launch with the fault" $? "$(tail -5 "$tmp/fault.gdb.out")"
 else

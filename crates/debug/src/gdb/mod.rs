@@ -11,6 +11,7 @@
 //! [`target`] (the protocol side), [`server`] (the listener).
 
 mod access;
+mod conn;
 pub mod link;
 mod probe;
 mod server;

@@ -6,6 +6,7 @@ use std::sync::mpsc::{channel, Receiver, Sender};
 
 use gdbstub::stub::{DisconnectReason, GdbStub};
 
+use super::conn::DpuConnection;
 use super::link::{Attach, StopKind};
 use super::target::{DpuLoop, RemoteDpu};
 
@@ -54,7 +55,13 @@ fn serve(listener: &TcpListener, addr: &str, queue: &Receiver<Queued>) {
                 continue;
             }
             let _ = stream.set_nodelay(true);
-            let ended = match GdbStub::new(stream).run_blocking::<DpuLoop>(&mut dpu) {
+            let first = dpu.attach.first;
+            let signal = match first.kind {
+                StopKind::Fault(sig) => sig.0,
+                _ => gdbstub::common::Signal::SIGTRAP.0,
+            };
+            let conn = DpuConnection::new(stream, signal, first.tasklet as usize + 1);
+            let ended = match GdbStub::new(conn).run_blocking::<DpuLoop>(&mut dpu) {
                 Ok(DisconnectReason::TargetExited(_) | DisconnectReason::TargetTerminated(_)) => {
                     true
                 }

@@ -2,7 +2,6 @@
 //! the stopped DPU ([`super::link`]), and the blocking event loop that waits for the DPU to
 //! stop again (or for the debugger's Ctrl-C).
 
-use std::net::TcpStream;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{channel, RecvTimeoutError};
 use std::time::Duration;
@@ -29,6 +28,7 @@ use gdbstub_arch::riscv::reg::RiscvCoreRegs;
 use gdbstub_arch::riscv::Riscv32;
 use openpim_engine::probe::TaskletState;
 
+use super::conn::DpuConnection;
 use super::link::{Action, Attach, Cmd, Event, Plan, Point, Stop, StopKind};
 
 /// The DPU went away (its run ended or its thread is gone) while the debugger asked for
@@ -392,15 +392,15 @@ pub enum DpuLoop {}
 
 impl BlockingEventLoop for DpuLoop {
     type Target = RemoteDpu;
-    type Connection = TcpStream;
+    type Connection = DpuConnection;
     type StopReason = MultiThreadStopReason<u32>;
 
     fn wait_for_stop_reason(
         target: &mut RemoteDpu,
-        conn: &mut TcpStream,
+        conn: &mut DpuConnection,
     ) -> Result<
         LoopEvent<MultiThreadStopReason<u32>>,
-        WaitForStopReasonError<Gone, <TcpStream as Connection>::Error>,
+        WaitForStopReasonError<Gone, <DpuConnection as Connection>::Error>,
     > {
         loop {
             match target.attach.events.recv_timeout(Duration::from_millis(5)) {
