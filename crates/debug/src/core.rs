@@ -21,7 +21,7 @@ use openpim_engine::probe::{Access, DpuView, Probe, Space, TaskletState};
 use openpim_engine::Fault;
 use openpim_runtime::observe::{self, Observers, RunObserver, RunSite};
 
-use crate::Error;
+use crate::error::Error;
 
 /// The directory core files are written into.
 pub const CORE_DIR_ENV: &str = "OPENPIM_CORE_DIR";

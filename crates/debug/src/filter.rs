@@ -1,7 +1,7 @@
 //! Which DPUs and tasklets a tool looks at: `RANK.DPU` lists and tasklet lists, as the
 //! environment variables give them.
 
-use crate::Error;
+use crate::error::Error;
 
 /// A DPU by the machine's rank slot and its index in the rank.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -24,7 +24,7 @@ use openpim_engine::RunOutcome;
 use openpim_runtime::observe::{self, Observers, RunObserver, RunSite};
 
 use crate::filter::{parse_dpus, parse_tasklets, DpuId};
-use crate::Error;
+use crate::error::Error;
 
 /// The directory of the trace files.
 pub const TRACE_ENV: &str = "OPENPIM_DPU_TRACE";
