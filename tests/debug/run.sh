@@ -73,10 +73,21 @@ start_host() {
     return 1
 }
 
-# wait_host: the host's exit status (after the debugger is done).
+# wait_host: the host's exit status (after the debugger is done); a host still running after
+# 120 s is killed (a failed session may leave a DPU that never ends) and fails.
 wait_host() {
     local rc=0
-    wait "$host_pid" || rc=$?
+    for _ in $(seq 1 1200); do
+        kill -0 "$host_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$host_pid" 2>/dev/null; then
+        kill "$host_pid"
+        rc=124
+        wait "$host_pid"
+    else
+        wait "$host_pid" || rc=$?
+    fi
     host_pid=
     return $rc
 }
@@ -284,6 +295,44 @@ if start_host fault "$openpim" run "--gdb=127.0.0.1:$port" --gdb-on-fault -- ./b
     check "on fault: continuing ends the launch with the fault" $? "$(tail -5 "$tmp/fault.gdb.out")"
 else
     ko "on fault: the DPU stops and waits" "$(cat "$tmp/fault.err")"
+    wait_host
+fi
+
+# --- 5b. Ctrl-C stops a running DPU; memory writes ---------------------------------------
+next_port
+spin_line=$(line_of spin.c LINE_SPIN)
+cat >"$tmp/spin.gdb" <<EOF
+continue
+printf "INT tp=%d\n", \$tp
+set var go = 1
+continue
+EOF
+if start_host spin env OPENPIM_GDB="127.0.0.1:$port" ./bin/host ./bin/dpu_spin; then
+    # (not under timeout(1): it would pass the SIGINT on to GDB's whole process group, and
+    # a second Ctrl-C makes GDB give up on the target)
+    (cd "$prog" && exec gdb-multiarch -batch -nx -ex "target remote 127.0.0.1:$port" \
+        -x "$tmp/spin.gdb" bin/dpu_spin) >"$tmp/spin.gdb.out" 2>&1 &
+    gdb_pid=$!
+    # Once GDB has resumed the DPU (which spins until `go` is set), interrupt it as Ctrl-C does.
+    for _ in $(seq 1 100); do
+        grep -q "in _start" "$tmp/spin.gdb.out" && break
+        sleep 0.1
+    done
+    sleep 1
+    kill -INT "$gdb_pid"
+    for _ in $(seq 1 600); do
+        kill -0 "$gdb_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill "$gdb_pid" 2>/dev/null
+    wait "$gdb_pid"
+    wait_host
+    check "Ctrl-C: the host program ends with correct results after the debugger set the gate" $? "$(cat "$tmp/spin.out" "$tmp/spin.err")"
+    grep -q "received signal SIGINT" "$tmp/spin.gdb.out" && grep -q "spin.c:$spin_line" "$tmp/spin.gdb.out" &&
+        grep -q "exited normally" "$tmp/spin.gdb.out"
+    check "Ctrl-C stops the running DPU in its loop; writing WRAM (set var) lets it go on" $? "$(cat "$tmp/spin.gdb.out")"
+else
+    ko "Ctrl-C: the DPU stops and waits" "$(cat "$tmp/spin.err")"
     wait_host
 fi
 

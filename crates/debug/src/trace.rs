@@ -23,8 +23,8 @@ use openpim_engine::probe::{Access, AccessKind, DpuView, Probe, Slot, Space};
 use openpim_engine::RunOutcome;
 use openpim_runtime::observe::{self, Observers, RunObserver, RunSite};
 
-use crate::filter::{parse_dpus, parse_tasklets, DpuId};
 use crate::error::Error;
+use crate::filter::{parse_dpus, parse_tasklets, DpuId};
 
 /// The directory of the trace files.
 pub const TRACE_ENV: &str = "OPENPIM_DPU_TRACE";

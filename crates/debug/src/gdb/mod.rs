@@ -23,8 +23,8 @@ use std::sync::{Arc, Mutex};
 
 use openpim_runtime::observe::{self, Observers, RunObserver, RunSite};
 
-use crate::filter::{parse_dpu, DpuId};
 use crate::error::Error;
+use crate::filter::{parse_dpu, DpuId};
 
 /// `ADDR:PORT` to listen on (`1`: 127.0.0.1:1234).
 pub const GDB_ENV: &str = "OPENPIM_GDB";
