@@ -66,7 +66,7 @@ start_host() {
     (cd "$prog" && exec "$@") >"$tmp/$name.out" 2>"$tmp/$name.err" &
     host_pid=$!
     for _ in $(seq 1 300); do
-        grep -q "waiting for a debugger" "$tmp/$name.err" && return 0
+        grep -qs "waiting for a debugger" "$tmp/$name.err" && return 0
         kill -0 "$host_pid" 2>/dev/null || return 1
         sleep 0.1
     done
@@ -269,6 +269,31 @@ else
     wait_host
 fi
 
+# --- 4b. source-level stepping while the other tasklets run --------------------------------
+next_port
+cat >"$tmp/next.gdb" <<EOF
+break task.c:$store_line
+continue
+delete
+printf "NEXT FROM tp=%d\n", \$tp
+next
+printf "NEXT TO tp=%d\n", \$tp
+continue
+EOF
+if start_host next env OPENPIM_REPORT="$tmp/next.json" OPENPIM_GDB="127.0.0.1:$port" ./bin/host; then
+    gdb_session next bin/dpu_weighted
+    wait_host
+    check "next: the host program exits 0 with correct results" $? "$(cat "$tmp/next.out" "$tmp/next.err")"
+    from=$(grep "^NEXT FROM" "$tmp/next.gdb.out" | cut -d= -f2)
+    to=$(grep "^NEXT TO" "$tmp/next.gdb.out" | cut -d= -f2)
+    grep -q "^$finished_line[[:space:]]" "$tmp/next.gdb.out" && [ -n "$from" ] && [ "$from" = "$to" ]
+    check "next moves the stopped tasklet to the following line (task.c:$finished_line)" $? "$(cat "$tmp/next.gdb.out")"
+    same_timing "next (no scheduler-locking)" "$tmp/next.json"
+else
+    ko "next: the DPU stops and waits" "$(cat "$tmp/next.err")"
+    wait_host
+fi
+
 # --- 5. attach on fault -------------------------------------------------------------------
 (cd "$prog" && ./bin/host ./bin/dpu_fault) >"$tmp/fref.out" 2>&1
 fault_rc=$?
@@ -368,6 +393,23 @@ out=$(cd "$prog" && OPENPIM_GDB=1 OPENPIM_GDB_DPU=x ./bin/host 2>&1)
 rc=$?
 [ "$rc" -ne 0 ] && grep -q "OPENPIM_GDB_DPU=x" <<<"$out"
 check "a bad OPENPIM_GDB_DPU fails dpu_alloc with a message naming it" $? "rc=$rc: $out"
+
+# --- 6b. detach and kill resume the DPU ---------------------------------------------------
+for how in detach kill; do
+    next_port
+    printf 'break task.c:%s\ncontinue\n%s\n' "$store_line" "$how" >"$tmp/$how.gdb"
+    if start_host "$how" env OPENPIM_REPORT="$tmp/$how.json" OPENPIM_GDB="127.0.0.1:$port" ./bin/host; then
+        gdb_session "$how" bin/dpu_weighted
+        wait_host
+        check "$how: the DPU runs on, the host program exits 0" $? "$(cat "$tmp/$how.out" "$tmp/$how.err" "$tmp/$how.gdb.out")"
+        cmp -s "$tmp/ref.out" "$tmp/$how.out"
+        check "$how: same results" $? "$(diff "$tmp/ref.out" "$tmp/$how.out")"
+        same_timing "$how" "$tmp/$how.json"
+    else
+        ko "$how: the DPU stops and waits" "$(cat "$tmp/$how.err")"
+        wait_host
+    fi
+done
 
 # --- 7. instruction traces ----------------------------------------------------------------
 (cd "$prog" && OPENPIM_DPU_TRACE="$tmp/trace" OPENPIM_REPORT="$tmp/trace.json" ./bin/host) >"$tmp/trace.out" 2>&1
