@@ -39,7 +39,8 @@ pub const DEFAULT_ADDR: &str = "127.0.0.1:1234";
 /// Which DPU stops before its launch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Which {
-    /// The first DPU of the process's first launch that starts running (DPU 0 of a rank).
+    /// DPU 0 of the first rank whose launch starts (with several ranks launched at once, the
+    /// one whose DPU 0 starts first).
     First,
     Dpu(DpuId),
 }
@@ -165,7 +166,7 @@ pub fn exit_message() -> Option<String> {
             "openpim: {GDB_DPU_ENV}={id}: that DPU never launched, so no debugger was served: name a DPU the program launches (RANK.DPU as in the report's ranks[]) or use first"
         )),
         Some(Which::First) if !tool.claimed.load(Ordering::Acquire) => Some(
-            "openpim: --gdb: the program launched no DPU, so no debugger was served".to_string(),
+            "openpim: --gdb (--gdb-dpu first): no DPU 0 of a rank launched, so no debugger was served: name the DPU to debug with --gdb-dpu RANK.DPU (OPENPIM_GDB_DPU)".to_string(),
         ),
         _ => None,
     }
