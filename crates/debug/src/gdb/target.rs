@@ -269,7 +269,8 @@ impl ThreadExtraInfo for RemoteDpu {
             Some(TaskletState::Exited) => "exited",
             None => "not booted",
         };
-        let text = format!("tasklet {t} {state}");
+        let site = &self.attach.site;
+        let text = format!("tasklet {t} {state}, DPU {}.{}", site.rank, site.dpu);
         let n = text.len().min(buf.len());
         buf[..n].copy_from_slice(&text.as_bytes()[..n]);
         Ok(n)
