@@ -172,7 +172,7 @@ if start_host brk env OPENPIM_REPORT="$tmp/brk.json" OPENPIM_GDB="127.0.0.1:$por
     done < <(grep "^STOP" "$tmp/brk.gdb.out")
     check "a variable's value at the breakpoint equals the CPU reference" $bad \
         "$(grep "^STOP" "$tmp/brk.gdb.out"; cat "$tmp/brk.out")"
-    n=$(grep -cE "Thread 1\.[1-4] \(tasklet [0-3] (running|sleeping|exited)\)" "$tmp/brk.gdb.out")
+    n=$(grep -cE "Thread 1\.[1-4] \(tasklet [0-3] (running|sleeping|exited), DPU 0\.0\)" "$tmp/brk.gdb.out")
     [ "$n" -ge 8 ]
     check "info threads lists the 4 tasklets" $? "$(cat "$tmp/brk.gdb.out")"
     grep -qx "MRAM input\[5\]=38" "$tmp/brk.gdb.out"
