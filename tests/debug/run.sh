@@ -142,6 +142,7 @@ info threads
 break task.c:$store_line
 continue
 info threads
+monitor info
 printf "MRAM input[5]=%u\n", input[5]
 printf "PC=%#x\n", \$pc
 printf "STOP tp=%d id=%u sum=%u\n", \$tp, id, sum
@@ -175,6 +176,9 @@ if start_host brk env OPENPIM_REPORT="$tmp/brk.json" OPENPIM_GDB="127.0.0.1:$por
     n=$(grep -cE "Thread 1\.[1-4] \(tasklet [0-3] (running|sleeping|exited), DPU 0\.0\)" "$tmp/brk.gdb.out")
     [ "$n" -ge 8 ]
     check "info threads lists the 4 tasklets" $? "$(cat "$tmp/brk.gdb.out")"
+    n=$(grep -cE "^tasklet [0-3]: (running|sleeping|exited).*, pc 0x800[0-9a-f]{5} .*, [0-9]+ instructions issued$" "$tmp/brk.gdb.out")
+    grep -qE "^DPU 0\.0 \(\./bin/dpu_weighted\), cycle [0-9]+, 4 tasklets$" "$tmp/brk.gdb.out" && [ "$n" -eq 4 ]
+    check "monitor info shows the DPU's cycle and each tasklet" $? "$(cat "$tmp/brk.gdb.out")"
     grep -qx "MRAM input\[5\]=38" "$tmp/brk.gdb.out"
     check "MRAM reads at the linker script's address (input[5] = 5*7+3)" $? "$(cat "$tmp/brk.gdb.out")"
     grep -q "exited normally" "$tmp/brk.gdb.out"

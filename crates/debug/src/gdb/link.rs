@@ -108,6 +108,11 @@ pub enum Cmd {
         add: bool,
         reply: Sender<bool>,
     },
+    /// The DPU's cycle and each tasklet's state, pc and instructions issued, as text lines
+    /// (`monitor info`).
+    Info {
+        reply: Sender<Vec<String>>,
+    },
     Resume(Plan),
     /// The debugger left (detach, kill or a dropped connection): run on, never stop again.
     Detach,

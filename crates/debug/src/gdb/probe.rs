@@ -167,6 +167,9 @@ impl GdbProbe {
                 Cmd::Point { point, add, reply } => {
                     let _ = reply.send(self.change_point(point, add));
                 }
+                Cmd::Info { reply } => {
+                    let _ = reply.send(self.info(view));
+                }
                 Cmd::Resume(plan) => {
                     self.plan = plan;
                     self.moved = 0;
@@ -178,6 +181,36 @@ impl GdbProbe {
                 }
             }
         }
+    }
+
+    /// `monitor info`: where the DPU is in its launch.
+    fn info(&self, view: &DpuView<'_, '_>) -> Vec<String> {
+        let program = &self.site.program;
+        let mut lines = vec![format!(
+            "DPU {}.{} ({}), cycle {}, {} tasklets",
+            self.site.rank,
+            self.site.dpu,
+            program.origin().unwrap_or("program from memory"),
+            view.cycle(),
+            view.nr_tasklets()
+        )];
+        for t in 0..view.nr_tasklets() {
+            let state = match view.state(t) {
+                TaskletState::Running { ready_at } if ready_at > view.cycle() => {
+                    format!("running (may issue from cycle {ready_at})")
+                }
+                TaskletState::Running { .. } => "running".to_string(),
+                TaskletState::Sleeping => "sleeping".to_string(),
+                TaskletState::Exited => "exited".to_string(),
+            };
+            let pc = view.pc(t);
+            lines.push(format!(
+                "tasklet {t}: {state}, pc {pc:#010x} {}, {} instructions issued",
+                program.function_at(pc).unwrap_or_else(|| "?".into()),
+                view.issued(t)
+            ));
+        }
+        lines
     }
 
     fn change_point(&mut self, point: Point, add: bool) -> bool {

@@ -19,6 +19,7 @@ use gdbstub::target::ext::breakpoints::{
     Breakpoints, BreakpointsOps, HwBreakpoint, HwBreakpointOps, HwWatchpoint, HwWatchpointOps,
     SwBreakpoint, SwBreakpointOps, WatchKind,
 };
+use gdbstub::target::ext::monitor_cmd::{ConsoleOutput, MonitorCmd, MonitorCmdOps};
 use gdbstub::target::ext::target_description_xml_override::{
     TargetDescriptionXmlOverride, TargetDescriptionXmlOverrideOps,
 };
@@ -119,6 +120,10 @@ impl Target for RemoteDpu {
     }
 
     fn support_breakpoints(&mut self) -> Option<BreakpointsOps<'_, Self>> {
+        Some(self)
+    }
+
+    fn support_monitor_cmd(&mut self) -> Option<MonitorCmdOps<'_, Self>> {
         Some(self)
     }
 
@@ -256,6 +261,27 @@ impl MultiThreadBase for RemoteDpu {
 
     fn support_thread_extra_info(&mut self) -> Option<ThreadExtraInfoOps<'_, Self>> {
         Some(self)
+    }
+}
+
+impl MonitorCmd for RemoteDpu {
+    fn handle_monitor_cmd(&mut self, cmd: &[u8], mut out: ConsoleOutput<'_>) -> Result<(), Gone> {
+        use std::fmt::Write;
+        match cmd.trim_ascii() {
+            b"" | b"info" => {
+                for line in self.ask(|reply| Cmd::Info { reply })? {
+                    let _ = writeln!(out, "{line}");
+                }
+            }
+            other => {
+                let _ = writeln!(
+                    out,
+                    "unknown monitor command `{}`: `monitor info` shows the DPU's cycle and each tasklet's state, pc and instructions issued",
+                    String::from_utf8_lossy(other)
+                );
+            }
+        }
+        Ok(())
     }
 }
 
