@@ -339,15 +339,16 @@ EOF
 if start_host spin env OPENPIM_GDB="127.0.0.1:$port" ./bin/host ./bin/dpu_spin; then
     # (not under timeout(1): it would pass the SIGINT on to GDB's whole process group, and
     # a second Ctrl-C makes GDB give up on the target)
+    # (`set debug remote` shows when GDB has sent its continue)
     (cd "$prog" && exec gdb-multiarch -batch -nx -ex "target remote 127.0.0.1:$port" \
-        -x "$tmp/spin.gdb" bin/dpu_spin) >"$tmp/spin.gdb.out" 2>&1 &
+        -ex "set debug remote 1" -x "$tmp/spin.gdb" bin/dpu_spin) >"$tmp/spin.gdb.out" 2>&1 &
     gdb_pid=$!
     # Once GDB has resumed the DPU (which spins until `go` is set), interrupt it as Ctrl-C does.
-    for _ in $(seq 1 100); do
-        grep -q "in _start" "$tmp/spin.gdb.out" && break
+    for _ in $(seq 1 300); do
+        grep -q 'Sending packet: \$vCont;c' "$tmp/spin.gdb.out" && break
         sleep 0.1
     done
-    sleep 1
+    sleep 0.5
     kill -INT "$gdb_pid"
     for _ in $(seq 1 600); do
         kill -0 "$gdb_pid" 2>/dev/null || break
