@@ -48,9 +48,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# A port per session, from a range unlikely to be in use.
-port=$((21000 + ($$ % 2000) * 4))
-next_port() { port=$((port + 1)); }
+# A free port per session (the kernel's choice, released at once for the server to take).
+port=
+next_port() {
+    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+}
 
 # The line of the marker comment MARK in FILE.
 line_of() { grep -n "$2" "$prog/$1" | head -1 | cut -d: -f1; }
