@@ -45,7 +45,15 @@ impl DebugOpts {
                 self.gdb_dpu.clone(),
                 self.gdb_on_fault.then(|| "1".to_string()),
             )
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
+            // The library names its variables; here the options stand for them.
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "{}",
+                    e.to_string()
+                        .replacen("OPENPIM_GDB_DPU=", "--gdb-dpu ", 1)
+                        .replacen("OPENPIM_GDB=", "--gdb=", 1)
+                )
+            })?;
             if let Some(c) = &config {
                 if let Err(e) = std::net::TcpListener::bind(&c.addr) {
                     eprintln!("openpim: --gdb={}: cannot listen there ({e}): choose a free port, e.g. --gdb=127.0.0.1:2345", c.addr);
