@@ -418,6 +418,27 @@ for how in detach kill; do
     fi
 done
 
+# A connection dropped while the DPU is stopped (GDB killed) resumes it too.
+next_port
+if start_host drop env OPENPIM_REPORT="$tmp/drop.json" OPENPIM_GDB="127.0.0.1:$port" ./bin/host; then
+    (cd "$prog" && exec gdb-multiarch -batch -nx -ex "target remote 127.0.0.1:$port" \
+        -ex "break task.c:$store_line" -ex continue -ex "shell sleep 5" bin/dpu_weighted) >"$tmp/drop.gdb.out" 2>&1 &
+    gdb_pid=$!
+    for _ in $(seq 1 300); do
+        grep -q "hit Breakpoint 1" "$tmp/drop.gdb.out" && break
+        sleep 0.1
+    done
+    kill -KILL "$gdb_pid"
+    wait "$gdb_pid" 2>/dev/null
+    wait_host
+    check "dropped connection: the DPU runs on, the host program exits 0" $? "$(cat "$tmp/drop.err" "$tmp/drop.gdb.out")"
+    cmp -s "$tmp/ref.out" "$tmp/drop.out"
+    check "dropped connection: same results" $? "$(diff "$tmp/ref.out" "$tmp/drop.out")"
+else
+    ko "dropped connection: the DPU stops and waits" "$(cat "$tmp/drop.err")"
+    wait_host
+fi
+
 # --- 7. instruction traces ----------------------------------------------------------------
 (cd "$prog" && OPENPIM_DPU_TRACE="$tmp/trace" OPENPIM_REPORT="$tmp/trace.json" ./bin/host) >"$tmp/trace.out" 2>&1
 check "trace: the program runs" $? "$(cat "$tmp/trace.out")"
