@@ -221,6 +221,22 @@ else
     wait_host
 fi
 
+# A read watchpoint on MRAM, hit by a DMA (mram_read of tasklet 1's block).
+next_port
+printf 'rwatch input[64]\ncontinue\nprintf "RWATCH tp=%%d\\n", $tp\ndelete\ncontinue\n' >"$tmp/rwatch.gdb"
+if start_host rwatch env OPENPIM_REPORT="$tmp/rwatch.json" OPENPIM_GDB="127.0.0.1:$port" ./bin/host; then
+    gdb_session rwatch bin/dpu_weighted
+    wait_host
+    check "MRAM watchpoint: the host program exits 0" $? "$(cat "$tmp/rwatch.err")"
+    grep -q "hit Hardware read watchpoint 1: input\[64\]" "$tmp/rwatch.gdb.out" &&
+        grep -qx "Value = 451" "$tmp/rwatch.gdb.out" && grep -qx "RWATCH tp=1" "$tmp/rwatch.gdb.out"
+    check "MRAM read watchpoint stops the tasklet whose DMA reads it (input[64] = 451)" $? "$(cat "$tmp/rwatch.gdb.out")"
+    same_timing "MRAM watchpoint" "$tmp/rwatch.json"
+else
+    ko "MRAM watchpoint: the DPU stops and waits" "$(cat "$tmp/rwatch.err")"
+    wait_host
+fi
+
 # --- 4. stepping one tasklet with the others frozen ---------------------------------------
 next_port
 cat >"$tmp/step.gdb" <<EOF
