@@ -11,6 +11,7 @@
 
 mod checkpoint;
 mod daemon_cmd;
+mod debug_cmd;
 mod install;
 mod study;
 
@@ -302,6 +303,8 @@ enum Cmd {
         server: ServerOpts,
         #[command(flatten)]
         report: ReportOpts,
+        #[command(flatten)]
+        debug: debug_cmd::DebugOpts,
         /// The command and its arguments: what follows `--`, or everything from the first word
         /// that is not an option of `openpim run`.
         #[arg(trailing_var_arg = true, required = true, value_name = "CMD")]
@@ -333,6 +336,11 @@ enum Cmd {
     Study {
         #[command(subcommand)]
         study: study::StudyCmd,
+    },
+    /// DPU core files (OPENPIM_CORE_DIR): `openpim core inspect FILE`.
+    Core {
+        #[command(subcommand)]
+        command: debug_cmd::CoreCmd,
     },
     /// Checkpoint files of DPU sets: `openpim checkpoint inspect FILE`.
     Checkpoint {
@@ -479,8 +487,15 @@ fn dispatch(cmd: Cmd) -> Result<ExitCode> {
             machine,
             server,
             report,
+            debug,
             command,
-        } => run_command(&install, &machine, &server, &report, &command, None),
+        } => run_command(&install, &machine, &server, &report, &debug, &command, None),
+        Cmd::Core {
+            command: debug_cmd::CoreCmd::Inspect { file },
+        } => {
+            debug_cmd::inspect(&file)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Cmd::Checkpoint { command } => {
             print!("{}", checkpoint::run(command)?);
             Ok(ExitCode::SUCCESS)
@@ -518,6 +533,7 @@ fn dispatch(cmd: Cmd) -> Result<ExitCode> {
                 &machine,
                 &server,
                 &report,
+                &debug_cmd::DebugOpts::default(),
                 &["./bin/host".to_string()],
                 Some(&dir),
             )
@@ -606,6 +622,7 @@ fn run_command(
     machine: &MachineOpts,
     server: &ServerOpts,
     report: &ReportOpts,
+    debug: &debug_cmd::DebugOpts,
     command: &[String],
     dir: Option<&std::path::Path>,
 ) -> Result<ExitCode> {
@@ -633,6 +650,7 @@ fn run_command(
     if let Some(server) = &server.server {
         cmd.env(openpim_runtime::exec::remote::SERVER_ENV, absolute(server));
     }
+    debug.apply(&mut cmd, server.server.is_some(), server.mpi.is_some())?;
     if let Some(d) = dir {
         cmd.current_dir(d);
     }

@@ -9,6 +9,7 @@
 #![allow(clippy::missing_safety_doc)] // Each entry point's contract is the SDK's documentation.
 
 mod checkpoint;
+mod debug_tools;
 pub mod errors;
 mod exit;
 pub mod handles;
@@ -156,6 +157,8 @@ pub(crate) unsafe fn alloc_common(
             unsafe { c_str(profile, DPU_ERR_INVALID_PROFILE, "the profile") }?
         };
         let count = (n != u32::MAX).then_some(n);
+        // The debugging tools the environment asks for (GDB server, traces, core dumps).
+        debug_tools::install(profile)?;
         let set = if ranks {
             openpim_runtime::alloc_ranks(count, profile)?
         } else {

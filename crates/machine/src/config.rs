@@ -34,6 +34,7 @@ pub const VALID_KEYS: &[&str] = &[
     "persist",
     "server",
     "engine",
+    "coreDir",
 ];
 
 /// Environment variable choosing the DPU engine (`jit` or `interp`); it wins over the profile
@@ -249,6 +250,9 @@ pub struct SystemConfig {
     /// The DPU engine (`engine=jit|interp`; `OPENPIM_ENGINE` wins; default: the translating
     /// engine where the host has a code generator).
     pub engine: Option<openpim_engine::Engine>,
+    /// Where core files of faulting DPUs go (`coreDir=DIR`; `OPENPIM_CORE_DIR` wins;
+    /// docs/debugging.md).
+    pub core_dir: Option<String>,
 }
 
 /// What the host program's clocks show (`clock=`).
@@ -415,6 +419,7 @@ impl SystemConfig {
                     self.hardware = Some(value.to_string());
                 }
                 "server" => self.server = (!value.is_empty()).then(|| value.to_string()),
+                "coreDir" => self.core_dir = (!value.is_empty()).then(|| value.to_string()),
                 "engine" => {
                     self.engine =
                         Some(openpim_engine::Engine::parse(value).ok_or_else(|| {

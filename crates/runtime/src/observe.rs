@@ -27,6 +27,12 @@ pub struct RunSite {
 
 /// One tool's observer of one DPU run.
 pub trait RunObserver: Probe {
+    /// Whether the observer held slots back ([`Control::Hold`]): the run's schedule, and so
+    /// its cycles, differ from a run without it (the report marks the launch `stepped`).
+    fn changed_schedule(&self) -> bool {
+        false
+    }
+
     /// The run ended with `outcome` (not called when the engine panicked).
     fn finish(self: Box<Self>, _site: &RunSite, _outcome: &RunOutcome) {}
 }
@@ -68,10 +74,13 @@ pub(crate) fn observers_for(site: &RunSite) -> Option<Fanout> {
 pub(crate) struct Fanout(Vec<Box<dyn RunObserver>>);
 
 impl Fanout {
-    pub(crate) fn finish(self, site: &RunSite, outcome: &RunOutcome) {
+    /// Ends the run for every observer; `true` when one of them changed its schedule.
+    pub(crate) fn finish(self, site: &RunSite, outcome: &RunOutcome) -> bool {
+        let changed = self.0.iter().any(|o| o.changed_schedule());
         for o in self.0 {
             o.finish(site, outcome);
         }
+        changed
     }
 }
 

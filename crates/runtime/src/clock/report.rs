@@ -126,6 +126,10 @@ pub struct LaunchReport {
     pub sync_wait_fraction: f64,
     pub faults: u32,
     pub per_rank: Vec<LaunchRankReport>,
+    /// A debugger stepped tasklets with the others frozen (scheduler-locking) in this
+    /// launch: its schedule and cycles are not those of a run without the debugger.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stepped: bool,
 }
 
 /// Transfer counters.
@@ -423,6 +427,7 @@ fn build(s: &State) -> Report {
             lr.dma_bytes += r.dma_bytes;
             lr.dma_requests += r.dma_requests;
             lr.faults += r.faults;
+            lr.stepped |= r.stepped_dpus > 0;
             cycles_sum += r.total_cycles;
             dma_busy += r.dma_busy_cycles;
             dpus_total += u64::from(r.dpus);
@@ -780,6 +785,19 @@ impl Report {
                     ms(l.dma_time_ns),
                     100.0 * l.tasklet_utilisation,
                     100.0 * l.sync_wait_fraction
+                );
+            }
+            let stepped: Vec<String> = self
+                .launches
+                .iter()
+                .filter(|l| l.stepped)
+                .map(|l| l.id.to_string())
+                .collect();
+            if !stepped.is_empty() {
+                let _ = writeln!(
+                    o,
+                    "launch(es) {} were stepped by a debugger with other tasklets frozen: their cycles differ from a run without it",
+                    stepped.join(", ")
                 );
             }
             if self.launches.len() > MAX_ROWS {

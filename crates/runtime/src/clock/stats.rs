@@ -26,6 +26,9 @@ pub struct DpuRunStats {
     pub runnable_cycles: u64,
     /// DMA requests the DPU performed although almost certainly bugs (engine `DmaQuirk`).
     pub dma_quirks: u64,
+    /// A debugger froze tasklets (stepping with scheduler-locking): the schedule, and so the
+    /// cycles, differ from a run without it.
+    pub stepped: bool,
 }
 
 impl DpuRunStats {
@@ -98,6 +101,8 @@ pub struct LaunchRecord {
     pub waiting_dpus: u64,
     /// The first of them, described for an advice line (DPU, tasklets, where they wait).
     pub waiting_example: Option<String>,
+    /// DPUs whose schedule a debugger changed ([`DpuRunStats::stepped`]).
+    pub stepped_dpus: u64,
 }
 
 impl LaunchRecord {
@@ -116,6 +121,7 @@ impl LaunchRecord {
         self.runnable_cycles += s.runnable_cycles;
         self.tasklet_cycles += u64::from(s.tasklets) * s.cycles;
         self.dma_quirks += s.dma_quirks;
+        self.stepped_dpus += u64::from(s.stepped);
     }
 }
 

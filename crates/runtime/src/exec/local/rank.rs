@@ -888,13 +888,17 @@ fn run_one(
             check,
         ),
     }));
+    let mut stepped = false;
     if let (Some(site), Some(observers), Ok(out)) = (&site, observers, &outcome) {
-        observers.finish(site, out);
+        stepped = observers.finish(site, out);
     }
     match outcome {
         Ok(out) => {
             crate::clock::engine_use::record(&out, prog.decoded());
-            dpu.stats = Some(DpuRunStats::from_outcome(&out));
+            dpu.stats = Some(DpuRunStats {
+                stepped,
+                ..DpuRunStats::from_outcome(&out)
+            });
             dpu.dma_quirk = out
                 .dma_quirks
                 .first()

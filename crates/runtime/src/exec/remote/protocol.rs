@@ -506,6 +506,8 @@ impl<'a> Dec<'a> {
             dma_wait_cycles: self.u64()?,
             runnable_cycles: self.u64()?,
             dma_quirks: self.u64()?,
+            // The daemon's runs have no debugger.
+            stepped: false,
         })
     }
     fn launch(&mut self) -> DResult<LaunchRecord> {
@@ -530,6 +532,7 @@ impl<'a> Dec<'a> {
             dma_quirk_example: self.opt_str()?,
             waiting_dpus: self.u64()?,
             waiting_example: self.opt_str()?,
+            stepped_dpus: 0,
         })
     }
     fn end(&self) -> DResult<()> {
