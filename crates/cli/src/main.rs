@@ -4,6 +4,7 @@
 //! - `openpim info` describes the emulated machine of a profile;
 //! - `openpim run -- CMD` runs a host program on the emulator with a chosen profile, with an
 //!   optional run report (`--report`, `--report=FILE.json`) and trace (`--trace=FILE.json`);
+//! - `openpim profile -- CMD` runs it with the exact DPU profiler (docs/profiling.md);
 //! - `openpim demo` builds and runs the bundled demo program;
 //! - `openpim plot REPORT.json` draws the phase breakdown of a JSON report;
 //! - `openpim study scalability|collectives|sharing|tiers|allocation|all` runs the seeds' studies
@@ -12,6 +13,7 @@
 mod checkpoint;
 mod daemon_cmd;
 mod install;
+mod profile_cmd;
 mod study;
 
 use std::path::{Path, PathBuf};
@@ -307,6 +309,19 @@ enum Cmd {
         #[arg(trailing_var_arg = true, required = true, value_name = "CMD")]
         command: Vec<String>,
     },
+    /// Run a host program with the exact DPU profiler: openpim profile [--dpu RANK.DPU|all]
+    /// [--out DIR] -- CMD [ARGS...] (docs/profiling.md).
+    Profile {
+        #[command(flatten)]
+        machine: MachineOpts,
+        #[command(flatten)]
+        report: ReportOpts,
+        #[command(flatten)]
+        profile: profile_cmd::ProfileOpts,
+        /// The command and its arguments (what follows `--`).
+        #[arg(trailing_var_arg = true, required = true, value_name = "CMD")]
+        command: Vec<String>,
+    },
     /// Build and run the bundled demo (vector addition on 256 DPUs, checked against the CPU).
     Demo {
         #[command(flatten)]
@@ -384,7 +399,7 @@ fn valid_options(sub: Option<&str>) -> String {
         sc.get_name(),
         opts.join(", ")
     );
-    if sc.get_name() == "run" {
+    if matches!(sc.get_name(), "run" | "profile") {
         s.push_str(
             "; the command to run follows `--` (or is the first word that is not an option)",
         );
@@ -481,6 +496,23 @@ fn dispatch(cmd: Cmd) -> Result<ExitCode> {
             report,
             command,
         } => run_command(&install, &machine, &server, &report, &command, None),
+        Cmd::Profile {
+            machine,
+            report,
+            profile,
+            command,
+        } => {
+            let dir = profile.prepare()?;
+            let code = run_command(
+                &install,
+                &machine,
+                &ServerOpts::default(),
+                &report,
+                &command,
+                None,
+            )?;
+            profile_cmd::finish(&install, &dir, code)
+        }
         Cmd::Checkpoint { command } => {
             print!("{}", checkpoint::run(command)?);
             Ok(ExitCode::SUCCESS)

@@ -16,6 +16,7 @@ mod interdpu;
 pub mod management;
 pub mod objects;
 mod pidcomm;
+mod profile;
 pub mod types;
 mod vclock;
 
@@ -156,6 +157,7 @@ pub(crate) unsafe fn alloc_common(
             unsafe { c_str(profile, DPU_ERR_INVALID_PROFILE, "the profile") }?
         };
         let count = (n != u32::MAX).then_some(n);
+        profile::start()?;
         let set = if ranks {
             openpim_runtime::alloc_ranks(count, profile)?
         } else {
