@@ -105,6 +105,23 @@ def main():
 
     # The run report's top functions, and the cycles are those of a run without the profiler.
     if report is not None:
+        schema_path = pathlib.Path(__file__).resolve().parent.parent.parent / "docs" / "report.schema.json"
+        schema = json.loads(schema_path.read_text())
+        try:
+            import jsonschema  # type: ignore[import-untyped]
+
+            jsonschema.validate(report, schema)
+            err = ""
+        except ImportError:
+            # Without jsonschema: the profile section's own schema, checked by hand.
+            prof = report.get("profile") or {}
+            top = prof.get("top_functions") or [{}]
+            keys = set(schema["properties"]["profile"]["properties"]["top_functions"]["items"]["properties"])
+            err = "" if set(prof) == {"dpu_runs", "cycles", "top_functions"} and all(
+                set(t) == keys for t in top) else f"profile section {prof}"
+        except jsonschema.ValidationError as e:
+            err = e.message
+        check(f"{tag} report with the profile follows docs/report.schema.json", not err, err)
         top = (report.get("profile") or {}).get("top_functions") or []
         check(f"{tag} report: top function is heavy", top and top[0]["function"] == "heavy", top[:2])
     if baseline is not None and report is not None:

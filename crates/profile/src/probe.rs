@@ -17,6 +17,35 @@ use crate::Sink;
 /// frame kept, so that a stack overflow does not cost the host unbounded memory.
 const MAX_DEPTH: u32 = 512;
 
+/// A fast hasher for the per-slot map keys (small integers from the run, not attacker-chosen
+/// in a way that matters: a bad distribution only slows the profile): one multiply per word,
+/// where the standard SipHash costs a measurable share of a profiled run.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct WordHasher(u64);
+
+impl std::hash::Hasher for WordHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(u64::from(*b));
+        }
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(u64::from(v));
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<WordHasher>>;
+
+/// Call-tree nodes whose cycles are counted in dense rows (a row is 8 bytes per instruction
+/// of the program: at most 48 KiB).
+const DENSE_NODES: usize = 128;
+
 /// A node of the call tree: the stack up to a call site.
 #[derive(Clone, Copy)]
 struct Node {
@@ -29,7 +58,7 @@ struct Node {
 /// The call tree of one run (node 0 is the root: no call made yet).
 pub(crate) struct CallTree {
     nodes: Vec<Node>,
-    children: HashMap<(u32, u32), u32>,
+    children: FastMap<(u32, u32), u32>,
 }
 
 impl CallTree {
@@ -40,7 +69,7 @@ impl CallTree {
                 callsite: 0,
                 depth: 0,
             }],
-            children: HashMap::new(),
+            children: FastMap::default(),
         }
     }
 
@@ -169,8 +198,10 @@ pub(crate) struct RunCounts {
     /// Per instruction (index into the text): cycles charged, slots issued.
     pub(crate) cycles: Vec<u64>,
     pub(crate) slots: Vec<u64>,
-    /// Cycles per (call-tree node, pc).
-    pub(crate) stacks: HashMap<(u32, u32), u64>,
+    /// Cycles per call-tree node and instruction: a dense row per node for the first
+    /// [`DENSE_NODES`] nodes (one index per slot, no hashing), then a map.
+    rows: Vec<Option<Box<[u64]>>>,
+    sparse: FastMap<(u32, u32), u64>,
     /// Cycles per wait frame.
     pub(crate) waits: [u64; Wait::ALL.len()],
     /// Per tasklet: cycles issuing, cycles per wait frame.
@@ -179,6 +210,23 @@ pub(crate) struct RunCounts {
     pub(crate) outcome_instructions: u64,
     /// Cycles charged before the trailing ones (must not exceed the run's cycles).
     pub(crate) charged: u64,
+}
+
+impl RunCounts {
+    /// Cycles per (call-tree node, pc), every nonzero one.
+    pub(crate) fn stacks(&self) -> Vec<((u32, u32), u64)> {
+        let mut v: Vec<((u32, u32), u64)> = self.sparse.iter().map(|(k, n)| (*k, *n)).collect();
+        for (node, row) in self.rows.iter().enumerate() {
+            let Some(row) = row else { continue };
+            for (i, &n) in row.iter().enumerate() {
+                if n > 0 {
+                    let pc = self.code.base.wrapping_add((i as u32) << 2);
+                    v.push(((node as u32, pc), n));
+                }
+            }
+        }
+        v
+    }
 }
 
 /// The observer of one DPU run.
@@ -199,7 +247,8 @@ impl DpuProfiler {
                 tree: CallTree::new(),
                 cycles: vec![0; n],
                 slots: vec![0; n],
-                stacks: HashMap::new(),
+                rows: Vec::new(),
+                sparse: FastMap::default(),
                 waits: [0; Wait::ALL.len()],
                 tasklets: Vec::new(),
                 outcome_cycles: 0,
@@ -221,9 +270,18 @@ impl DpuProfiler {
             c.cycles[i] += 1;
             c.slots[i] += slots;
         }
-        *c.stacks
-            .entry((self.tasklets[tasklet].node, pc))
-            .or_insert(0) += 1;
+        let node = self.tasklets[tasklet].node;
+        match c.code.index(pc) {
+            Some(i) if (node as usize) < DENSE_NODES => {
+                let n = node as usize;
+                if c.rows.len() <= n {
+                    c.rows.resize_with(n + 1, || None);
+                }
+                let len = c.cycles.len();
+                c.rows[n].get_or_insert_with(|| vec![0; len].into_boxed_slice())[i] += 1;
+            }
+            _ => *c.sparse.entry((node, pc)).or_insert(0) += 1,
+        }
         c.charged += 1;
     }
 

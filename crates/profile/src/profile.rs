@@ -104,7 +104,7 @@ impl Profile {
             }
         }
         let mut sites: HashMap<u32, Vec<FrameKey>> = HashMap::new();
-        for (&(node, pc), &n) in &c.stacks {
+        for ((node, pc), n) in c.stacks() {
             let prefix = sites.entry(node).or_insert_with(|| {
                 c.tree
                     .callsites(node)
