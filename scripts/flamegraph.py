@@ -12,6 +12,9 @@ import pathlib
 import sys
 
 
+MAX_LAUNCH_GRAPHS = 32
+
+
 def read_folded(path):
     stacks = []
     for n, line in enumerate(path.read_text().splitlines(), 1):
@@ -98,8 +101,16 @@ def main():
         if not files:
             print(f"flamegraph.py: no .folded file in {a.input}", file=sys.stderr)
             return 1
+        # A program with hundreds of launches: the run and the first launches are drawn (the
+        # folded files of the others are there for flamegraph.pl, inferno or speedscope).
+        launches = [f for f in files if f.stem.startswith("launch-")]
+        skipped = [f for f in launches if not f.stem[7:].isdigit() or int(f.stem[7:]) > MAX_LAUNCH_GRAPHS]
         for f in files:
-            draw(f, f.with_suffix(".png"))
+            if f not in skipped:
+                draw(f, f.with_suffix(".png"))
+        if skipped:
+            print(f"flamegraph.py: drew launches 1..{MAX_LAUNCH_GRAPHS} only; {len(skipped)} more launch-N.folded"
+                  f" files in {a.input} (draw one with: flamegraph.py FILE.folded)", file=sys.stderr)
     else:
         draw(a.input, a.output or a.input.with_suffix(".png"))
     return 0

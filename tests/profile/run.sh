@@ -84,6 +84,22 @@ else
     ko "OPENPIM_PROFILE=DIR on a program run directly" "$out"
 fi
 
+# A launch that faults: still every cycle charged, the faulting slot's to the faulting line.
+out=$(OPENPIM_PROFILE="$tmp/fault" ./bin/host bin/split_fault 2>&1)
+rc=$?
+line=$(grep -n 'FAULT LINE' split.c | cut -d: -f1)
+if [ $rc != 0 ] && python3 -c "
+import json, sys
+p = json.load(open('$tmp/fault/profile.json'))['run']
+runs = p['dpu_runs']
+at = [l for l in p['lines'] if l['location'] == 'split.c:$line']
+ok = runs and all(r['charged_cycles'] == r['cycles'] for r in runs) and at and at[0]['cycles'] == len(runs) and at[0]['instructions'] == 0
+sys.exit(0 if ok else 1)"; then
+    ok "a faulting launch: every cycle charged, the fault's to split.c:$line"
+else
+    ko "a faulting launch: every cycle charged, the fault's to split.c:$line" "$out"
+fi
+
 # Bad values: a clear error naming the option or variable.
 out=$("$openpim" profile --dpu 3 --out "$tmp/bad" -- ./bin/host bin/split 2>&1)
 if [ $? = 2 ] && grep -q -- '--dpu 3: not a DPU' <<<"$out"; then

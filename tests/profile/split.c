@@ -1,7 +1,8 @@
 /* Profiler test kernel: the work splits 15 % / 85 % between light() and heavy() by
  * construction (the same loop, 15 and 85 iterations per unit), then tasklet 0 alone runs
  * extra() while the others wait at a barrier, then every tasklet reads its MRAM block in
- * small DMA transfers (waits for its DMA). Each tasklet writes its checksum for the host. */
+ * small DMA transfers (waits for its DMA). Each tasklet writes its checksum for the host.
+ * With -DFAULT, tasklet 3 faults before the barrier. */
 #include <barrier.h>
 #include <defs.h>
 #include <mram.h>
@@ -49,6 +50,11 @@ int main(void)
     }
     if (id == 0)
         x = extra(2000, x);
+#ifdef FAULT
+    /* (The fault test: tasklet 3 stores outside every memory.) */
+    if (id == 3)
+        *(volatile uint32_t *)0x7000000u = 1; /* FAULT LINE */
+#endif
     barrier_wait(&phase);
     uint32_t sum = 0;
     for (uint32_t off = 0; off < 1024 * 4; off += BLOCK) {

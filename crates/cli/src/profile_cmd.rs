@@ -63,7 +63,7 @@ impl ProfileOpts {
 pub fn draw(install: &Install, dir: &Path) -> Result<()> {
     if !dir.join("profile.txt").is_file() {
         bail!(
-            "no profile was written to {} (see the message above: the program made no DPU launch of the selection, or failed before its first dpu_alloc)",
+            "no profile was written to {}: the program made no DPU launch of the selection (see any message above), or no SDK call at all",
             dir.display()
         );
     }
@@ -82,8 +82,17 @@ pub fn draw(install: &Install, dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The exit code of the profiled program, once the graphs are drawn.
+/// The exit code of the profiled program, once the graphs are drawn. A program that failed
+/// before any profiled launch keeps its own exit code (with a note); one that succeeded
+/// without writing a profile is an error of the run.
 pub fn finish(install: &Install, dir: &Path, code: ExitCode) -> Result<ExitCode> {
+    if code != ExitCode::SUCCESS && !dir.join("profile.txt").is_file() {
+        eprintln!(
+            "openpim: no profile was written to {} (the program failed before a profiled launch ended)",
+            dir.display()
+        );
+        return Ok(code);
+    }
     draw(install, dir)?;
     eprintln!(
         "openpim: profile in {} (profile.txt, run.png; speedscope: profile.speedscope.json)",
