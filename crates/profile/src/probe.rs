@@ -191,6 +191,47 @@ impl Tasklet {
     }
 }
 
+/// The wait frame of an idle cycle from `from` on, given each tasklet's scheduling state
+/// and what the profiler knows of it (the rule of `crate::wait`).
+fn idle_wait<'t>(tasklets: impl Iterator<Item = (TaskletState, &'t Tasklet)>, from: u64) -> Wait {
+    let (mut dma, mut revolver, mut spin) = (false, false, false);
+    let mut sleeping = [false; SLEEP_ORDER.len()];
+    for (state, me) in tasklets {
+        match state {
+            TaskletState::Running { .. } => {
+                if me.dma_until > from {
+                    dma = true;
+                } else if me.spinning {
+                    spin = true;
+                } else {
+                    revolver = true;
+                }
+            }
+            TaskletState::Sleeping => {
+                let kind = match me.doing {
+                    Doing::Sleeping(k) => k,
+                    _ => Wait::Sleep,
+                };
+                if let Some(i) = SLEEP_ORDER.iter().position(|s| *s == kind) {
+                    sleeping[i] = true;
+                }
+            }
+            TaskletState::Exited => {}
+        }
+    }
+    if dma {
+        Wait::Dma
+    } else if revolver {
+        Wait::Revolver
+    } else if spin {
+        Wait::Mutex
+    } else if let Some(i) = sleeping.iter().position(|s| *s) {
+        SLEEP_ORDER[i]
+    } else {
+        Wait::End
+    }
+}
+
 /// The raw counts of one DPU run, by instruction and by stack.
 pub(crate) struct RunCounts {
     pub(crate) code: Arc<Code>,
@@ -287,43 +328,10 @@ impl DpuProfiler {
 
     /// The wait frame of idle cycles from `from` (the rule of `crate::wait`).
     fn idle_kind(&self, dpu: &DpuView<'_, '_>, from: u64) -> Wait {
-        let (mut dma, mut revolver, mut spin) = (false, false, false);
-        let mut sleeping = [false; SLEEP_ORDER.len()];
-        for t in 0..dpu.nr_tasklets() {
-            let me = &self.tasklets[t as usize];
-            match dpu.state(t) {
-                TaskletState::Running { .. } => {
-                    if me.dma_until > from {
-                        dma = true;
-                    } else if me.spinning {
-                        spin = true;
-                    } else {
-                        revolver = true;
-                    }
-                }
-                TaskletState::Sleeping => {
-                    if let Doing::Sleeping(k) = me.doing {
-                        if let Some(i) = SLEEP_ORDER.iter().position(|s| *s == k) {
-                            sleeping[i] = true;
-                        }
-                    } else {
-                        sleeping[SLEEP_ORDER.len() - 1] = true;
-                    }
-                }
-                TaskletState::Exited => {}
-            }
-        }
-        if dma {
-            Wait::Dma
-        } else if revolver {
-            Wait::Revolver
-        } else if spin {
-            Wait::Mutex
-        } else if let Some(i) = sleeping.iter().position(|s| *s) {
-            SLEEP_ORDER[i]
-        } else {
-            Wait::End
-        }
+        idle_wait(
+            (0..dpu.nr_tasklets()).map(|t| (dpu.state(t), &self.tasklets[t as usize])),
+            from,
+        )
     }
 
     /// What tasklet `t` sleeping at `pc` waits for (from its stack).
@@ -507,6 +515,42 @@ mod tests {
         // Free of the revolver at 111; its transfer holds it to 150; it issues at 160.
         assert_eq!(t.waits[Wait::Dma.index()], 39);
         assert_eq!(t.waits[Wait::Revolver.index()], 20);
+    }
+
+    #[test]
+    fn idle_cycles_by_the_rule() {
+        let running = TaskletState::Running { ready_at: 200 };
+        let mut dma = Tasklet::new();
+        dma.dma_until = 200;
+        let turn = Tasklet::new();
+        let mut spin = Tasklet::new();
+        spin.spinning = true;
+        let mut barrier = Tasklet::new();
+        barrier.doing = Doing::Sleeping(Wait::Barrier);
+        let mut sem = Tasklet::new();
+        sem.doing = Doing::Sleeping(Wait::Semaphore);
+        let exited = Tasklet::new();
+        let wait = |v: Vec<(TaskletState, &Tasklet)>| idle_wait(v.into_iter(), 100);
+        let asleep = TaskletState::Sleeping;
+        assert_eq!(wait(vec![(running, &turn), (running, &dma)]), Wait::Dma);
+        assert_eq!(
+            wait(vec![(running, &spin), (running, &turn)]),
+            Wait::Revolver
+        );
+        assert_eq!(
+            wait(vec![(running, &spin), (asleep, &barrier)]),
+            Wait::Mutex
+        );
+        assert_eq!(
+            wait(vec![(asleep, &sem), (asleep, &barrier)]),
+            Wait::Barrier
+        );
+        assert_eq!(wait(vec![(asleep, &sem)]), Wait::Semaphore);
+        assert_eq!(wait(vec![(TaskletState::Exited, &exited)]), Wait::End);
+        // A transfer that ended before the idle cycles is no longer waited for.
+        let mut done = Tasklet::new();
+        done.dma_until = 90;
+        assert_eq!(wait(vec![(running, &done)]), Wait::Revolver);
     }
 
     #[test]
