@@ -309,19 +309,6 @@ enum Cmd {
         #[arg(trailing_var_arg = true, required = true, value_name = "CMD")]
         command: Vec<String>,
     },
-    /// Run a host program with the exact DPU profiler: openpim profile [--dpu RANK.DPU|all]
-    /// [--out DIR] -- CMD [ARGS...] (docs/profiling.md).
-    Profile {
-        #[command(flatten)]
-        machine: MachineOpts,
-        #[command(flatten)]
-        report: ReportOpts,
-        #[command(flatten)]
-        profile: profile_cmd::ProfileOpts,
-        /// The command and its arguments (what follows `--`).
-        #[arg(trailing_var_arg = true, required = true, value_name = "CMD")]
-        command: Vec<String>,
-    },
     /// Build and run the bundled demo (vector addition on 256 DPUs, checked against the CPU).
     Demo {
         #[command(flatten)]
@@ -342,6 +329,19 @@ enum Cmd {
         /// The image to write (default: the report's name with .png).
         #[arg(short = 'o', long = "output")]
         output: Option<String>,
+    },
+    /// Run a host program with the exact DPU profiler: openpim profile [--dpu RANK.DPU|all]
+    /// [--out DIR] -- CMD [ARGS...] (docs/profiling.md).
+    Profile {
+        #[command(flatten)]
+        machine: MachineOpts,
+        #[command(flatten)]
+        report: ReportOpts,
+        #[command(flatten)]
+        profile: profile_cmd::ProfileOpts,
+        /// The command and its arguments (what follows `--`).
+        #[arg(trailing_var_arg = true, required = true, value_name = "CMD")]
+        command: Vec<String>,
     },
     /// Run a study on the emulator: `openpim study scalability|collectives|sharing|tiers|allocation|all
     /// [--quick] [--out DIR]`.
