@@ -116,14 +116,18 @@ pub fn text(title: &str, p: &Profile) -> String {
             "cycles", "%", "instructions"
         );
         for (k, c) in lines.iter().take(TABLE_LINES) {
-            let at = k.location().unwrap_or_else(|| "-".into());
+            // (A wait frame is its own line; a pc without a line table entry is "-".)
+            let at = match k.location() {
+                Some(at) => format!("{at} ({})", k.function),
+                None if k.function.starts_with("[wait") => k.function.clone(),
+                None => format!("- ({})", k.function),
+            };
             let _ = writeln!(
                 o,
-                "{:>12} {:>6.2}% {:>12}  {at} ({})",
+                "{:>12} {:>6.2}% {:>12}  {at}",
                 c.cycles,
                 percent(c.cycles, total),
                 c.slots,
-                k.function
             );
         }
         if lines.len() > TABLE_LINES {

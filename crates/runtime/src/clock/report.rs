@@ -880,6 +880,20 @@ impl Report {
                 ms(m.evict_ns)
             );
         }
+        if let Some(p) = &self.profile {
+            let _ = writeln!(
+                o,
+                "\nprofile: {} DPU run(s), {} cycles; top functions (docs/profiling.md):",
+                p.dpu_runs, p.cycles
+            );
+            for f in &p.top_functions {
+                let _ = writeln!(
+                    o,
+                    "  {:>12} cycles {:>6.2}%  {}",
+                    f.cycles, f.percent, f.function
+                );
+            }
+        }
         if self.advice.is_empty() {
             let _ = writeln!(o, "\nadvice: none");
         } else {
