@@ -61,12 +61,6 @@ impl ProfileOpts {
 
 /// After the run: draws each folded-stack file of `dir` as a flame graph PNG.
 pub fn draw(install: &Install, dir: &Path) -> Result<()> {
-    if !dir.join("profile.txt").is_file() {
-        bail!(
-            "no profile was written to {}: the program made no DPU launch of the selection (see any message above), or no SDK call at all",
-            dir.display()
-        );
-    }
     let script = install.root.join("scripts/flamegraph.py");
     let status = Command::new("python3")
         .arg(&script)
@@ -75,7 +69,7 @@ pub fn draw(install: &Install, dir: &Path) -> Result<()> {
         .context("could not start python3 to draw the flame graphs (install it, with matplotlib: scripts/setup.sh)")?;
     if !status.success() {
         bail!(
-            "drawing the flame graphs of {} failed (the profile's other files are written; scripts/setup.sh installs matplotlib)",
+            "the flame graphs of {} were not drawn (see above; scripts/setup.sh installs matplotlib); the profile's other files are written",
             dir.display()
         );
     }
@@ -93,10 +87,20 @@ pub fn finish(install: &Install, dir: &Path, code: ExitCode) -> Result<ExitCode>
         );
         return Ok(code);
     }
-    draw(install, dir)?;
-    eprintln!(
-        "openpim: profile in {} (profile.txt, run.png; speedscope: profile.speedscope.json)",
-        dir.display()
-    );
+    if !dir.join("profile.txt").is_file() {
+        bail!(
+            "no profile was written to {}: the program made no DPU launch of the selection (see any message above), or no SDK call at all",
+            dir.display()
+        );
+    }
+    // The flame graphs need Python and matplotlib; without them the other files stand, and
+    // the run's exit status is the program's.
+    match draw(install, dir) {
+        Ok(()) => eprintln!(
+            "openpim: profile in {} (profile.txt, run.png; speedscope: profile.speedscope.json)",
+            dir.display()
+        ),
+        Err(e) => eprintln!("openpim: warning: {e:#}"),
+    }
     Ok(code)
 }
