@@ -43,6 +43,9 @@ def main():
     check(f"{tag} every DPU run charged exactly its cycles ({len(runs)} runs)",
           runs and all(r["charged_cycles"] == r["cycles"] for r in runs),
           [r for r in runs if r["charged_cycles"] != r["cycles"]][:3])
+    check(f"{tag} every DPU run listed, none inexact",
+          run["dpu_run_count"] == len(runs) and run["inexact_runs"] == 0,
+          (run["dpu_run_count"], run["inexact_runs"]))
     lines_sum = sum(l["cycles"] for l in run["lines"])
     check(f"{tag} the run's lines sum to the DPUs' cycles", lines_sum == run["cycles"],
           f"{lines_sum} != {run['cycles']}")

@@ -91,9 +91,14 @@ pub(crate) struct Sink {
 #[derive(Default)]
 struct Gathered {
     run: Profile,
-    /// Per launch (index 0: the DPUs' first launch).
+    /// Per launch (index 0: the DPUs' first launch), the first [`MAX_LAUNCHES`].
     launches: Vec<Profile>,
+    /// The last launch seen past those (0: none).
+    launches_past: u32,
 }
+
+/// Launches profiled one by one (all are in the run's profile).
+pub const MAX_LAUNCHES: usize = 256;
 
 impl Sink {
     fn record(&self, site: &RunSite, launch: u32, counts: RunCounts) {
@@ -109,11 +114,17 @@ impl Sink {
         let p = Profile::of_run(entry, &counts);
         let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
         g.run.absorb(&p);
+        // Launches past the first MAX_LAUNCHES are in the run's figures only (a profile per
+        // launch of a program launching thousands of times would be too much to hold).
         let k = launch.saturating_sub(1) as usize;
-        if g.launches.len() <= k {
-            g.launches.resize_with(k + 1, Profile::default);
+        if k < MAX_LAUNCHES {
+            if g.launches.len() <= k {
+                g.launches.resize_with(k + 1, Profile::default);
+            }
+            g.launches[k].absorb(&p);
+        } else {
+            g.launches_past = g.launches_past.max(launch);
         }
-        g.launches[k].absorb(&p);
     }
 }
 
@@ -199,11 +210,25 @@ pub fn install(dir: PathBuf, selection: Selection) -> Result<(), ProfileError> {
     Ok(())
 }
 
+/// What has been gathered so far (`None`: no profiler installed).
+pub struct Snapshot {
+    /// The run (every launch of every profiled DPU).
+    pub run: Profile,
+    /// The first [`MAX_LAUNCHES`] launches.
+    pub launches: Vec<Profile>,
+    /// The last launch past those (0: none).
+    pub launches_past: u32,
+}
+
 /// The run's profile and each launch's, as gathered so far (`None`: no profiler installed).
-pub fn snapshot() -> Option<(Profile, Vec<Profile>)> {
+pub fn snapshot() -> Option<Snapshot> {
     let p = PROFILER.get()?;
     let g = p.sink.state.lock().unwrap_or_else(|e| e.into_inner());
-    Some((g.run.clone(), g.launches.clone()))
+    Some(Snapshot {
+        run: g.run.clone(),
+        launches: g.launches.clone(),
+        launches_past: g.launches_past,
+    })
 }
 
 /// Functions listed in the run report.
@@ -211,10 +236,12 @@ const TOP_FUNCTIONS: usize = 10;
 
 /// The run report's summary of the profile: its top functions.
 fn summary() -> Option<ProfileSummary> {
-    let (run, _) = snapshot()?;
+    let p = PROFILER.get()?;
+    let g = p.sink.state.lock().unwrap_or_else(|e| e.into_inner());
+    let run = &g.run;
     let cycles = run.cycles();
     Some(ProfileSummary {
-        dpu_runs: run.runs.len() as u64,
+        dpu_runs: run.run_count,
         cycles,
         top_functions: run
             .functions()
@@ -234,11 +261,16 @@ fn summary() -> Option<ProfileSummary> {
 /// went wrong. Never fails the program.
 pub fn write_outputs() {
     let Some(p) = PROFILER.get() else { return };
-    let Some((run, launches)) = snapshot() else {
+    let Some(Snapshot {
+        run,
+        launches,
+        launches_past,
+    }) = snapshot()
+    else {
         return;
     };
     let quiet = openpim_runtime::quiet();
-    if run.runs.is_empty() {
+    if run.run_count == 0 {
         if !quiet {
             eprintln!(
                 "openpim: profile: no DPU run was profiled (DPUs: {}); nothing written to {} — the program launched no DPU of the selection, or its ranks ran in a daemon or MPI workers (the profiler sees local runs only)",
@@ -248,12 +280,24 @@ pub fn write_outputs() {
         }
         return;
     }
-    match output::write_all(&p.dir, &p.selection.describe(), &run, &launches) {
+    let note = (launches_past > 0).then(|| {
+        format!(
+            "launches {}..{launches_past} are in the run's figures only (launches profiled one by one: the first {MAX_LAUNCHES})",
+            MAX_LAUNCHES + 1
+        )
+    });
+    match output::write_all(
+        &p.dir,
+        &p.selection.describe(),
+        &run,
+        &launches,
+        note.as_deref(),
+    ) {
         Ok(files) => {
             if !quiet {
                 eprintln!(
                     "openpim: profile of {} DPU run(s), {} cycles, written to {} ({})",
-                    run.runs.len(),
+                    run.run_count,
                     run.cycles(),
                     p.dir.display(),
                     files.join(", ")

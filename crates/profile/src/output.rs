@@ -29,6 +29,7 @@ pub fn write_all(
     selection: &str,
     run: &Profile,
     launches: &[Profile],
+    note: Option<&str>,
 ) -> std::io::Result<Vec<String>> {
     let mut written = Vec::new();
     let mut put = |name: String, text: String| -> std::io::Result<()> {
@@ -37,6 +38,9 @@ pub fn write_all(
         Ok(())
     };
     let mut table = text(&format!("run (all launches, DPUs: {selection})"), run);
+    if let Some(note) = note {
+        table.push_str(&format!("\nnote: {note}\n"));
+    }
     for (i, l) in launches.iter().enumerate() {
         table.push('\n');
         table.push_str(&text(&format!("launch {} (DPUs: {selection})", i + 1), l));
@@ -45,6 +49,7 @@ pub fn write_all(
     let summary = json!({
         "schema_version": 1,
         "dpus": selection,
+        "note": note,
         "run": to_json(run),
         "launches": launches.iter().enumerate().map(|(i, l)| {
             let mut v = to_json(l);
@@ -87,7 +92,7 @@ pub fn text(title: &str, p: &Profile) -> String {
     let _ = writeln!(
         o,
         "== DPU profile: {title}: {} DPU run(s), {total} cycles, {} instructions",
-        p.runs.len(),
+        p.run_count,
         p.instructions()
     );
     let inclusive = p.inclusive();
@@ -184,6 +189,8 @@ pub fn to_json(p: &Profile) -> Value {
             "rank": r.rank, "dpu": r.dpu, "launch": r.launch,
             "cycles": r.cycles, "instructions": r.instructions, "charged_cycles": r.charged,
         })).collect::<Vec<_>>(),
+        "dpu_run_count": p.run_count,
+        "inexact_runs": p.inexact_runs,
         "cycles": total,
         "instructions": p.instructions(),
         "has_lines": p.has_lines,
@@ -318,6 +325,9 @@ mod tests {
         p.stacks
             .insert(vec![key("main", Some(21)), key("g", Some(9))], 60);
         p.stacks.insert(vec![key("[wait: dma]", None)], 10);
+        p.run_count = 1;
+        p.total_cycles = 100;
+        p.total_instructions = 90;
         p.runs.push(crate::profile::RunEntry {
             rank: 0,
             dpu: 0,

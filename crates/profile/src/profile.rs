@@ -67,10 +67,21 @@ pub struct TaskletCycles {
     pub waits: [u64; Wait::ALL.len()],
 }
 
+/// DPU runs listed one by one in a profile (the totals count them all): a program with
+/// thousands of launches on thousands of DPUs would otherwise hold millions of entries.
+pub const LISTED_RUNS: usize = 4096;
+
 /// A profile.
 #[derive(Clone, Debug, Default)]
 pub struct Profile {
+    /// The first [`LISTED_RUNS`] DPU runs.
     pub runs: Vec<RunEntry>,
+    /// Every DPU run: how many, their cycles and instructions, and whether each was charged
+    /// exactly its cycles.
+    pub run_count: u64,
+    pub total_cycles: u64,
+    pub total_instructions: u64,
+    pub inexact_runs: u64,
     /// Some program of it had DWARF lines.
     pub has_lines: bool,
     /// Per source line (the innermost frame of the issuing pc; wait frames have no line).
@@ -135,13 +146,22 @@ impl Profile {
         }
         let mut entry = entry;
         entry.charged = p.lines.values().map(|l| l.cycles).sum();
+        p.run_count = 1;
+        p.total_cycles = entry.cycles;
+        p.total_instructions = entry.instructions;
+        p.inexact_runs = u64::from(entry.charged != entry.cycles);
         p.runs.push(entry);
         p
     }
 
     /// Adds `other` to this profile.
     pub fn absorb(&mut self, other: &Profile) {
-        self.runs.extend(other.runs.iter().cloned());
+        let room = LISTED_RUNS.saturating_sub(self.runs.len());
+        self.runs.extend(other.runs.iter().take(room).cloned());
+        self.run_count += other.run_count;
+        self.total_cycles += other.total_cycles;
+        self.total_instructions += other.total_instructions;
+        self.inexact_runs += other.inexact_runs;
         self.has_lines |= other.has_lines;
         for (k, v) in &other.lines {
             *self.lines.entry(k.clone()).or_default() += *v;
@@ -160,11 +180,11 @@ impl Profile {
 
     /// Cycles of the DPU runs (what the lines sum to).
     pub fn cycles(&self) -> u64 {
-        self.runs.iter().map(|r| r.cycles).sum()
+        self.total_cycles
     }
 
     pub fn instructions(&self) -> u64 {
-        self.runs.iter().map(|r| r.instructions).sum()
+        self.total_instructions
     }
 
     /// Per function: self cycles and slots (the function that issued: the innermost frame,
