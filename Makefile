@@ -60,6 +60,7 @@ test: build
 	tests/sanitizers/run.sh
 	tests/report/run.sh
 	tests/debug/run.sh
+	tests/profile/run.sh
 	tests/memory/run.sh
 	tests/remote/run.sh
 	$(if $(MPI_FEATURES),tests/mpi/run.py,@echo "SKIP tests/mpi (no OpenMPI: scripts/setup.sh installs it)")

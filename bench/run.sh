@@ -2,7 +2,8 @@
 # OpenPIM benchmarks: simulation speed (bench/speed/run.py), the wall time of the 16 PrIM runs at
 # 64 DPUs (bench/speed/prim_compare.py; BENCH_SKIP_PRIM=1 skips it), host memory, conformance-suite wall
 # time, and the interleaving benchmark (bench/interleave; BENCH_SKIP_INTERLEAVE=1 skips it) and the
-# fidelity suite (bench/fidelity, about 1 minute; skipped with BENCH_SKIP_FIDELITY=1).
+# fidelity suite (bench/fidelity, about 1 minute; skipped with BENCH_SKIP_FIDELITY=1), and the
+# profiler's slowdown on PrIM at 64 DPUs (bench/profile/run.py; BENCH_SKIP_PROFILE=1 skips it).
 # Prints one table; run from anywhere after `make build` (or via `make bench`).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -26,6 +27,12 @@ if [ "${BENCH_SKIP_PRIM:-0}" != 1 ]; then
   printf '\nPrIM-16 at 64 DPUs, wall time (bench/speed/prim_compare.py)\n'
   PRIM_COMPARE_DIR="${PRIM_COMPARE_DIR:-$root/bench/speed/bin/prim64}" "$root/bench/speed/prim_compare.py" \
     || echo "PrIM-16: a program failed or did not verify (NO above)"
+fi
+# 1c. The profiler's cost: PrIM programs at 64 DPUs without and with OPENPIM_PROFILE (its own
+#     table; bench/profile/run.py, docs/profiling.md). BENCH_SKIP_PROFILE=1 skips it.
+if [ "${BENCH_SKIP_PROFILE:-0}" != 1 ]; then
+  printf '\nProfiler slowdown, PrIM at 64 DPUs (bench/profile/run.py)\n'
+  "$root/bench/profile/run.py" || echo "profiler bench: a program failed, did not verify or was not charged exactly (NO above)"
 fi
 printf '\n%-58s %s\n' "benchmark" "result"
 printf '%-58s %s\n' "----------------------------------------------------------" "------------------"

@@ -6,7 +6,8 @@
 #    OPENPIM_DPU_COMPILER=gcc selects
 #  - a host C compiler and make (for users' host programs and the conformance suite)
 #  - a Rust toolchain (cargo) if none is on PATH
-#  - matplotlib for the phase plots (optional: a warning if it cannot be installed)
+#  - matplotlib for the phase plots and the profiler's flame graphs (optional: a warning if it
+#    cannot be installed)
 set -euo pipefail
 
 need_apt=()
@@ -59,7 +60,7 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 # matplotlib draws the phase plots (openpim plot); never fail setup because of it.
 if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import matplotlib' >/dev/null 2>&1; then
-  echo "setup: installing matplotlib (for openpim plot)"
+  echo "setup: installing matplotlib (for openpim plot and openpim profile's flame graphs)"
   if ! python3 -m pip install --quiet matplotlib >/dev/null 2>&1; then
     # PEP 668: Debian's Python is "externally managed"; install beside it.
     python3 -m pip install --quiet --break-system-packages matplotlib >/dev/null 2>&1 \

@@ -4,6 +4,7 @@
 //! - `openpim info` describes the emulated machine of a profile;
 //! - `openpim run -- CMD` runs a host program on the emulator with a chosen profile, with an
 //!   optional run report (`--report`, `--report=FILE.json`) and trace (`--trace=FILE.json`);
+//! - `openpim profile -- CMD` runs it with the exact DPU profiler (docs/profiling.md);
 //! - `openpim demo` builds and runs the bundled demo program;
 //! - `openpim plot REPORT.json` draws the phase breakdown of a JSON report;
 //! - `openpim study scalability|collectives|sharing|tiers|allocation|all` runs the seeds' studies
@@ -13,6 +14,7 @@ mod checkpoint;
 mod daemon_cmd;
 mod debug_cmd;
 mod install;
+mod profile_cmd;
 mod study;
 
 use std::path::{Path, PathBuf};
@@ -331,6 +333,19 @@ enum Cmd {
         #[arg(short = 'o', long = "output")]
         output: Option<String>,
     },
+    /// Run a host program with the exact DPU profiler: openpim profile [--dpu RANK.DPU|all]
+    /// [--out DIR] -- CMD [ARGS...] (docs/profiling.md).
+    Profile {
+        #[command(flatten)]
+        machine: MachineOpts,
+        #[command(flatten)]
+        report: ReportOpts,
+        #[command(flatten)]
+        profile: profile_cmd::ProfileOpts,
+        /// The command and its arguments (what follows `--`).
+        #[arg(trailing_var_arg = true, required = true, value_name = "CMD")]
+        command: Vec<String>,
+    },
     /// Run a study on the emulator: `openpim study scalability|collectives|sharing|tiers|allocation|all
     /// [--quick] [--out DIR]`.
     Study {
@@ -392,7 +407,7 @@ fn valid_options(sub: Option<&str>) -> String {
         sc.get_name(),
         opts.join(", ")
     );
-    if sc.get_name() == "run" {
+    if matches!(sc.get_name(), "run" | "profile") {
         s.push_str(
             "; the command to run follows `--` (or is the first word that is not an option)",
         );
@@ -495,6 +510,24 @@ fn dispatch(cmd: Cmd) -> Result<ExitCode> {
         } => {
             debug_cmd::inspect(&file)?;
             Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Profile {
+            machine,
+            report,
+            profile,
+            command,
+        } => {
+            let dir = profile.prepare()?;
+            let code = run_command(
+                &install,
+                &machine,
+                &ServerOpts::default(),
+                &report,
+                &debug_cmd::DebugOpts::default(),
+                &command,
+                None,
+            )?;
+            profile_cmd::finish(&install, &dir, code)
         }
         Cmd::Checkpoint { command } => {
             print!("{}", checkpoint::run(command)?);

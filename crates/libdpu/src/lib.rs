@@ -17,6 +17,7 @@ mod interdpu;
 pub mod management;
 pub mod objects;
 mod pidcomm;
+mod profile;
 pub mod types;
 mod vclock;
 
@@ -159,6 +160,7 @@ pub(crate) unsafe fn alloc_common(
         let count = (n != u32::MAX).then_some(n);
         // The debugging tools the environment asks for (GDB server, traces, core dumps).
         debug_tools::install(profile)?;
+        profile::start()?;
         let set = if ranks {
             openpim_runtime::alloc_ranks(count, profile)?
         } else {

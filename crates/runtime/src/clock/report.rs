@@ -263,7 +263,42 @@ pub struct Report {
     /// (distributed runs only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mpi_traffic: Option<Vec<TrafficReport>>,
+    /// The profiler's summary (runs under `openpim profile` / `OPENPIM_PROFILE` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<ProfileSummary>,
     pub advice: Vec<Advice>,
+}
+
+/// The profiler's summary in the run report: its top functions over the run
+/// (docs/profiling.md; the profile's own files have the rest).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProfileSummary {
+    /// DPU runs profiled (each DPU's launches count one each).
+    pub dpu_runs: u64,
+    /// Their cycles, summed.
+    pub cycles: u64,
+    /// The functions that issued the most cycles (wait frames included), most first.
+    pub top_functions: Vec<TopFunction>,
+}
+
+/// One function of [`ProfileSummary::top_functions`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TopFunction {
+    pub function: String,
+    /// Cycles charged to its own instructions (or to the wait frame).
+    pub cycles: u64,
+    /// Of all profiled cycles.
+    pub percent: f64,
+    pub instructions: u64,
+}
+
+/// Where the report gets the profiler's summary from (the profiler crate sets it).
+static PROFILE_SOURCE: std::sync::OnceLock<fn() -> Option<ProfileSummary>> =
+    std::sync::OnceLock::new();
+
+/// Makes the report include the profiler's summary (`f` is asked when a report is built).
+pub fn set_profile_source(f: fn() -> Option<ProfileSummary>) {
+    let _ = PROFILE_SOURCE.set(f);
 }
 
 /// The messages of one kind of request between the program and its MPI workers.
@@ -669,6 +704,7 @@ pub fn report() -> Report {
     if r.workers.is_some() {
         r.mpi_traffic = Some(TRAFFIC.lock().unwrap_or_else(|e| e.into_inner()).clone());
     }
+    r.profile = PROFILE_SOURCE.get().and_then(|f| f());
     r
 }
 
@@ -861,6 +897,20 @@ impl Report {
                 m.evictions,
                 ms(m.evict_ns)
             );
+        }
+        if let Some(p) = &self.profile {
+            let _ = writeln!(
+                o,
+                "\nprofile: {} DPU run(s), {} cycles; top functions (docs/profiling.md):",
+                p.dpu_runs, p.cycles
+            );
+            for f in &p.top_functions {
+                let _ = writeln!(
+                    o,
+                    "  {:>12} cycles {:>6.2}%  {}",
+                    f.cycles, f.percent, f.function
+                );
+            }
         }
         if self.advice.is_empty() {
             let _ = writeln!(o, "\nadvice: none");
