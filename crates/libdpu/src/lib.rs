@@ -156,6 +156,8 @@ pub(crate) unsafe fn alloc_common(
             unsafe { c_str(profile, DPU_ERR_INVALID_PROFILE, "the profile") }?
         };
         let count = (n != u32::MAX).then_some(n);
+        // The checkers (`OPENPIM_CHECK`) attach before the first DPU runs.
+        openpim_check::install_from_env().map_err(|e| fail(DPU_ERR_SYSTEM, e.to_string()))?;
         let set = if ranks {
             openpim_runtime::alloc_ranks(count, profile)?
         } else {

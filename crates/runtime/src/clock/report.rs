@@ -259,7 +259,20 @@ pub struct Report {
     /// (distributed runs only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mpi_traffic: Option<Vec<TrafficReport>>,
+    /// The checkers' findings and stack report (`openpim run --check`; absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<serde_json::Value>,
     pub advice: Vec<Advice>,
+}
+
+/// Makes the report's `check` section (installed by the checkers, `openpim-check`).
+pub type CheckSection = fn() -> serde_json::Value;
+
+static CHECK_SECTION: std::sync::RwLock<Option<CheckSection>> = std::sync::RwLock::new(None);
+
+/// Installs what fills the report's `check` section.
+pub fn set_check_section(section: CheckSection) {
+    *CHECK_SECTION.write().unwrap_or_else(|e| e.into_inner()) = Some(section);
 }
 
 /// The messages of one kind of request between the program and its MPI workers.
@@ -370,6 +383,10 @@ fn build(s: &State) -> Report {
         phases: Phases::from_fn(|p| s.clock.host_phase_ns(p)),
         sdk_calls: s.sdk_calls,
         engine: crate::clock::engine_use::report(),
+        check: CHECK_SECTION
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .map(|section| section()),
         ..Report::default()
     };
     // Ranks.

@@ -1,0 +1,218 @@
+//! What the checkers know of a DPU program: its source locations (DWARF), its stacks and
+//! heap, and where the DPU runtime's allocator functions are (to observe their calls).
+
+use std::collections::HashMap;
+
+use object::{Object, ObjectSymbol};
+use openpim_debuginfo::DebugInfo;
+use openpim_engine::probe::Space;
+use openpim_runtime::Program;
+
+/// An allocator entry point of the DPU runtime whose calls the memory checker follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AllocFn {
+    /// `mem_alloc(size)`: a block of the bump heap.
+    MemAlloc,
+    /// `mem_reset()`: every `mem_alloc` block freed.
+    MemReset,
+    /// `buddy_alloc(size)`.
+    BuddyAlloc,
+    /// `buddy_free(p)`.
+    BuddyFree,
+    /// `buddy_realloc(p, size)`.
+    BuddyRealloc,
+}
+
+impl AllocFn {
+    pub fn name(self) -> &'static str {
+        match self {
+            AllocFn::MemAlloc => "mem_alloc",
+            AllocFn::MemReset => "mem_reset",
+            AllocFn::BuddyAlloc => "buddy_alloc",
+            AllocFn::BuddyFree => "buddy_free",
+            AllocFn::BuddyRealloc => "buddy_realloc",
+        }
+    }
+}
+
+/// The runtime's allocator functions (and their helpers), whose own accesses to the heap are
+/// not checked against the blocks.
+const ALLOCATOR_FUNCTIONS: &[&str] = &[
+    "mem_alloc",
+    "mem_reset",
+    "buddy_init",
+    "buddy_reset",
+    "buddy_alloc",
+    "buddy_free",
+    "buddy_realloc",
+    "list_push",
+    "list_remove",
+    "reset_locked",
+    "block_order",
+];
+
+/// A DPU program as the checkers see it.
+pub struct ProgramInfo {
+    pub debug: Option<DebugInfo>,
+    /// IRAM address of the first instruction.
+    pub base: u32,
+    /// Per tasklet `(lo, hi)` of its stack in WRAM.
+    pub stacks: Vec<(u32, u32)>,
+    /// First WRAM address of the heap (`__sys_heap_start`; the heap runs to the end of WRAM).
+    pub heap_start: u32,
+    /// Entry addresses of the allocator functions.
+    pub alloc_entries: HashMap<u32, AllocFn>,
+    /// Code ranges `[lo, hi)` of the allocator functions.
+    allocator_code: Vec<(u32, u32)>,
+    /// Entry addresses of every function, sorted.
+    fn_starts: Vec<u32>,
+    locations: std::sync::Mutex<HashMap<u32, String>>,
+}
+
+impl ProgramInfo {
+    pub fn new(program: &Program) -> ProgramInfo {
+        let elf = program.elf();
+        let debug = DebugInfo::from_elf(elf).ok();
+        let mut alloc_entries = HashMap::new();
+        let mut allocator_code = Vec::new();
+        let mut heap_start = openpim_engine::map::WRAM_SIZE;
+        let mut fn_starts = Vec::new();
+        if let Ok(file) = object::File::parse(elf) {
+            for s in file.symbols() {
+                let Ok(name) = s.name() else { continue };
+                let addr = s.address() as u32;
+                if name == "__sys_heap_start" {
+                    heap_start = addr;
+                }
+                if s.kind() != object::SymbolKind::Text || !s.is_definition() {
+                    continue;
+                }
+                fn_starts.push(addr);
+                let f = match name {
+                    "mem_alloc" => Some(AllocFn::MemAlloc),
+                    "mem_reset" => Some(AllocFn::MemReset),
+                    "buddy_alloc" => Some(AllocFn::BuddyAlloc),
+                    "buddy_free" => Some(AllocFn::BuddyFree),
+                    "buddy_realloc" => Some(AllocFn::BuddyRealloc),
+                    _ => None,
+                };
+                if let Some(f) = f {
+                    alloc_entries.insert(addr, f);
+                }
+                if ALLOCATOR_FUNCTIONS.contains(&name) {
+                    allocator_code.push((addr, addr.saturating_add((s.size() as u32).max(4))));
+                }
+            }
+        }
+        fn_starts.sort_unstable();
+        fn_starts.dedup();
+        let boot = program.boot_info();
+        ProgramInfo {
+            fn_starts,
+            debug,
+            base: program.text_base(),
+            stacks: boot.stacks.clone(),
+            heap_start,
+            alloc_entries,
+            allocator_code,
+            locations: std::sync::Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The index of the function holding `pc` (by the symbol table).
+    pub fn function_index(&self, pc: u32) -> usize {
+        self.fn_starts.partition_point(|&a| a <= pc)
+    }
+
+    /// Whether `pc` is a function's first instruction.
+    pub fn is_entry(&self, pc: u32) -> bool {
+        self.fn_starts.binary_search(&pc).is_ok()
+    }
+
+    /// Whether the instruction at `pc` belongs to the runtime's allocator.
+    pub fn in_allocator(&self, pc: u32) -> bool {
+        self.allocator_code
+            .iter()
+            .any(|&(lo, hi)| pc >= lo && pc < hi)
+    }
+
+    /// Where the instruction at `pc` is, for a user: `FILE:LINE` of its innermost frame in
+    /// the program's own sources (an inlined runtime helper, such as `mram_read`, is named by
+    /// the line that called it), else of its innermost frame, else its function and offset.
+    pub fn location(&self, pc: u32) -> String {
+        let mut cache = self.locations.lock().unwrap_or_else(|e| e.into_inner());
+        cache
+            .entry(pc)
+            .or_insert_with(|| self.compute_location(pc))
+            .clone()
+    }
+
+    fn compute_location(&self, pc: u32) -> String {
+        let Some(debug) = &self.debug else {
+            return format!("pc {pc:#010x}");
+        };
+        let frames = debug.frames(pc);
+        let user = frames
+            .iter()
+            .find(|f| f.file.as_deref().is_some_and(|file| !is_runtime_file(file)))
+            .and_then(|f| f.location());
+        if let Some(l) = user.or_else(|| frames.iter().find_map(|f| f.location())) {
+            return l;
+        }
+        match debug.function_symbol(pc) {
+            Some(s) => format!("{}+{:#x}", s.name, pc - s.address),
+            None => format!("pc {pc:#010x}"),
+        }
+    }
+
+    /// The function holding `pc` (innermost frame), if known.
+    pub fn function(&self, pc: u32) -> Option<String> {
+        self.debug.as_ref()?.function(pc)
+    }
+
+    /// The data symbol holding the byte at `offset` of `space`.
+    pub fn object_at(&self, space: Space, offset: u32) -> Option<&openpim_debuginfo::Symbol> {
+        self.debug.as_ref()?.object_at(space.address(offset))
+    }
+
+    /// The tasklet whose stack holds WRAM address `addr`.
+    pub fn stack_of(&self, addr: u32) -> Option<u32> {
+        self.stacks
+            .iter()
+            .position(|&(lo, hi)| addr >= lo && addr < hi)
+            .map(|t| t as u32)
+    }
+
+    /// What the byte at `offset` of `space` is, for a user: ``"`sym`+4 (WRAM 0x124)"``, the
+    /// stack of a tasklet, the heap, or the bare address.
+    pub fn describe(&self, space: Space, offset: u32) -> String {
+        let (mem, addr) = match space {
+            Space::Wram => ("WRAM", offset),
+            Space::Mram => ("MRAM", space.address(offset)),
+        };
+        let what = if let Some(s) = self.object_at(space, offset) {
+            let delta = space.address(offset) - s.address;
+            if delta == 0 {
+                format!("`{}`", s.name)
+            } else {
+                format!("`{}`+{delta}", s.name)
+            }
+        } else if space == Space::Wram {
+            if let Some(t) = self.stack_of(offset) {
+                format!("the stack of tasklet {t}")
+            } else if offset >= self.heap_start {
+                "the heap".to_string()
+            } else {
+                "memory".to_string()
+            }
+        } else {
+            "memory".to_string()
+        };
+        format!("{what} ({mem} {addr:#x})")
+    }
+}
+
+/// A source file of the DPU runtime (its headers and library), not of the program.
+fn is_runtime_file(file: &str) -> bool {
+    file.contains("sdk/dpu/include") || file.contains("sdk/dpu/src")
+}
