@@ -59,6 +59,7 @@ test: build
 	OPENPIM_JIT_HOT_SLOTS=0 tests/conformance/run.sh
 	tests/sanitizers/run.sh
 	tests/report/run.sh
+	tests/check/run.py
 	tests/memory/run.sh
 	tests/remote/run.sh
 	$(if $(MPI_FEATURES),tests/mpi/run.py,@echo "SKIP tests/mpi (no OpenMPI: scripts/setup.sh installs it)")

@@ -143,7 +143,10 @@ mod tests {
         );
         assert_eq!(parse("races, memory").unwrap().name(), "memory,races");
         let e = parse("race").unwrap_err().to_string();
-        assert!(e.contains("OPENPIM_CHECK=\"race\"") && e.contains("memory, races"), "{e}");
+        assert!(
+            e.contains("OPENPIM_CHECK=\"race\"") && e.contains("memory, races"),
+            "{e}"
+        );
         assert!(parse(",").is_err());
     }
 }

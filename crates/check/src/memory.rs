@@ -203,12 +203,13 @@ impl MemoryRun {
             }
             AccessKind::Dma => match self.dma_first.take() {
                 Some(first) if first.tasklet == a.tasklet && first.cycle == a.cycle => {
-                    let (src, dst) = if first.write { (a, &first) } else { (&first, a) };
-                    self.init.copy(
-                        (src.space, src.offset),
-                        (dst.space, dst.offset),
-                        dst.size,
-                    );
+                    let (src, dst) = if first.write {
+                        (a, &first)
+                    } else {
+                        (&first, a)
+                    };
+                    self.init
+                        .copy((src.space, src.offset), (dst.space, dst.offset), dst.size);
                     self.check_bounds(&first);
                     self.check_bounds(a);
                 }
@@ -256,11 +257,12 @@ impl MemoryRun {
             .copied()
             .unwrap_or(0);
         // Heap blocks are walked as symbols are (straddling one is `check_heap`'s).
-        let block = if symbol.is_none() && a.space == Space::Wram && a.offset >= self.info.heap_start {
-            self.block_at(a.offset).map(|b| (b.start, b.size))
-        } else {
-            None
-        };
+        let block =
+            if symbol.is_none() && a.space == Space::Wram && a.offset >= self.info.heap_start {
+                self.block_at(a.offset).map(|b| (b.start, b.size))
+            } else {
+                None
+            };
         let here = symbol.as_ref().map(|(s, z, _)| (*s, *z)).or(block);
         let prev = self.walks.insert(
             (a.tasklet, a.pc),
@@ -276,8 +278,7 @@ impl MemoryRun {
             call: prev_call,
         }) = prev
         {
-            if prev_end == addr && prev_call == call && here != Some((ps, pz)) && addr >= ps + pz
-            {
+            if prev_end == addr && prev_call == call && here != Some((ps, pz)) && addr >= ps + pz {
                 let (kind, name) = match self.info.object_at(a.space, a.space_offset(ps)) {
                     Some(s) => (Kind::SymbolOverrun, format!("`{}`", s.name)),
                     None => (

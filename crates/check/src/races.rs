@@ -240,10 +240,7 @@ impl RaceDetector {
                 }
                 if cell.r_t == SHARED {
                     self.read_sets[cell.r_c as usize][tu] = (now, pc16);
-                } else if cell.r_t == NOBODY
-                    || cell.r_t == t8
-                    || clock.covers(cell.r_t, cell.r_c)
-                {
+                } else if cell.r_t == NOBODY || cell.r_t == t8 || clock.covers(cell.r_t, cell.r_c) {
                     cell.r_t = t8;
                     cell.r_c = now;
                     cell.r_pc = pc16;

@@ -231,7 +231,12 @@ impl RunObserver for CheckRun {
                     .iter()
                     .map(|&(t, w, pc)| note(t, w, pc))
                     .collect();
-                findings::record(finding(raw.kind, accesses, describe(raw), raw.detail.clone()));
+                findings::record(finding(
+                    raw.kind,
+                    accesses,
+                    describe(raw),
+                    raw.detail.clone(),
+                ));
             }
             let uses = m
                 .stack_use(nr_tasklets)
