@@ -85,6 +85,7 @@ test-mpi: build
 
 test-programs: build
 	tests/programs/run.py --all
+	tests/programs/run.py --check
 
 # The collectives' full matrix (1,024 DPUs, every shape, communicator, type and path): minutes.
 test-collectives: build

@@ -89,11 +89,11 @@ impl Finding {
         )
     }
 
+    /// The same kind at the same lines (in either order) is the same finding.
     fn key(&self) -> (Kind, Vec<String>) {
-        (
-            self.kind,
-            self.accesses.iter().map(|a| a.location.clone()).collect(),
-        )
+        let mut lines: Vec<String> = self.accesses.iter().map(|a| a.location.clone()).collect();
+        lines.sort();
+        (self.kind, lines)
     }
 }
 

@@ -147,6 +147,28 @@ impl DpuInit {
         d
     }
 
+    /// Keeps the MRAM state of `old` (the DPU before this load): bytes written then stay
+    /// written, as MRAM keeps them.
+    pub fn keep_mram_of(&mut self, old: DpuInit) {
+        let segments = std::mem::replace(&mut self.mram, old.mram);
+        for (page, state) in segments.pages.into_iter().enumerate() {
+            match state {
+                Page::None => {}
+                Page::All => self.mram.pages[page] = Page::All,
+                Page::Some(bits) => {
+                    for (w, word) in bits.iter().enumerate() {
+                        for b in 0..64 {
+                            if word >> b & 1 != 0 {
+                                let off = ((page as u32) << PAGE_BITS) + (w as u32) * 64 + b;
+                                self.mram.set(off, 1, true);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     pub fn bits(&mut self, space: Space) -> &mut InitBits {
         match space {
             Space::Wram => &mut self.wram,

@@ -27,6 +27,8 @@ pub struct Raw {
     pub space: Space,
     pub offset: u32,
     pub detail: String,
+    /// What the bytes are (described when found: a heap block may be freed before the end).
+    pub target: String,
 }
 
 /// A block given by an allocator.
@@ -64,8 +66,11 @@ pub struct MemoryRun {
     pub init: DpuInit,
     min_sp: [u32; MAX_TASKLETS],
     deepest_pc: [u32; MAX_TASKLETS],
-    calls: [Option<Call>; MAX_TASKLETS],
+    /// Per tasklet, the allocator calls not returned yet (`fsb_alloc` calls `mem_alloc`).
+    calls: Vec<Vec<Call>>,
     blocks: Vec<Block>,
+    /// The block size of each `fsb_alloc` allocator (by its address).
+    fsb_sizes: HashMap<u32, u32>,
     dma_first: Option<Access>,
     walks: HashMap<(u32, u32), Walk>,
     /// Per tasklet, per function: calls so far.
@@ -85,8 +90,9 @@ impl MemoryRun {
             init,
             min_sp,
             deepest_pc: [0; MAX_TASKLETS],
-            calls: [None; MAX_TASKLETS],
+            calls: vec![Vec::new(); MAX_TASKLETS],
             blocks: Vec::new(),
+            fsb_sizes: HashMap::new(),
             dma_first: None,
             walks: HashMap::new(),
             entries: vec![HashMap::new(); MAX_TASKLETS],
@@ -95,9 +101,15 @@ impl MemoryRun {
         }
     }
 
-    fn report(&mut self, raw: Raw) {
+    fn report(&mut self, mut raw: Raw) {
         let pc = raw.accesses.first().map_or(0, |a| a.2);
         if self.seen.insert((raw.kind, pc)) {
+            raw.target = match self.describe_block(raw.offset) {
+                Some(b) if raw.space == Space::Wram && raw.offset >= self.info.heap_start => {
+                    format!("{b}, WRAM {:#x}", raw.offset)
+                }
+                _ => self.info.describe(raw.space, raw.offset),
+            };
             self.found.push(raw);
         }
     }
@@ -109,9 +121,8 @@ impl MemoryRun {
         if tu >= MAX_TASKLETS {
             return;
         }
-        if let Some(call) = self.calls[tu] {
-            if pc == call.ret {
-                self.calls[tu] = None;
+        if self.calls[tu].last().is_some_and(|c| c.ret == pc) {
+            if let Some(call) = self.calls[tu].pop() {
                 self.returned(call, reg(10));
             }
         }
@@ -133,15 +144,38 @@ impl MemoryRun {
             match func {
                 AllocFn::MemReset => self.blocks.clear(),
                 AllocFn::BuddyFree => self.free(call.ptr),
-                AllocFn::BuddyRealloc => {
-                    self.calls[tu] = Some(Call {
+                AllocFn::BuddyRealloc => self.push_call(
+                    tu,
+                    Call {
                         size: reg(11),
                         ..call
-                    })
+                    },
+                ),
+                AllocFn::FsbFree => {
+                    let ptr = reg(11);
+                    if let Some(i) = self
+                        .blocks
+                        .iter()
+                        .position(|b| b.func == AllocFn::FsbGet && b.start == ptr)
+                    {
+                        self.blocks.swap_remove(i);
+                    }
                 }
-                AllocFn::MemAlloc | AllocFn::BuddyAlloc => self.calls[tu] = Some(call),
+                AllocFn::MemAlloc | AllocFn::BuddyAlloc | AllocFn::FsbAlloc | AllocFn::FsbGet => {
+                    self.push_call(tu, call)
+                }
             }
         }
+    }
+
+    fn push_call(&mut self, t: usize, call: Call) {
+        let calls = &mut self.calls[t];
+        // (A call that never returned to its return address, a tail call, is dropped.)
+        calls.retain(|c| c.ret != call.ret);
+        if calls.len() >= 8 {
+            calls.remove(0);
+        }
+        calls.push(call);
     }
 
     fn free(&mut self, ptr: u32) {
@@ -161,9 +195,21 @@ impl MemoryRun {
         if result == 0 {
             return;
         }
+        let size = match call.func {
+            AllocFn::FsbAlloc => {
+                // Not a block: its blocks come from fsb_get (its memory is a pool).
+                self.fsb_sizes.insert(result, call.size);
+                return;
+            }
+            AllocFn::FsbGet => match self.fsb_sizes.get(&call.ptr) {
+                Some(&size) => size,
+                None => return,
+            },
+            _ => call.size,
+        };
         self.blocks.push(Block {
             start: result,
-            size: call.size,
+            size,
             func: if call.func == AllocFn::BuddyRealloc {
                 AllocFn::BuddyAlloc
             } else {
@@ -197,6 +243,7 @@ impl MemoryRun {
                         offset: b,
                         detail: "read of bytes never written since the program was loaded"
                             .to_string(),
+                        target: String::new(),
                     });
                 }
                 self.check_bounds(a);
@@ -241,6 +288,7 @@ impl MemoryRun {
                     accesses: vec![(a.tasklet, a.write, a.pc)],
                     space: a.space,
                     offset: a.space_offset(obj_end),
+                    target: String::new(),
                     detail: format!(
                         "a {}-byte access at offset {} of the {size}-byte `{name}` ends {} byte(s) past it",
                         a.size,
@@ -292,6 +340,7 @@ impl MemoryRun {
                     accesses: vec![(a.tasklet, a.write, a.pc)],
                     space: a.space,
                     offset: a.offset,
+                    target: String::new(),
                     detail: format!(
                         "this instruction walked {name} and stepped past its end ({} byte(s) after it)",
                         addr - (ps + pz)
@@ -333,6 +382,7 @@ impl MemoryRun {
             space: a.space,
             offset: a.offset,
             detail,
+            target: String::new(),
         });
     }
 
@@ -358,6 +408,7 @@ impl MemoryRun {
                 accesses: vec![(t, true, pc)],
                 space: Space::Wram,
                 offset: sp,
+                target: String::new(),
                 detail: format!(
                     "sp went to {sp:#x}, {} byte(s) below its {size}-byte stack, {into}{function} (raise STACK_SIZE_DEFAULT or use less stack)",
                     stack_lo - sp

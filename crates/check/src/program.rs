@@ -21,6 +21,12 @@ pub enum AllocFn {
     BuddyFree,
     /// `buddy_realloc(p, size)`.
     BuddyRealloc,
+    /// `fsb_alloc(block_size, nb_of_blocks)`: an allocator of fixed-size blocks.
+    FsbAlloc,
+    /// `fsb_get(allocator)`: one of its blocks.
+    FsbGet,
+    /// `fsb_free(allocator, p)`.
+    FsbFree,
 }
 
 impl AllocFn {
@@ -31,6 +37,9 @@ impl AllocFn {
             AllocFn::BuddyAlloc => "buddy_alloc",
             AllocFn::BuddyFree => "buddy_free",
             AllocFn::BuddyRealloc => "buddy_realloc",
+            AllocFn::FsbAlloc => "fsb_alloc",
+            AllocFn::FsbGet => "fsb_get",
+            AllocFn::FsbFree => "fsb_free",
         }
     }
 }
@@ -49,6 +58,9 @@ const ALLOCATOR_FUNCTIONS: &[&str] = &[
     "list_remove",
     "reset_locked",
     "block_order",
+    "fsb_alloc",
+    "fsb_get",
+    "fsb_free",
 ];
 
 /// A DPU program as the checkers see it.
@@ -94,6 +106,9 @@ impl ProgramInfo {
                     "buddy_alloc" => Some(AllocFn::BuddyAlloc),
                     "buddy_free" => Some(AllocFn::BuddyFree),
                     "buddy_realloc" => Some(AllocFn::BuddyRealloc),
+                    "fsb_alloc" => Some(AllocFn::FsbAlloc),
+                    "fsb_get" => Some(AllocFn::FsbGet),
+                    "fsb_free" => Some(AllocFn::FsbFree),
                     _ => None,
                 };
                 if let Some(f) = f {

@@ -11,7 +11,7 @@ use openpim_runtime::Program;
 
 use crate::findings::{self, AccessNote, Finding, Kind, StackUse};
 use crate::init::DpuInit;
-use crate::memory::{MemoryRun, Raw};
+use crate::memory::MemoryRun;
 use crate::program::ProgramInfo;
 use crate::races::RaceDetector;
 use crate::Modes;
@@ -92,7 +92,12 @@ impl Observers for CheckTool {
         let state = shared.dpus.entry((rank, dpu)).or_default();
         match write {
             HostWrite::Load(program) => {
-                state.init = Some(DpuInit::loaded(program));
+                // A load replaces WRAM; MRAM keeps what the host and earlier programs wrote.
+                let mut init = DpuInit::loaded(program);
+                if let Some(old) = state.init.take() {
+                    init.keep_mram_of(old);
+                }
+                state.init = Some(init);
                 state.launches = 0;
             }
             HostWrite::Wram { offset, len } => {
@@ -214,17 +219,6 @@ impl RunObserver for CheckRun {
             }
         }
         if let Some(m) = memory {
-            let describe = |raw: &Raw| -> String {
-                match m.describe_block(raw.offset) {
-                    Some(b)
-                        if raw.space == openpim_engine::probe::Space::Wram
-                            && raw.offset >= info.heap_start =>
-                    {
-                        format!("{b}, WRAM {:#x}", raw.offset)
-                    }
-                    _ => info.describe(raw.space, raw.offset),
-                }
-            };
             for raw in &m.found {
                 let accesses = raw
                     .accesses
@@ -234,7 +228,7 @@ impl RunObserver for CheckRun {
                 findings::record(finding(
                     raw.kind,
                     accesses,
-                    describe(raw),
+                    raw.target.clone(),
                     raw.detail.clone(),
                 ));
             }
