@@ -93,6 +93,7 @@ test-collectives: build
 
 bench: build
 	bench/run.sh
+	bench/check/run.py
 
 # MRAM backing stores: STREAM per store and persistence horizon, dedup, the big-data run
 # (bench/memory/run.py; a table and build/bench/memory.png).

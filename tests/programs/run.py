@@ -281,7 +281,7 @@ def check_findings(name: str, report: Path) -> tuple[str | None, list[str]]:
         section = json.loads(report.read_text())["check"]
     except (OSError, ValueError, KeyError) as e:
         return f"no check section in the report: {e}", []
-    got = sorted({" ".join([f["kind"], *[a["location"] for a in f["accesses"]]]) for f in section["findings"]})
+    got = sorted({" ".join([f["kind"], *sorted(a["location"] for a in f["accesses"])]) for f in section["findings"]})
     known = set(json.loads(CHECK_KNOWN.read_text()).get(name, [])) if CHECK_KNOWN.exists() else set()
     new = [g for g in got if g not in known]
     if new:
