@@ -43,6 +43,13 @@ struct Block {
     pool: bool,
 }
 
+impl Block {
+    /// One past its last byte.
+    fn end(&self) -> u32 {
+        self.start.saturating_add(self.size)
+    }
+}
+
 /// A call of an allocator function, until it returns.
 #[derive(Clone, Copy)]
 struct Call {
@@ -54,7 +61,7 @@ struct Call {
 }
 
 /// An instruction's last access, in one call of its function.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 struct Walk {
     end: u32,
     object: Option<(u32, u32)>,
@@ -72,9 +79,10 @@ pub struct MemoryRun {
     /// The block size of each `fsb_alloc` allocator (by its address).
     fsb_sizes: HashMap<u32, u32>,
     dma_first: Option<Access>,
-    walks: HashMap<(u32, u32), Walk>,
-    /// Per tasklet, per function: calls so far.
-    entries: Vec<HashMap<usize, u64>>,
+    /// Per tasklet, per instruction (allocated at its first access).
+    walks: Vec<Vec<Walk>>,
+    /// Per tasklet, per function: calls so far (allocated at its first call).
+    entries: Vec<Vec<u64>>,
     seen: HashSet<(Kind, u32)>,
     pub found: Vec<Raw>,
 }
@@ -94,8 +102,8 @@ impl MemoryRun {
             blocks: Vec::new(),
             fsb_sizes: HashMap::new(),
             dma_first: None,
-            walks: HashMap::new(),
-            entries: vec![HashMap::new(); MAX_TASKLETS],
+            walks: vec![Vec::new(); MAX_TASKLETS],
+            entries: vec![Vec::new(); MAX_TASKLETS],
             seen: HashSet::new(),
             found: Vec::new(),
         }
@@ -129,9 +137,13 @@ impl MemoryRun {
         if !self.info.is_entry(pc) {
             return;
         }
-        *self.entries[tu]
-            .entry(self.info.function_index(pc))
-            .or_default() += 1;
+        let entries = &mut self.entries[tu];
+        if entries.is_empty() {
+            entries.resize(self.info.function_count(), 0);
+        }
+        if let Some(n) = entries.get_mut(self.info.function_index(pc)) {
+            *n += 1;
+        }
         if let Some(&func) = self.info.alloc_entries.get(&pc) {
             let ret = reg(1);
             let call = Call {
@@ -278,11 +290,15 @@ impl MemoryRun {
         let symbol = self
             .info
             .object_at(a.space, a.offset)
-            .map(|s| (s.address, s.size, s.name.clone()));
+            .map(|s| (s.address, s.size));
         let end = addr.wrapping_add(a.size);
-        if let Some((start, size, name)) = &symbol {
-            let obj_end = start.wrapping_add(*size);
+        if let Some((start, size)) = symbol {
+            let obj_end = start.wrapping_add(size);
             if end > obj_end {
+                let name = self
+                    .info
+                    .object_at(a.space, a.offset)
+                    .map_or_else(String::new, |s| s.name.clone());
                 self.report(Raw {
                     kind: Kind::SymbolOverrun,
                     accesses: vec![(a.tasklet, a.write, a.pc)],
@@ -301,7 +317,7 @@ impl MemoryRun {
         let call = self
             .entries
             .get(a.tasklet as usize)
-            .and_then(|e| e.get(&self.info.function_index(a.pc)))
+            .and_then(|e| e.get(self.info.function_index(a.pc)))
             .copied()
             .unwrap_or(0);
         // Heap blocks are walked as symbols are (straddling one is `check_heap`'s).
@@ -311,22 +327,38 @@ impl MemoryRun {
             } else {
                 None
             };
-        let here = symbol.as_ref().map(|(s, z, _)| (*s, *z)).or(block);
-        let prev = self.walks.insert(
-            (a.tasklet, a.pc),
-            Walk {
-                end,
-                object: here,
-                call,
-            },
-        );
+        let here = symbol.or(block);
+        let index = (a.pc.wrapping_sub(self.info.base) >> 2) as usize;
+        let prev = match self.walks.get_mut(a.tasklet as usize) {
+            Some(walks) => {
+                if walks.is_empty() {
+                    walks.resize(self.info.instructions, Walk::default());
+                }
+                walks.get_mut(index).map(|w| {
+                    std::mem::replace(
+                        w,
+                        Walk {
+                            end,
+                            object: here,
+                            call,
+                        },
+                    )
+                })
+            }
+            None => None,
+        };
         if let Some(Walk {
             end: prev_end,
             object: Some((ps, pz)),
             call: prev_call,
         }) = prev
         {
-            if prev_end == addr && prev_call == call && here != Some((ps, pz)) && addr >= ps + pz {
+            let prev_object_end = ps.saturating_add(pz);
+            if prev_end == addr
+                && prev_call == call
+                && here != Some((ps, pz))
+                && addr >= prev_object_end
+            {
                 let (kind, name) = match self.info.object_at(a.space, a.space_offset(ps)) {
                     Some(s) => (Kind::SymbolOverrun, format!("`{}`", s.name)),
                     None => (
@@ -343,7 +375,7 @@ impl MemoryRun {
                     target: String::new(),
                     detail: format!(
                         "this instruction walked {name} and stepped past its end ({} byte(s) after it)",
-                        addr - (ps + pz)
+                        addr - prev_object_end
                     ),
                 });
             }
@@ -355,8 +387,8 @@ impl MemoryRun {
         if a.offset < self.info.heap_start || self.info.in_allocator(a.pc) {
             return;
         }
-        let end = a.offset + a.size;
-        let inside = |b: &Block| !b.pool && a.offset >= b.start && end <= b.start + b.size;
+        let end = a.offset.saturating_add(a.size);
+        let inside = |b: &Block| !b.pool && a.offset >= b.start && end <= b.end();
         if self.blocks.iter().any(inside) {
             return;
         }
@@ -369,7 +401,7 @@ impl MemoryRun {
         let detail = match below {
             Some(b) => format!(
                 "{} byte(s) past the end of the {}-byte block of {} (called at {})",
-                end - (b.start + b.size),
+                end.saturating_sub(b.end()),
                 b.size,
                 b.func.name(),
                 self.info.location(b.at.wrapping_sub(4))
@@ -445,7 +477,7 @@ impl MemoryRun {
     fn block_at(&self, offset: u32) -> Option<Block> {
         self.blocks
             .iter()
-            .filter(|b| !b.pool && offset >= b.start && offset < b.start + b.size)
+            .filter(|b| !b.pool && offset >= b.start && offset < b.end())
             .max_by_key(|b| b.start)
             .copied()
     }

@@ -78,6 +78,12 @@ pub struct ProgramInfo {
     allocator_code: Vec<(u32, u32)>,
     /// Entry addresses of every function, sorted.
     fn_starts: Vec<u32>,
+    /// Instructions in the program's text.
+    pub instructions: usize,
+    /// Per instruction: its function's index, and whether it is the function's entry (looked
+    /// up at every issue slot and access, so precomputed).
+    fn_of: Vec<u32>,
+    entry_at: Vec<bool>,
     locations: std::sync::Mutex<HashMap<u32, String>>,
 }
 
@@ -122,7 +128,19 @@ impl ProgramInfo {
         fn_starts.sort_unstable();
         fn_starts.dedup();
         let boot = program.boot_info();
+        let instructions = program.text().len() / 4;
+        let base = program.text_base();
+        let at = |i: usize| base.wrapping_add((i as u32) << 2);
+        let fn_of = (0..instructions)
+            .map(|i| fn_starts.partition_point(|&a| a <= at(i)) as u32)
+            .collect();
+        let entry_at = (0..instructions)
+            .map(|i| fn_starts.binary_search(&at(i)).is_ok())
+            .collect();
         ProgramInfo {
+            instructions,
+            fn_of,
+            entry_at,
             fn_starts,
             debug,
             base: program.text_base(),
@@ -136,12 +154,26 @@ impl ProgramInfo {
 
     /// The index of the function holding `pc` (by the symbol table).
     pub fn function_index(&self, pc: u32) -> usize {
-        self.fn_starts.partition_point(|&a| a <= pc)
+        match self.fn_of.get((pc.wrapping_sub(self.base) >> 2) as usize) {
+            Some(&f) => f as usize,
+            None => self.fn_starts.partition_point(|&a| a <= pc),
+        }
+    }
+
+    /// How many values [`ProgramInfo::function_index`] takes.
+    pub fn function_count(&self) -> usize {
+        self.fn_starts.len() + 1
     }
 
     /// Whether `pc` is a function's first instruction.
     pub fn is_entry(&self, pc: u32) -> bool {
-        self.fn_starts.binary_search(&pc).is_ok()
+        match self
+            .entry_at
+            .get((pc.wrapping_sub(self.base) >> 2) as usize)
+        {
+            Some(&e) => e,
+            None => self.fn_starts.binary_search(&pc).is_ok(),
+        }
     }
 
     /// Whether the instruction at `pc` belongs to the runtime's allocator.

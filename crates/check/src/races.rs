@@ -70,11 +70,11 @@ impl Shadow {
         }
     }
 
+    /// The cells of the page holding `offset` (`None`: past the memory).
     #[inline]
-    fn cell(&mut self, offset: u32) -> Option<&mut Cell> {
+    fn page(&mut self, offset: u32) -> Option<&mut [Cell]> {
         let page = self.pages.get_mut((offset >> PAGE_BITS) as usize)?;
-        let page = page.get_or_insert_with(|| vec![EMPTY; PAGE].into_boxed_slice());
-        Some(&mut page[offset as usize & (PAGE - 1)])
+        Some(page.get_or_insert_with(|| vec![EMPTY; PAGE].into_boxed_slice()))
     }
 }
 
@@ -191,88 +191,126 @@ impl RaceDetector {
             return;
         }
         let pc16 = (pc.wrapping_sub(self.base) >> 2) as u16;
-        let clock = self.clocks[tu];
-        let now = clock.0[tu];
-        let t8 = t as u8;
-        for i in 0..size {
-            let off = offset.wrapping_add(i);
-            let shadow = match space {
-                Space::Wram => &mut self.wram,
-                Space::Mram => &mut self.mram,
+        let me = Me {
+            t: t as u8,
+            clock: self.clocks[tu],
+            pc: pc16,
+        };
+        let shadow = match space {
+            Space::Wram => &mut self.wram,
+            Space::Mram => &mut self.mram,
+        };
+        let end = offset.saturating_add(size);
+        let mut off = offset;
+        // Page by page: one page lookup per run of bytes.
+        while off < end {
+            let run_end = end.min(((off >> PAGE_BITS) + 1) << PAGE_BITS);
+            let Some(page) = shadow.page(off) else {
+                break;
             };
-            let Some(cell) = shadow.cell(off) else {
-                continue;
-            };
-            let mut found: Option<(u8, u16, bool)> = None;
-            if write {
-                if cell.w_t == t8 && cell.w_c == now && cell.r_t == NOBODY {
-                    continue;
-                }
-                if cell.w_t != NOBODY && cell.w_t != t8 && !clock.covers(cell.w_t, cell.w_c) {
-                    found = Some((cell.w_t, cell.w_pc, true));
-                }
-                if found.is_none() {
-                    if cell.r_t == SHARED {
-                        let set = &self.read_sets[cell.r_c as usize];
-                        for (u, &(c, rpc)) in set.iter().enumerate() {
-                            if u != tu && c != 0 && !clock.covers(u as u8, c) {
-                                found = Some((u as u8, rpc, false));
-                                break;
-                            }
-                        }
-                    } else if cell.r_t != NOBODY
-                        && cell.r_t != t8
-                        && !clock.covers(cell.r_t, cell.r_c)
-                    {
-                        found = Some((cell.r_t, cell.r_pc, false));
+            for o in off..run_end {
+                let cell = &mut page[o as usize & (PAGE - 1)];
+                let found = if write {
+                    me.write(cell, &self.read_sets)
+                } else {
+                    me.read(cell, &mut self.read_sets)
+                };
+                if let Some((u, upc, uwrite)) = found {
+                    let key = (upc.min(pc16), upc.max(pc16));
+                    if self.seen.insert(key) {
+                        self.races.push(Race {
+                            space,
+                            offset: o,
+                            earlier: Side {
+                                tasklet: u32::from(u),
+                                pc: self.base.wrapping_add(u32::from(upc) << 2),
+                                write: uwrite,
+                            },
+                            later: Side {
+                                tasklet: t,
+                                pc,
+                                write,
+                            },
+                        });
                     }
                 }
-                cell.w_t = t8;
-                cell.w_c = now;
-                cell.w_pc = pc16;
-                cell.r_t = NOBODY;
-            } else {
-                if cell.r_t == t8 && cell.r_c == now {
-                    continue;
-                }
-                if cell.w_t != NOBODY && cell.w_t != t8 && !clock.covers(cell.w_t, cell.w_c) {
-                    found = Some((cell.w_t, cell.w_pc, true));
-                }
-                if cell.r_t == SHARED {
-                    self.read_sets[cell.r_c as usize][tu] = (now, pc16);
-                } else if cell.r_t == NOBODY || cell.r_t == t8 || clock.covers(cell.r_t, cell.r_c) {
-                    cell.r_t = t8;
-                    cell.r_c = now;
-                    cell.r_pc = pc16;
-                } else {
-                    let mut set: ReadSet = [(0, 0); MAX_TASKLETS];
-                    set[cell.r_t as usize] = (cell.r_c, cell.r_pc);
-                    set[tu] = (now, pc16);
-                    cell.r_t = SHARED;
-                    cell.r_c = self.read_sets.len() as u32;
-                    self.read_sets.push(set);
-                }
             }
-            if let Some((u, upc, uwrite)) = found {
-                let key = (upc.min(pc16), upc.max(pc16));
-                if self.seen.insert(key) {
-                    self.races.push(Race {
-                        space,
-                        offset: off,
-                        earlier: Side {
-                            tasklet: u as u32,
-                            pc: self.base.wrapping_add(u32::from(upc) << 2),
-                            write: uwrite,
-                        },
-                        later: Side {
-                            tasklet: t,
-                            pc,
-                            write,
-                        },
-                    });
-                }
+            off = run_end;
+        }
+    }
+}
+
+/// The accessing tasklet, its clock and instruction.
+struct Me {
+    t: u8,
+    clock: VClock,
+    pc: u16,
+}
+
+impl Me {
+    fn now(&self) -> u32 {
+        self.clock.0[self.t as usize]
+    }
+
+    /// The last write, if it races with this access.
+    fn against_write(&self, cell: &Cell) -> Option<(u8, u16, bool)> {
+        (cell.w_t != NOBODY && cell.w_t != self.t && !self.clock.covers(cell.w_t, cell.w_c))
+            .then_some((cell.w_t, cell.w_pc, true))
+    }
+
+    /// A write of the byte: the earlier access it races with, if any.
+    fn write(&self, cell: &mut Cell, read_sets: &[ReadSet]) -> Option<(u8, u16, bool)> {
+        let now = self.now();
+        if cell.w_t == self.t && cell.w_c == now && cell.r_t == NOBODY {
+            return None;
+        }
+        let mut found = self.against_write(cell);
+        if found.is_none() {
+            if cell.r_t == SHARED {
+                found = read_sets[cell.r_c as usize]
+                    .iter()
+                    .enumerate()
+                    .find(|&(u, &(c, _))| {
+                        u != self.t as usize && c != 0 && !self.clock.covers(u as u8, c)
+                    })
+                    .map(|(u, &(_, rpc))| (u as u8, rpc, false));
+            } else if cell.r_t != NOBODY
+                && cell.r_t != self.t
+                && !self.clock.covers(cell.r_t, cell.r_c)
+            {
+                found = Some((cell.r_t, cell.r_pc, false));
             }
         }
+        cell.w_t = self.t;
+        cell.w_c = now;
+        cell.w_pc = self.pc;
+        cell.r_t = NOBODY;
+        found
+    }
+
+    /// A read of the byte: the earlier write it races with, if any.
+    fn read(&self, cell: &mut Cell, read_sets: &mut Vec<ReadSet>) -> Option<(u8, u16, bool)> {
+        let now = self.now();
+        if cell.r_t == self.t && cell.r_c == now {
+            return None;
+        }
+        let found = self.against_write(cell);
+        if cell.r_t == SHARED {
+            read_sets[cell.r_c as usize][self.t as usize] = (now, self.pc);
+        } else if cell.r_t == NOBODY || cell.r_t == self.t || self.clock.covers(cell.r_t, cell.r_c)
+        {
+            cell.r_t = self.t;
+            cell.r_c = now;
+            cell.r_pc = self.pc;
+        } else {
+            let mut set: ReadSet = [(0, 0); MAX_TASKLETS];
+            set[cell.r_t as usize] = (cell.r_c, cell.r_pc);
+            set[self.t as usize] = (now, self.pc);
+            cell.r_t = SHARED;
+            cell.r_c = read_sets.len() as u32;
+            read_sets.push(set);
+        }
+        found
     }
 }
 
