@@ -633,6 +633,9 @@ fn run_command(
     ) {
         bail!("{e}");
     }
+    if report.check.is_some() && (server.server.is_some() || server.mpi.is_some()) {
+        bail!("--check watches the DPUs this process runs: it cannot be used with --server or --mpi (run without them)");
+    }
     let outputs = report.outputs()?;
     let mut cmd: Command = install.command(program);
     cmd.args(args);
