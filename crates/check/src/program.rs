@@ -63,6 +63,11 @@ const ALLOCATOR_FUNCTIONS: &[&str] = &[
     "fsb_free",
 ];
 
+/// Runtime functions that wait for a lock by reading it without its atomic bit (`vmutex_lock`
+/// spins on the lock byte, then takes the bit and reads it again): those reads are how they
+/// synchronise, not data accesses, and are not checked for races.
+const SPINNING_FUNCTIONS: &[&str] = &["vmutex_lock"];
+
 /// A DPU program as the checkers see it.
 pub struct ProgramInfo {
     pub debug: Option<DebugInfo>,
@@ -76,6 +81,8 @@ pub struct ProgramInfo {
     pub alloc_entries: HashMap<u32, AllocFn>,
     /// Code ranges `[lo, hi)` of the allocator functions.
     allocator_code: Vec<(u32, u32)>,
+    /// Code ranges `[lo, hi)` of the spinning functions.
+    spinning_code: Vec<(u32, u32)>,
     /// Entry addresses of every function, sorted.
     fn_starts: Vec<u32>,
     /// Instructions in the program's text.
@@ -93,6 +100,7 @@ impl ProgramInfo {
         let debug = DebugInfo::from_elf(elf).ok();
         let mut alloc_entries = HashMap::new();
         let mut allocator_code = Vec::new();
+        let mut spinning_code = Vec::new();
         let mut heap_start = openpim_engine::map::WRAM_SIZE;
         let mut fn_starts = Vec::new();
         if let Ok(file) = object::File::parse(elf) {
@@ -119,6 +127,9 @@ impl ProgramInfo {
                 };
                 if let Some(f) = f {
                     alloc_entries.insert(addr, f);
+                }
+                if SPINNING_FUNCTIONS.contains(&name) {
+                    spinning_code.push((addr, addr.saturating_add((s.size() as u32).max(4))));
                 }
                 if ALLOCATOR_FUNCTIONS.contains(&name) {
                     allocator_code.push((addr, addr.saturating_add((s.size() as u32).max(4))));
@@ -148,6 +159,7 @@ impl ProgramInfo {
             heap_start,
             alloc_entries,
             allocator_code,
+            spinning_code,
             locations: std::sync::Mutex::new(HashMap::new()),
         }
     }
@@ -174,6 +186,13 @@ impl ProgramInfo {
             Some(&e) => e,
             None => self.fn_starts.binary_search(&pc).is_ok(),
         }
+    }
+
+    /// Whether the instruction at `pc` belongs to a runtime function that spins on a lock.
+    pub fn in_spin(&self, pc: u32) -> bool {
+        self.spinning_code
+            .iter()
+            .any(|&(lo, hi)| pc >= lo && pc < hi)
     }
 
     /// Whether the instruction at `pc` belongs to the runtime's allocator.

@@ -144,7 +144,9 @@ impl Probe for CheckRun {
 
     fn access(&mut self, a: &Access) {
         if let Some(r) = self.races.as_mut() {
-            r.access(a.tasklet, a.pc, a.space, a.offset, a.size, a.write);
+            if a.write || !self.info.in_spin(a.pc) {
+                r.access(a.tasklet, a.pc, a.space, a.offset, a.size, a.write);
+            }
         }
         if let Some(m) = self.memory.as_mut() {
             m.access(a);
