@@ -373,10 +373,14 @@ impl MemoryRun {
                     space: a.space,
                     offset: a.offset,
                     target: String::new(),
-                    detail: format!(
-                        "this instruction walked {name} and stepped past its end ({} byte(s) after it)",
-                        addr - prev_object_end
-                    ),
+                    detail: match addr - prev_object_end {
+                        0 => format!(
+                            "this instruction walked {name} ({pz} bytes) and went on past its end"
+                        ),
+                        gap => format!(
+                            "this instruction walked {name} ({pz} bytes) and went on {gap} byte(s) past its end"
+                        ),
+                    },
                 });
             }
         }
