@@ -34,6 +34,7 @@ PROGRAMS = {
     "stack_overflow": (1, None),
     "uninit_read": (0, None),
     "alloc_overrun": (0, None),
+    "buddy_overrun": (0, None),
     "symbol_overrun": (0, None),
     # 4 tasklets: sum over t of (8 * 7 + 28 + 8 t) = 4 * 84 + 48 = 384, plus 32 increments
     "correct": (0, 416),

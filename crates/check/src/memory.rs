@@ -173,9 +173,11 @@ impl MemoryRun {
                         self.blocks.swap_remove(i);
                     }
                 }
-                AllocFn::MemAlloc | AllocFn::BuddyAlloc | AllocFn::FsbAlloc | AllocFn::FsbGet => {
-                    self.push_call(tu, call)
-                }
+                AllocFn::MemAlloc
+                | AllocFn::BuddyAlloc
+                | AllocFn::FsbAlloc
+                | AllocFn::FsbGet
+                | AllocFn::BuddySetUp => self.push_call(tu, call),
             }
         }
     }
@@ -208,6 +210,7 @@ impl MemoryRun {
             return;
         }
         let size = match call.func {
+            AllocFn::BuddySetUp => return,
             AllocFn::FsbAlloc => {
                 // Not a block: its blocks come from fsb_get (its memory is a pool).
                 self.fsb_sizes.insert(result, call.size);
@@ -388,7 +391,13 @@ impl MemoryRun {
 
     /// Outside every live heap block (the allocator's own accesses aside).
     fn check_heap(&mut self, a: &Access) {
-        if a.offset < self.info.heap_start || self.info.in_allocator(a.pc) {
+        // The allocator's own accesses (and those of what it calls: `memset` of its tables)
+        // are not checked against its blocks.
+        let in_call = self
+            .calls
+            .get(a.tasklet as usize)
+            .is_some_and(|c| !c.is_empty());
+        if a.offset < self.info.heap_start || in_call || self.info.in_allocator(a.pc) {
             return;
         }
         let end = a.offset.saturating_add(a.size);

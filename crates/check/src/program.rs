@@ -27,6 +27,8 @@ pub enum AllocFn {
     FsbGet,
     /// `fsb_free(allocator, p)`.
     FsbFree,
+    /// `buddy_init(size)`, `buddy_reset()`: the allocator's own work (clearing its tables).
+    BuddySetUp,
 }
 
 impl AllocFn {
@@ -40,6 +42,7 @@ impl AllocFn {
             AllocFn::FsbAlloc => "fsb_alloc",
             AllocFn::FsbGet => "fsb_get",
             AllocFn::FsbFree => "fsb_free",
+            AllocFn::BuddySetUp => "buddy_init",
         }
     }
 }
@@ -123,6 +126,7 @@ impl ProgramInfo {
                     "fsb_alloc" => Some(AllocFn::FsbAlloc),
                     "fsb_get" => Some(AllocFn::FsbGet),
                     "fsb_free" => Some(AllocFn::FsbFree),
+                    "buddy_init" | "buddy_reset" => Some(AllocFn::BuddySetUp),
                     _ => None,
                 };
                 if let Some(f) = f {
