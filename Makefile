@@ -7,6 +7,7 @@
 #                  and the launch's fixed cost derived from published launches (launch_cost.py)
 #   make test-programs  every published program (PrIM x {1,4,64} DPUs, SimplePIM, dpu_demo, PID-Comm),
 #                       each on both DPU engines, compared launch by launch
+#                       then PrIM at 4 DPUs, SimplePIM and dpu_demo under the checkers (docs/checking.md)
 #   make test-collectives  the collectives' full matrix at 64, 256 and 1,024 DPUs
 #   make study-collectives|study-sharing|study-tiers|study-allocation  a seed's full study (docs/study.md)
 #   make study-all  every study, full sizes, into study-all/ with an index REPORT.md
