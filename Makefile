@@ -7,6 +7,7 @@
 #                  and the launch's fixed cost derived from published launches (launch_cost.py)
 #   make test-programs  every published program (PrIM x {1,4,64} DPUs, SimplePIM, dpu_demo, PID-Comm),
 #                       each on both DPU engines, compared launch by launch
+#                       then PrIM at 4 DPUs, SimplePIM and dpu_demo under the checkers (docs/checking.md)
 #   make test-collectives  the collectives' full matrix at 64, 256 and 1,024 DPUs
 #   make study-collectives|study-sharing|study-tiers|study-allocation  a seed's full study (docs/study.md)
 #   make study-all  every study, full sizes, into study-all/ with an index REPORT.md
@@ -61,6 +62,7 @@ test: build
 	tests/report/run.sh
 	tests/debug/run.sh
 	tests/profile/run.sh
+	tests/check/run.py
 	tests/memory/run.sh
 	tests/remote/run.sh
 	$(if $(MPI_FEATURES),tests/mpi/run.py,@echo "SKIP tests/mpi (no OpenMPI: scripts/setup.sh installs it)")
@@ -86,6 +88,7 @@ test-mpi: build
 
 test-programs: build
 	tests/programs/run.py --all
+	tests/programs/run.py --check
 
 # The collectives' full matrix (1,024 DPUs, every shape, communicator, type and path): minutes.
 test-collectives: build
@@ -93,6 +96,7 @@ test-collectives: build
 
 bench: build
 	bench/run.sh
+	bench/check/run.py
 
 # MRAM backing stores: STREAM per store and persistence horizon, dedup, the big-data run
 # (bench/memory/run.py; a table and build/bench/memory.png).

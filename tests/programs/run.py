@@ -11,6 +11,10 @@ checksum comparison).
                                           SimplePIM 6, dpu_demo C and Python
     tests/programs/run.py --list          the names, one a line
     tests/programs/run.py NAME...         only these (e.g. prim/VA@64 simplepim/red)
+    tests/programs/run.py --check         PrIM 16 at 4 DPUs, SimplePIM, dpu_demo under both checkers
+                                          (OPENPIM_CHECK=memory,races; built with -g): each passes its
+                                          own check and reports only the findings judged in
+                                          docs/checking.md (tests/programs/check_known.json)
 
 Every program runs on both DPU engines (the translating engine, OPENPIM_ENGINE=jit, with its code
 translated at once, OPENPIM_JIT_HOT_SLOTS=0, then the interpreter, interp), each judged by the program's own check, and the two runs' reports must
@@ -253,13 +257,50 @@ def launches_of(report: Path) -> list | None:
             for l in launches]
 
 
+# The programs run under the checkers (`--check`).
+CHECK_SET = [f"prim/{b}@4" for b in PRIM_64] + [f"simplepim/{e}" for e in SIMPLEPIM] + [
+    "dpu_demo/c", "dpu_demo/python"]
+
+# Findings judged in docs/checking.md: program -> ["KIND LOCATION[ LOCATION]", ...].
+CHECK_KNOWN = Path(__file__).resolve().parent / "check_known.json"
+
+
+def with_debug_info(workdir: Path, env: dict[str, str]) -> None:
+    """Puts first on PATH a DPU compiler that adds -g (findings name source lines)."""
+    bindir = workdir / "check-bin"
+    bindir.mkdir(exist_ok=True)
+    cc = bindir / "dpu-upmem-dpurte-clang"
+    cc.write_text(f'#!/usr/bin/env bash\nexec "{ROOT}/sdk/bin/dpu-upmem-dpurte-clang" -g "$@"\n')
+    cc.chmod(0o755)
+    env["PATH"] = f"{bindir}:{env['PATH']}"
+
+
+def check_findings(name: str, report: Path) -> tuple[str | None, list[str]]:
+    """(why the findings fail, the findings as "KIND LOCATION..." lines)."""
+    try:
+        section = json.loads(report.read_text())["check"]
+    except (OSError, ValueError, KeyError) as e:
+        return f"no check section in the report: {e}", []
+    got = sorted({" ".join([f["kind"], *sorted(a["location"] for a in f["accesses"])]) for f in section["findings"]})
+    known = set(json.loads(CHECK_KNOWN.read_text()).get(name, [])) if CHECK_KNOWN.exists() else set()
+    new = [g for g in got if g not in known]
+    if new:
+        return f"{len(new)} finding(s) not judged in docs/checking.md: {'; '.join(new)}", got
+    return None, got
+
+
 def run_program(p: Program, workdir: Path, timeout: int, verbose: bool,
-                engines: bool = True) -> tuple[bool, float, str]:
+                engines: bool = True, check: bool = False) -> tuple[bool, float, str]:
     dest = workdir / p.name.replace("/", "_").replace("@", "_")
     shutil.copytree(p.src, dest, symlinks=True)
     cwd = dest / p.work_sub
     env = sdk_env()
     env.update(p.env)
+    if check:
+        engines = False
+        with_debug_info(workdir, env)
+        env["OPENPIM_CHECK"] = "memory,races"
+        env["OPENPIM_REPORT"] = str(dest / "report-check.json")
     if engines:
         env["OPENPIM_ENGINE"] = "jit"
         # (Translated at once, not only once hot: the test sizes are small.)
@@ -305,6 +346,10 @@ def run_program(p: Program, workdir: Path, timeout: int, verbose: bool,
         why = "timed out" if rc == -1 else judge(p, rc, out)
         if why is None and p.check is not None:
             why = p.check(cwd, out)
+    if why is None and check:
+        why, got = check_findings(p.name, dest / "report-check.json")
+        if why is None:
+            print(f"     {p.name}: {len(got)} known finding(s)" + "".join(f"\n       {g}" for g in got))
     if why is None and engines:
         # The same binary on the interpreter: its own check, and the same launches.
         env["OPENPIM_ENGINE"] = "interp"
@@ -342,6 +387,8 @@ def main() -> int:
     ap.add_argument("--list", action="store_true", help="list the programs")
     ap.add_argument("--one-engine", action="store_true",
                     help="run the default DPU engine only (no comparison of the engines)")
+    ap.add_argument("--check", action="store_true",
+                    help="run under both checkers (default: PrIM at 4 DPUs, SimplePIM, dpu_demo)")
     args = ap.parse_args()
 
     progs = all_programs()
@@ -352,7 +399,8 @@ def main() -> int:
     if not THIRD_PARTY.is_dir():
         print(f"error: {THIRD_PARTY} not found (set THIRD_PARTY to the third_party folder)", file=sys.stderr)
         return 2
-    names = list(progs) if args.all else (args.names or CI_SUBSET)
+    default = CHECK_SET if args.check else CI_SUBSET
+    names = list(progs) if args.all else (args.names or default)
     unknown = [n for n in names if n not in progs]
     if unknown:
         print(f"error: unknown program(s) {', '.join(unknown)}; see --list", file=sys.stderr)
@@ -366,7 +414,8 @@ def main() -> int:
     total_start = time.monotonic()
     try:
         for n in names:
-            ok, secs, why = run_program(progs[n], workdir, timeout, verbose, not args.one_engine)
+            ok, secs, why = run_program(progs[n], workdir, timeout, verbose, not args.one_engine,
+                                        args.check)
             if ok:
                 passed += 1
                 print(f"PASS {n:24s} {secs:7.1f} s", flush=True)

@@ -173,6 +173,18 @@ struct ReportOpts {
     /// Write a Chrome/Perfetto trace of the virtual timeline (one track for the host, one per rank).
     #[arg(long, value_name = "FILE.json")]
     trace: Option<String>,
+    /// Run the checkers on the DPU programs: `memory` (uninitialised reads, overruns of symbols
+    /// and heap blocks, stack overflows, stack report), `races` (unordered accesses of
+    /// tasklets), or `memory,races` (docs/checking.md). Findings go to stderr and the report.
+    #[arg(long, value_name = "memory|races|memory,races", value_parser = parse_check)]
+    check: Option<String>,
+}
+
+/// A `--check` value: the checkers it names, as OPENPIM_CHECK takes them.
+fn parse_check(v: &str) -> std::result::Result<String, String> {
+    openpim_check::parse(v)
+        .map(|m| m.name().to_string())
+        .map_err(|_| format!("accepted values are {}", openpim_check::ACCEPTED))
 }
 
 /// A file `openpim run` was asked to write (`--report=FILE.json`, `--trace=FILE.json`), and
@@ -263,6 +275,9 @@ impl ReportOpts {
         }
         if let Some(t) = &self.trace {
             v.push(("OPENPIM_TRACE", abs(t)));
+        }
+        if let Some(c) = &self.check {
+            v.push((openpim_check::CHECK_ENV, c.clone()));
         }
         v
     }
@@ -667,6 +682,9 @@ fn run_command(
         openpim_runtime::host_cores(),
     ) {
         bail!("{e}");
+    }
+    if report.check.is_some() && (server.server.is_some() || server.mpi.is_some()) {
+        bail!("--check watches the DPUs this process runs: it cannot be used with --server or --mpi (run without them)");
     }
     let outputs = report.outputs()?;
     let mut cmd: Command = install.command(program);

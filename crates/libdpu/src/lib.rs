@@ -161,6 +161,8 @@ pub(crate) unsafe fn alloc_common(
         // The debugging tools the environment asks for (GDB server, traces, core dumps).
         debug_tools::install(profile)?;
         profile::start()?;
+        // The checkers (`OPENPIM_CHECK`) attach before the first DPU runs.
+        openpim_check::install_from_env().map_err(|e| fail(DPU_ERR_SYSTEM, e.to_string()))?;
         let set = if ranks {
             openpim_runtime::alloc_ranks(count, profile)?
         } else {

@@ -41,6 +41,32 @@ pub trait RunObserver: Probe {
 pub trait Observers: Send + Sync {
     /// An observer for the run about to start at `site`, or `None` to leave it alone.
     fn observe(&self, site: &RunSite) -> Option<Box<dyn RunObserver>>;
+
+    /// The host wrote DPU memory of DPU `dpu` of rank slot `rank` (a transfer, a symbol
+    /// copy, a program load), between runs.
+    fn host_wrote(&self, _rank: u32, _dpu: u32, _write: &HostWrite) {}
+}
+
+/// What the host wrote into a DPU's memory.
+pub enum HostWrite<'a> {
+    /// `program` was loaded: WRAM is its image and MRAM holds its segments.
+    Load(&'a Arc<Program>),
+    /// Bytes `offset..offset + len` of WRAM.
+    Wram { offset: u32, len: u32 },
+    /// Bytes `offset..offset + len` of MRAM.
+    Mram { offset: u32, len: u32 },
+}
+
+/// Tells the installed tools that the host wrote a DPU's memory (nothing when none is
+/// installed).
+pub(crate) fn host_wrote(rank: u32, dpu: u32, write: &HostWrite) {
+    if !any_installed() {
+        return;
+    }
+    let tools = INSTALLED.read().unwrap_or_else(|e| e.into_inner());
+    for t in tools.iter() {
+        t.host_wrote(rank, dpu, write);
+    }
 }
 
 static INSTALLED: RwLock<Vec<Arc<dyn Observers>>> = RwLock::new(Vec::new());

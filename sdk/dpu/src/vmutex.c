@@ -3,9 +3,12 @@
 #include <vmutex.h>
 #include <openpim_ecall.h>
 
+/* The virtual mutexes of one lock byte share its hardware bit: their read-modify-writes of
+ * the byte must exclude each other (a bit per id, id % nr_hw_mutexes, let two tasklets update
+ * the same byte under different bits and lose one update: a lock held forever). */
 static inline uint32_t hw_bit(vmutex_t *v, uint32_t id)
 {
-    return (uint32_t)(uintptr_t)&v->bits[id % v->nr_hw_mutexes];
+    return (uint32_t)(uintptr_t)&v->bits[(id >> 3) % v->nr_hw_mutexes];
 }
 
 void vmutex_lock(vmutex_t *vmutex, uint32_t id)

@@ -266,6 +266,9 @@ pub struct Report {
     /// The profiler's summary (runs under `openpim profile` / `OPENPIM_PROFILE` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<ProfileSummary>,
+    /// The checkers' findings and stack report (`openpim run --check`; absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<serde_json::Value>,
     pub advice: Vec<Advice>,
 }
 
@@ -299,6 +302,16 @@ static PROFILE_SOURCE: std::sync::OnceLock<fn() -> Option<ProfileSummary>> =
 /// Makes the report include the profiler's summary (`f` is asked when a report is built).
 pub fn set_profile_source(f: fn() -> Option<ProfileSummary>) {
     let _ = PROFILE_SOURCE.set(f);
+}
+
+/// Makes the report's `check` section (installed by the checkers, `openpim-check`).
+pub type CheckSection = fn() -> serde_json::Value;
+
+static CHECK_SECTION: std::sync::RwLock<Option<CheckSection>> = std::sync::RwLock::new(None);
+
+/// Installs what fills the report's `check` section.
+pub fn set_check_section(section: CheckSection) {
+    *CHECK_SECTION.write().unwrap_or_else(|e| e.into_inner()) = Some(section);
 }
 
 /// The messages of one kind of request between the program and its MPI workers.
@@ -409,6 +422,10 @@ fn build(s: &State) -> Report {
         phases: Phases::from_fn(|p| s.clock.host_phase_ns(p)),
         sdk_calls: s.sdk_calls,
         engine: crate::clock::engine_use::report(),
+        check: CHECK_SECTION
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .map(|section| section()),
         ..Report::default()
     };
     // Ranks.

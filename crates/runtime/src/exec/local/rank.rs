@@ -466,6 +466,9 @@ impl LocalRank {
             meta.programs[*d as usize] = Some(Arc::clone(&program));
         }
         drop(meta);
+        for d in dpus {
+            crate::observe::host_wrote(self.id, *d, &crate::observe::HostWrite::Load(&program));
+        }
         if !prog.mram_segments().is_empty() {
             self.persist(state, Persist::Transfer, dpus.iter().copied())?;
         }
@@ -627,6 +630,21 @@ impl LocalRank {
             for item in items {
                 write_one(&mut state.dpus[item.dpu as usize], item)?;
             }
+        }
+        // The developer tools (the memory checker) learn what the host initialised.
+        for item in items {
+            let write = match item.place {
+                Place::Wram(a) => crate::observe::HostWrite::Wram {
+                    offset: a.0,
+                    len: len as u32,
+                },
+                Place::Mram(a) => crate::observe::HostWrite::Mram {
+                    offset: a.0,
+                    len: len as u32,
+                },
+                Place::Iram(_) => continue,
+            };
+            crate::observe::host_wrote(self.id, item.dpu, &write);
         }
         if items.iter().any(|i| matches!(i.place, Place::Mram(_))) {
             self.persist(state, Persist::Transfer, items.iter().map(|i| i.dpu))?;
