@@ -348,5 +348,25 @@ fn first_mram_access_after_a_launch_pays_the_mux_switch_once() {
     launch();
     launch();
     assert_eq!(read_back_ns(&set, "buffer", 64), plain + mux);
+    // An MRAM write after a launch pays it as well, in the CPU-DPU phase.
+    launch();
+    let before = report::report().phases.cpu_dpu_ns;
+    {
+        let _c = SdkCall::enter();
+        set.dpus()[0]
+            .copy_to(SymbolRef::Name("buffer"), 0, &[7u8; 64])
+            .unwrap();
+    }
+    let write = report::report().phases.cpu_dpu_ns - before;
+    assert!(
+        write >= mux,
+        "the write took {write} ns, the switch alone {mux}"
+    );
+    // The report counts the switches: three reads and one write.
+    let r = report::report();
+    assert_eq!(r.transfers.mux_switches_from_dpu, 3);
+    assert_eq!(r.transfers.mux_switches_to_dpu, 1);
+    assert_eq!(r.transfers.mux_switch_ns, 4 * mux);
+    check_schema(&r);
     drop(set);
 }

@@ -73,6 +73,10 @@ pub struct XferTotals {
     pub bus_ns: [u64; 2],
     /// Measured host interleaving time, summed.
     pub interleave_ns: u64,
+    /// Transfers that first switched their rank's MRAM back to the host after a launch, by
+    /// direction (to, from), and the time those switches took.
+    pub mux_switches: [u64; 2],
+    pub mux_switch_ns: u64,
     /// Rank operations whose fixed per-call cost is at least half of their duration.
     pub small_ops: u64,
     /// Duration of those operations, summed.
@@ -1066,6 +1070,10 @@ fn finish_issued(rank: u32, hw: &HardwareProfile, done: OpDone, issue: Issue) {
                 x.ops[di][ki] += 1;
                 x.bytes[di] += len as u64 * u64::from(dpus);
                 x.bus_ns[di] += modeled;
+                if mux > 0 {
+                    x.mux_switches[di] += 1;
+                    x.mux_switch_ns += mux;
+                }
                 if let Some(id) = issue.exchange {
                     s.inter_dpu.add_xfer_bytes(id, len as u64 * u64::from(dpus));
                 }
