@@ -99,6 +99,7 @@ bench-memory: build
 
 fidelity: build
 	bench/fidelity/run.py
+	bench/fidelity/run.py --prim-only --no-plots --table vpim
 	bench/fidelity/launch_cost.py
 	bench/fidelity/transfer_floor.py
 
