@@ -17,8 +17,8 @@ The forms, each a sum of non-negative constants times what a row does (per itera
   - + mux switch (DPU-CPU): and a cost per transfer that was a rank's first MRAM access after
     a launch (the model's form since `[launch] mux_switch_ns`; the report counts them);
   - + host cache (CPU-DPU): the cost per byte split in two, one for calls whose bytes fit
-    the host's last-level cache (11 MiB, the Xeon Silver 4110 / 4215 of UPMEM's servers:
-    Intel's product pages) and one for larger calls — a form that follows size. A row's
+    the host's last-level cache (11 MiB: the Xeon Silver 4215 of the 2,560-DPU server of the
+    default profile, Intel's product page) and one for larger calls — a form that follows size. A row's
     largest call is its bytes when it makes at most 3 calls (one large push and small
     argument transfers), else its bytes per call (TRNS: thousands of 64-byte pushes).
 
