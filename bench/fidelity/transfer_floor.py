@@ -1,24 +1,36 @@
 #!/usr/bin/env python3
-"""How near any transfer model can get to the calibration rows: the rows' own scatter.
+"""How near transfer models of a given form can get to the calibration rows: the rows' own scatter.
 
 The calibration rows (shared/calibration/prim-calibration.csv) give each PrIM run's CPU-DPU and
-DPU-CPU time on the real server. A transfer model of the usual kind charges a direction's time
-as a fixed cost per SDK call plus a cost per byte. This script fits that form to the hardware
-rows themselves, in-sample — a fit no model may do (it judges the model on the very rows it
-would be fitted to) — and reports the mean absolute error that even the fitted form leaves:
+DPU-CPU time on the real server. This script fits model forms to the hardware rows themselves,
+in-sample — a fit no model may do (it judges the model on the very rows it would be fitted
+to) — and reports the mean absolute error that even the fitted form leaves, for two groupings:
 
-  - per DPU count (each direction: 4 fits, 2 parameters each), pooling the benchmarks;
-  - per DPU count and benchmark (24 fits), each benchmark's rows with their own two constants.
+  - per DPU count (4 fits per form), pooling the benchmarks;
+  - per DPU count and benchmark (24 fits per form), each benchmark's rows with their own
+    constants.
 
-What is left after the second is scatter the form cannot follow (rows where twice the bytes
-take the same time, or where the time per byte changes by 2x between neighbouring sizes), i.e.
-a floor under the MAE of any model of that form, fitted or not. The calls and bytes of each row
-are the program's own (the run report's `transfers`), read from the table that
-`bench/fidelity/run.py --prim-only` writes (bench/fidelity/out/prim_calibration.csv).
+The forms, each a sum of non-negative constants times what a row does (per iteration):
 
-The fit minimises the mean of |a x calls + b x bytes - hw| / hw over a log grid of a (0.1 µs to
-10 ms per call, and 0) and b (1 ps to 100 ns per byte, and 0), then over a finer grid (±10 %)
-around the best point.
+  - fixed + bytes: a fixed cost per SDK call and a cost per byte (the bus model's form
+    without the mux switch);
+  - + mux switch (DPU-CPU): and a cost per transfer that was a rank's first MRAM access after
+    a launch (the model's form since `[launch] mux_switch_ns`; the report counts them);
+  - + host cache (CPU-DPU): the cost per byte split in two, one for calls whose bytes fit
+    the host's last-level cache (11 MiB: the Xeon Silver 4215 of the 2,560-DPU server of the
+    default profile, Intel's product page) and one for larger calls — a form that follows size. A row's
+    largest call is its bytes when it makes at most 3 calls (one large push and small
+    argument transfers), else its bytes per call (TRNS: thousands of 64-byte pushes).
+
+What is left after the per-benchmark fit of a form is scatter that form cannot follow (rows
+where twice the bytes take the same time, or where the time per byte changes by 2x between
+neighbouring sizes), i.e. a floor under the MAE of any model of that form, fitted or not. The
+calls, bytes and mux switches of each row are the program's own (the run report's
+`transfers`), read from the table that `bench/fidelity/run.py --prim-only` writes
+(bench/fidelity/out/prim_calibration.csv).
+
+Each fit minimises the mean of |sum of constant x feature - hw| / hw over a log grid of each
+constant (and 0), then over a finer grid around the best point.
 
 Usage: bench/fidelity/transfer_floor.py [--table FILE]
 """
@@ -26,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import itertools
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -34,40 +47,79 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 TABLE = HERE / "out" / "prim_calibration.csv"
-DIRECTIONS = {
-    "CPU-DPU": ("hw_cpu_dpu_ms", "model_cpu_dpu_ms", "cpu_dpu_calls", "cpu_dpu_bytes"),
-    "DPU-CPU": ("hw_dpu_cpu_ms", "model_dpu_cpu_ms", "dpu_cpu_calls", "dpu_cpu_bytes"),
-}
-PER_CALL_MS = np.concatenate([[0.0], np.logspace(-4, 1, 301)])
-PER_BYTE_MS = np.concatenate([[0.0], np.logspace(-9, -4, 301)])
+HOST_CACHE_BYTES = 11 * 2**20
+# Grid of each constant, ms per unit: per call or per switch 0.1 µs .. 10 ms, per byte 1 ps ..
+# 100 ns; coarser when a form has three constants (the search is a product of the grids).
+PER_EVENT_MS = (-4.0, 1.0)
+PER_BYTE_MS = (-9.0, -4.0)
 
 
-def best_on_grid(calls: np.ndarray, nbytes: np.ndarray, hw: np.ndarray,
-                 per_call: np.ndarray, per_byte: np.ndarray) -> tuple[float, float, np.ndarray]:
-    """The a, b of the grid with the least mean relative error, and its errors."""
-    pred = per_call[:, None, None] * calls + per_byte[None, :, None] * nbytes
-    err = np.abs(pred - hw) / hw
-    i, j = np.unravel_index(np.argmin(err.mean(axis=2)), err.shape[:2])
-    return float(per_call[i]), float(per_byte[j]), err[i, j]
+def largest_call(calls: float, nbytes: float) -> float:
+    return nbytes if calls <= 3 else nbytes / max(calls, 1.0)
 
 
-def fitted_errors(calls: np.ndarray, nbytes: np.ndarray, hw: np.ndarray) -> np.ndarray:
-    """Relative errors of the best a x calls + b x bytes on these rows: a log grid, then a
-    finer one around its best point."""
-    a, b, _ = best_on_grid(calls, nbytes, hw, PER_CALL_MS, PER_BYTE_MS)
-    fine = np.linspace(0.9, 1.1, 81)
-    return best_on_grid(calls, nbytes, hw, np.append(a * fine, 0.0), np.append(b * fine, 0.0))[2]
+def features(r: dict[str, str], direction: str, form: str) -> tuple[list[float], float, float]:
+    """The row's features for `form` (and their grid kinds), its hardware ms and model ms."""
+    if direction == "CPU-DPU":
+        calls, nbytes = float(r["cpu_dpu_calls"]), float(r["cpu_dpu_bytes"])
+        hw, model = float(r["hw_cpu_dpu_ms"]), float(r["model_cpu_dpu_ms"])
+        mux = float(r.get("cpu_dpu_mux") or 0.0)
+    else:
+        calls, nbytes = float(r["dpu_cpu_calls"]), float(r["dpu_cpu_bytes"])
+        hw, model = float(r["hw_dpu_cpu_ms"]), float(r["model_dpu_cpu_ms"])
+        mux = float(r.get("dpu_cpu_mux") or 0.0)
+    if form == "fixed + bytes":
+        return [calls, nbytes], hw, model
+    if form == "+ mux switch":
+        return [calls, nbytes, mux], hw, model
+    cached = largest_call(calls, nbytes) <= HOST_CACHE_BYTES
+    return [calls, nbytes if cached else 0.0, 0.0 if cached else nbytes], hw, model
 
 
-def floor(rows: list[dict[str, str]], direction: str, key: Callable[[dict[str, str]], object]) -> tuple[float, int]:
-    hw_col, _, calls_col, bytes_col = DIRECTIONS[direction]
+KINDS = {"fixed + bytes": "eb", "+ mux switch": "ebe", "+ host cache": "ebb"}
+FORMS = {"CPU-DPU": ["fixed + bytes", "+ host cache"], "DPU-CPU": ["fixed + bytes", "+ mux switch"]}
+
+
+def grid(kind: str, points: int) -> np.ndarray:
+    lo, hi = PER_EVENT_MS if kind == "e" else PER_BYTE_MS
+    return np.concatenate([[0.0], np.logspace(lo, hi, points)])
+
+
+def best_on_grid(x: np.ndarray, hw: np.ndarray, grids: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The constants of the grids' product with the least mean relative error, and its errors."""
+    best, best_err, best_c = np.inf, None, None
+    # One constant is searched in a vectorised sweep, the others in a loop over their grids.
+    for rest in itertools.product(*grids[1:]):
+        base = x[:, 1:] @ np.array(rest) if len(rest) else np.zeros(len(hw))
+        pred = grids[0][:, None] * x[None, :, 0] + base[None, :]
+        err = np.abs(pred - hw) / hw
+        m = err.mean(axis=1)
+        i = int(np.argmin(m))
+        if m[i] < best:
+            best, best_err, best_c = m[i], err[i], np.array((grids[0][i],) + rest)
+    return best_c, best_err
+
+
+def fitted_errors(x: np.ndarray, hw: np.ndarray, kinds: str) -> np.ndarray:
+    """Relative errors of the best non-negative combination of the features on these rows: a
+    log grid, then a finer one around its best point."""
+    points = 300 if len(kinds) == 2 else 60
+    c, _ = best_on_grid(x, hw, [grid(k, points) for k in kinds])
+    fine = np.linspace(0.85, 1.15, 41 if len(kinds) == 2 else 13)
+    return best_on_grid(x, hw, [np.append(v * fine, 0.0) for v in c])[1]
+
+
+def floor(rows: list[dict[str, str]], direction: str, form: str,
+          key: Callable[[dict[str, str]], object]) -> tuple[float, int]:
     groups: dict[object, list[dict[str, str]]] = {}
     for r in rows:
         groups.setdefault(key(r), []).append(r)
     errs = []
     for g in groups.values():
-        col = lambda c: np.array([float(r[c]) for r in g])  # noqa: E731
-        errs.append(fitted_errors(col(calls_col), col(bytes_col), col(hw_col)))
+        feats = [features(r, direction, form) for r in g]
+        x = np.array([f[0] for f in feats])
+        hw = np.array([f[1] for f in feats])
+        errs.append(fitted_errors(x, hw, KINDS[form]))
     return float(np.concatenate(errs).mean()), len(groups)
 
 
@@ -80,14 +132,19 @@ def main() -> int:
     rows = [r for r in csv.DictReader(a.table.open()) if r.get("check") == "OK"]
     if not rows:
         sys.exit(f"{a.table} has no verified row")
-    print(f"transfer MAE on the {len(rows)} calibration rows: the model against the form fixed cost per call +")
-    print("cost per byte fitted to the rows themselves (in-sample; a floor under any model of that form)")
-    print(f"{'direction':<9} {'model':>7} {'fit per DPU count':>19} {'fit per DPU count and benchmark':>33}")
-    for d, (hw_col, model_col, _, _) in DIRECTIONS.items():
-        model = np.mean([abs(float(r[model_col]) - float(r[hw_col])) / float(r[hw_col]) for r in rows])
-        per_dpus, n1 = floor(rows, d, lambda r: r["dpus"])
-        per_bench, n2 = floor(rows, d, lambda r: (r["dpus"], r["benchmark"]))
-        print(f"{d:<9} {model * 100:>6.1f}% {per_dpus * 100:>8.1f}% ({n1} fits) {per_bench * 100:>21.1f}% ({n2} fits)")
+    if "dpu_cpu_mux" not in rows[0]:
+        sys.exit(f"{a.table} has no mux switch counts (written before they were recorded): "
+                 "run bench/fidelity/run.py --prim-only again")
+    print(f"transfer MAE on the {len(rows)} calibration rows: the model against forms fitted to the rows")
+    print("themselves (in-sample; the per-benchmark fit is a floor under any model of that form)")
+    print(f"{'direction':<9} {'model':>7}  {'form':<15} {'fit per DPU count':>19} {'fit per DPU count and benchmark':>33}")
+    for d, forms in FORMS.items():
+        model = np.mean([abs(m - hw) / hw for _, hw, m in (features(r, d, forms[0]) for r in rows)])
+        for i, form in enumerate(forms):
+            per_dpus, n1 = floor(rows, d, form, lambda r: r["dpus"])
+            per_bench, n2 = floor(rows, d, form, lambda r: (r["dpus"], r["benchmark"]))
+            lead = f"{d:<9} {model * 100:>6.1f}%" if i == 0 else " " * 17
+            print(f"{lead}  {form:<15} {per_dpus * 100:>8.1f}% ({n1} fits) {per_bench * 100:>21.1f}% ({n2} fits)")
     return 0
 
 

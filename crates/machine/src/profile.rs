@@ -135,9 +135,9 @@ pub struct TopologySpec {
 }
 
 /// Fixed host-side cost of a kernel launch (`[launch]`): added to the modeled
-/// `max cycles / frequency` of every launch, ns. The built-in profiles set both to 0: no
-/// published measurement of the SDK's launch and completion cost was found
-/// (`docs/fidelity.md`, "Kernel launch, allocation and loading").
+/// `max cycles / frequency` of every launch, ns; and the cost of handing a rank's MRAM back to
+/// the host after a launch, paid by the first host access to that MRAM
+/// (`docs/fidelity.md`, "Kernel launch, allocation and loading", gives each figure's source).
 #[derive(Debug, Clone, PartialEq, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LaunchSpec {
@@ -145,6 +145,11 @@ pub struct LaunchSpec {
     pub fixed_ns: u64,
     /// Per rank the call launches, paid one rank after the other, ns.
     pub per_rank_ns: u64,
+    /// The MRAM mux switched back to the host side: paid once per rank by its first host
+    /// transfer to or from MRAM after a launch (the SDK switches lazily), in that transfer's
+    /// phase, ns. Absent: 0.
+    #[serde(default)]
+    pub mux_switch_ns: u64,
 }
 
 /// What-if direct DPU-to-DPU links (`[links]`): not in the UPMEM profiles (the hardware has
@@ -636,6 +641,7 @@ mod tests {
             let want = LaunchSpec {
                 fixed_ns: 85_500,
                 per_rank_ns: 5_800,
+                mux_switch_ns: 36_000,
             };
             assert_eq!(p.launch, Some(want), "{name}");
         }
@@ -643,6 +649,11 @@ mod tests {
         let p = HardwareProfile::parse("x", &text.replace("fixed_ns = 85500", "fixed_ns = 25000"))
             .unwrap();
         assert_eq!(p.launch_spec().fixed_ns, 25_000);
+        // A profile written before the mux switch was modeled still loads: no switch cost.
+        let p = HardwareProfile::parse("pre-mux", &text.replace("mux_switch_ns = 36000\n", ""))
+            .unwrap();
+        assert_eq!(p.launch_spec().mux_switch_ns, 0);
+        assert_eq!(p.launch_spec().fixed_ns, 85_500);
         let start = text.find("\n[launch]").unwrap();
         let end = text.find("\n[topology]").unwrap();
         let old = format!("{}{}", &text[..start], &text[end..]);

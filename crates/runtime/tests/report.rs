@@ -293,3 +293,80 @@ fn inter_dpu_exchanges_nest_and_count_once() {
     assert_eq!(events.len(), 2);
     timeline::reset();
 }
+
+/// The DPU-CPU time the report shows for one synchronous read of `len` bytes of `symbol`
+/// from the set's first DPU.
+fn read_back_ns(set: &openpim_runtime::DpuSet, symbol: &str, len: usize) -> u64 {
+    let before = report::report().phases.dpu_cpu_ns;
+    {
+        let _c = SdkCall::enter();
+        let mut out = vec![0u8; len];
+        set.dpus()[0]
+            .copy_from(SymbolRef::Name(symbol), 0, &mut out)
+            .unwrap();
+    }
+    report::report().phases.dpu_cpu_ns - before
+}
+
+#[test]
+fn first_mram_access_after_a_launch_pays_the_mux_switch_once() {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(path) = compile() else {
+        return;
+    };
+    let mux = openpim_machine::HardwareProfile::load("upmem-v1a")
+        .unwrap()
+        .launch_spec()
+        .mux_switch_ns;
+    assert!(mux > 0, "the default profile models the mux switch");
+    timeline::reset();
+    let set = {
+        let _c = SdkCall::enter();
+        let s = alloc(Some(1), "nrRanks=1,nrDpusPerRank=1").unwrap();
+        s.load_file(path.to_str().unwrap()).unwrap();
+        s
+    };
+    let launch = || {
+        let _c = SdkCall::enter();
+        set.launch(LaunchPolicy::Synchronous).unwrap();
+    };
+    // Before any launch the MRAM is the host's: a read costs the bus model alone.
+    let plain = read_back_ns(&set, "buffer", 64);
+    assert!(plain > 0);
+    // The first MRAM read after a launch switches the mux back first; the next one does not.
+    launch();
+    assert_eq!(read_back_ns(&set, "buffer", 64), plain + mux);
+    assert_eq!(read_back_ns(&set, "buffer", 64), plain);
+    // WRAM (a __host variable) is read through the control interface: no switch, and the
+    // MRAM read after it still pays.
+    launch();
+    let wram = read_back_ns(&set, "result", 8);
+    let again = read_back_ns(&set, "result", 8);
+    assert_eq!(wram, again, "a WRAM read after a launch pays no mux switch");
+    assert_eq!(read_back_ns(&set, "buffer", 64), plain + mux);
+    // Two launches in a row: one switch back.
+    launch();
+    launch();
+    assert_eq!(read_back_ns(&set, "buffer", 64), plain + mux);
+    // An MRAM write after a launch pays it as well, in the CPU-DPU phase.
+    launch();
+    let before = report::report().phases.cpu_dpu_ns;
+    {
+        let _c = SdkCall::enter();
+        set.dpus()[0]
+            .copy_to(SymbolRef::Name("buffer"), 0, &[7u8; 64])
+            .unwrap();
+    }
+    let write = report::report().phases.cpu_dpu_ns - before;
+    assert!(
+        write >= mux,
+        "the write took {write} ns, the switch alone {mux}"
+    );
+    // The report counts the switches: three reads and one write.
+    let r = report::report();
+    assert_eq!(r.transfers.mux_switches_from_dpu, 3);
+    assert_eq!(r.transfers.mux_switches_to_dpu, 1);
+    assert_eq!(r.transfers.mux_switch_ns, 4 * mux);
+    check_schema(&r);
+    drop(set);
+}

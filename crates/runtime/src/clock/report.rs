@@ -152,6 +152,15 @@ pub struct TransferReport {
     pub small_transfers_ns: u64,
     /// Serial transfers that came in runs (loops) over DPUs.
     pub serial_in_loops: u64,
+    /// Transfers that were a rank's first MRAM access after a launch, and so first switched
+    /// its MRAM back to the host (`[launch] mux_switch_ns` each), by direction, and the time
+    /// of those switches (inside the transfers' phases).
+    #[serde(default)]
+    pub mux_switches_to_dpu: u64,
+    #[serde(default)]
+    pub mux_switches_from_dpu: u64,
+    #[serde(default)]
+    pub mux_switch_ns: u64,
 }
 
 /// One exchange between DPUs (a program-marked region or a collective), see
@@ -525,6 +534,9 @@ fn build(s: &State) -> Report {
         small_transfers: x.small_ops,
         small_transfers_ns: x.small_ops_ns,
         serial_in_loops: x.serial_in_loops,
+        mux_switches_to_dpu: x.mux_switches[0],
+        mux_switches_from_dpu: x.mux_switches[1],
+        mux_switch_ns: x.mux_switch_ns,
     };
     report.inter_dpu = s
         .inter_dpu

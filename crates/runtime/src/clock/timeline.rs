@@ -16,7 +16,8 @@
 //!   ([`openpim_machine::BusModel`]: the call's fixed cost for each of its ranks, the rank's
 //!   bytes, the host-wide limits of the whole call), or the real time of the host-side byte
 //!   interleaving (measured by the execution layer) when that is longer (the real SDK pipelines the
-//!   two); program loading as a broadcast of the program image.
+//!   two), and for a rank's first MRAM transfer after a launch the switch of its MRAM back to
+//!   the host (`[launch] mux_switch_ns`); program loading as a broadcast of the program image.
 //! - Operations are placed on their rank's timeline at the host time they were issued;
 //!   synchronous calls and `dpu_sync` then join the host with the ranks.
 //! - The program can read the host clock between SDK calls without moving it
@@ -24,7 +25,7 @@
 //!   emulator's work in such reads is not host code ([`emulator_work`]).
 
 use std::cell::Cell;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
@@ -72,6 +73,10 @@ pub struct XferTotals {
     pub bus_ns: [u64; 2],
     /// Measured host interleaving time, summed.
     pub interleave_ns: u64,
+    /// Transfers that first switched their rank's MRAM back to the host after a launch, by
+    /// direction (to, from), and the time those switches took.
+    pub mux_switches: [u64; 2],
+    pub mux_switch_ns: u64,
     /// Rank operations whose fixed per-call cost is at least half of their duration.
     pub small_ops: u64,
     /// Duration of those operations, summed.
@@ -128,6 +133,9 @@ pub struct State {
     last_exit: Option<ExitMark>,
     issues: HashMap<u32, VecDeque<Issue>>,
     pub launches: Vec<LaunchEntry>,
+    /// Ranks whose MRAM is on the DPUs' side since a launch: their next MRAM transfer pays
+    /// the switch back (`[launch] mux_switch_ns`).
+    mux_on_dpu: HashSet<u32>,
     pub xfers: XferTotals,
     pub ranks: BTreeMap<u32, RankLife>,
     pub hardware: Option<HardwareInfo>,
@@ -153,6 +161,7 @@ impl State {
             last_exit: None,
             issues: HashMap::new(),
             launches: Vec::new(),
+            mux_on_dpu: HashSet::new(),
             xfers: XferTotals::default(),
             ranks: BTreeMap::new(),
             hardware: None,
@@ -759,6 +768,8 @@ pub(crate) fn rank_released(slot: u32) {
         // The rank's last operations end before it is released.
         let ready = s.clock.rank_ready(slot);
         let at = s.clock.now().max(ready);
+        // A later allocation of the slot starts with the MRAM on the host's side.
+        s.mux_on_dpu.remove(&slot);
         if let Some(life) = s.ranks.get_mut(&slot) {
             if let Some(iv) = life.intervals.last_mut() {
                 if iv.1.is_none() {
@@ -899,13 +910,15 @@ pub(crate) enum OpDone {
     /// A program image of `bytes` bytes loaded on `dpus` DPUs.
     Load { bytes: u64, dpus: u32 },
     /// A transfer of `len` bytes per DPU on `dpus` DPUs, whose host-side interleaving took
-    /// `host_ns` (real time).
+    /// `host_ns` (real time); `mram`: it accesses MRAM (the first such access after a launch
+    /// switches the rank's MRAM back to the host).
     Xfer {
         dir: Direction,
         kind: XferKind,
         len: usize,
         dpus: u32,
         host_ns: Nanos,
+        mram: bool,
     },
     /// A launch (its record is in [`stats`], from `stats::record_launch`).
     Launch,
@@ -1013,6 +1026,7 @@ fn finish_issued(rank: u32, hw: &HardwareProfile, done: OpDone, issue: Issue) {
             len,
             dpus,
             host_ns: host,
+            mram,
         } => {
             let bus = hw.bus_model();
             // The call's fixed cost for each of its ranks, the rank's bytes, at least the
@@ -1027,7 +1041,14 @@ fn finish_issued(rank: u32, hw: &HardwareProfile, done: OpDone, issue: Issue) {
                 issue.call
             };
             let modeled = bus.rank_in_call_ns(kind, dir, len as u64, dpus, call);
-            let d = modeled.max(host);
+            // The first MRAM access after a launch first hands the rank's MRAM back to the
+            // host (the SDK switches the mux lazily, before that access's bytes move).
+            let mux = if mram && with_state(|s| s.mux_on_dpu.remove(&rank)) {
+                hw.launch_spec().mux_switch_ns
+            } else {
+                0
+            };
+            let d = mux + modeled.max(host);
             let (phase, name, di) = match (dir, issue.exchange) {
                 (Direction::ToDpu, None) => (Phase::CpuDpu, "transfer to DPUs", 0),
                 (Direction::FromDpu, None) => (Phase::DpuCpu, "transfer from DPUs", 1),
@@ -1049,6 +1070,10 @@ fn finish_issued(rank: u32, hw: &HardwareProfile, done: OpDone, issue: Issue) {
                 x.ops[di][ki] += 1;
                 x.bytes[di] += len as u64 * u64::from(dpus);
                 x.bus_ns[di] += modeled;
+                if mux > 0 {
+                    x.mux_switches[di] += 1;
+                    x.mux_switch_ns += mux;
+                }
                 if let Some(id) = issue.exchange {
                     s.inter_dpu.add_xfer_bytes(id, len as u64 * u64::from(dpus));
                 }
@@ -1068,6 +1093,7 @@ fn finish_issued(rank: u32, hw: &HardwareProfile, done: OpDone, issue: Issue) {
             with_state(|s| {
                 let phase = kernel_phase(s, &issue, Phase::DpuKernel);
                 let span = s.clock.rank_op(rank, issue.at, d, phase, "dpu_launch");
+                s.mux_on_dpu.insert(rank);
                 s.launches.push(LaunchEntry {
                     rank,
                     issue_ns: issue.at,

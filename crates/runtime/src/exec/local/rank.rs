@@ -145,6 +145,7 @@ impl Pending {
                 len,
                 dpus: items.len() as u32,
                 host_ns,
+                mram: items.iter().any(|i| matches!(i.place, Place::Mram(_))),
             },
         }
     }
