@@ -1971,7 +1971,8 @@ impl<'a> Dpu<'a> {
         }
         let control = probe.before_issue(&mut view, &slot);
         self.probe = Some(probe);
-        self.probe_next = now + 1;
+        // (A slot held back issues nothing: its cycle is idle, reported with the next span.)
+        self.probe_next = if control == Control::Go { now + 1 } else { now };
         (control, slot)
     }
 

@@ -109,9 +109,9 @@ pub enum Control {
     /// Issue it.
     #[default]
     Go,
-    /// Do not issue it now: the tasklet gives up this cycle (the cycle has no issue) and is
-    /// asked again at its next turn. This changes the schedule (a debugger stepping one
-    /// tasklet with the others frozen).
+    /// Do not issue it now: the tasklet gives up this cycle (the cycle has no issue, and is
+    /// reported as idle with the next idle span) and is asked again at its next turn. This
+    /// changes the schedule (a debugger stepping one tasklet with the others frozen).
     Hold,
 }
 

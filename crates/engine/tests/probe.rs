@@ -24,11 +24,13 @@ fn store_kernel() -> P {
     p
 }
 
-/// Holds tasklet `held` back until cycle `until`.
+/// Holds tasklet `held` back until cycle `until`; counts the slots and idle cycles it sees.
 struct Holder {
     held: u32,
     until: u64,
     holds: u64,
+    slots: u64,
+    idle: u64,
 }
 
 impl Probe for Holder {
@@ -39,6 +41,12 @@ impl Probe for Holder {
         } else {
             Control::Go
         }
+    }
+    fn after_issue(&mut self, _dpu: &mut DpuView<'_, '_>, _slot: &Slot, _ops: u32) {
+        self.slots += 1;
+    }
+    fn idle(&mut self, _dpu: &mut DpuView<'_, '_>, from: u64, to: u64) {
+        self.idle += to - from;
     }
 }
 
@@ -51,9 +59,13 @@ fn a_held_tasklet_issues_later_and_computes_the_same() {
         held: 1,
         until: 500,
         holds: 0,
+        slots: 0,
+        idle: 0,
     };
     let held = d.run_probed(&p.program(), &boot(4), &timing(), &mut holder);
     assert_eq!(held.fault, None);
+    // Held cycles are idle cycles: slots and idle cycles still make the run's cycles.
+    assert_eq!(holder.slots + holder.idle, held.cycles);
     assert!(holder.holds > 0);
     assert_eq!(d.wram, plain_mem.wram, "holding a tasklet changed results");
     assert_eq!(held.instructions, plain.instructions);
