@@ -206,6 +206,28 @@ fn check_items(items: &[WireItem], nr_dpus: u32, nr_bufs: usize) -> Result<()> {
     Ok(())
 }
 
+/// Runs a write of `len` bytes per item, item `i` from `ptrs[i.buf]` (checked by
+/// `check_items`; each valid for `len` bytes until this returns).
+fn write_from(
+    served: &ServedRank,
+    len: u32,
+    items: &[WireItem],
+    ptrs: &[*mut u8],
+) -> (Result<()>, OpFacts) {
+    let items = items
+        .iter()
+        .map(|i| XferItem {
+            dpu: i.dpu,
+            place: i.place,
+            buf: HostPtr(ptrs[i.buf as usize]),
+        })
+        .collect();
+    served.run(RankOp::Write {
+        len: len as usize,
+        items,
+    })
+}
+
 /// Runs one operation on a rank (`shared`: the broadcast buffers its writes may name).
 fn run_wire(served: &ServedRank, op: WireOp, shared: &Buffers) -> RankOutcome {
     let mut data = Vec::new();
@@ -235,21 +257,8 @@ fn run_wire(served: &ServedRank, op: WireOp, shared: &Buffers) -> RankOutcome {
                 return failed(&Error::Internal("write buffer of the wrong size".into()));
             }
             let ptrs: Vec<*mut u8> = bufs.iter_mut().map(|b| b.as_mut_ptr()).collect();
-            let items = items
-                .iter()
-                .map(|i| XferItem {
-                    dpu: i.dpu,
-                    place: i.place,
-                    buf: HostPtr(ptrs[i.buf as usize]),
-                })
-                .collect();
-            // The buffers live (in `bufs`) until the operation has run.
-            let r = served.run(RankOp::Write {
-                len: len as usize,
-                items,
-            });
-            drop(bufs);
-            r
+            // (`bufs` lives until the write has run.)
+            write_from(served, len, &items, &ptrs)
         }
         WireOp::Write {
             len,
@@ -270,23 +279,9 @@ fn run_wire(served: &ServedRank, op: WireOp, shared: &Buffers) -> RankOutcome {
                     }
                 }
             }
-            // (A write only reads its buffers.)
+            // (A write only reads its buffers; `bufs` lives until it has run.)
             let ptrs: Vec<*mut u8> = bufs.iter().map(|b| b.as_ptr().cast_mut()).collect();
-            let items = items
-                .iter()
-                .map(|i| XferItem {
-                    dpu: i.dpu,
-                    place: i.place,
-                    buf: HostPtr(ptrs[i.buf as usize]),
-                })
-                .collect();
-            // The buffers live (in `bufs`) until the operation has run.
-            let r = served.run(RankOp::Write {
-                len: len as usize,
-                items,
-            });
-            drop(bufs);
-            r
+            write_from(served, len, &items, &ptrs)
         }
         WireOp::Read {
             len,
