@@ -16,7 +16,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -42,6 +41,7 @@ def main() -> int:
     speed = load("speed_run", ROOT / "bench" / "speed" / "run.py")
     progs = load("programs_run", ROOT / "tests" / "programs" / "run.py")
     fidelity = load("prim_calibration", ROOT / "bench" / "fidelity" / "prim_calibration.py")
+    prim_compare = load("prim_compare", ROOT / "bench" / "speed" / "prim_compare.py")
     want = fidelity.toolchain_fingerprint(os.environ.get("OPENPIM_DPU_COMPILER")) + "\n"
     work = Path(os.environ.get("PRIM_COMPARE_DIR", "/tmp/openpim-prim-compare"))
     work.mkdir(parents=True, exist_ok=True)
@@ -53,16 +53,7 @@ def main() -> int:
     print(head + "  verified  findings")
     failed = False
     for name in names:
-        make_vars, args = progs.PRIM_64[name]
-        d = work / name
-        stamp = d / ".openpim-build"
-        if not (stamp.is_file() and stamp.read_text() == want):
-            shutil.rmtree(d, ignore_errors=True)
-            shutil.copytree(progs.THIRD_PARTY / "prim-benchmarks" / name, d)
-            subprocess.run(["make", "-j2", "NR_DPUS=64", "NR_TASKLETS=16", *make_vars.split()],
-                           cwd=d, env=speed.env_of(None, 1, ""), check=True, capture_output=True)
-            stamp.write_text(want)
-        cmd = args.format(inputs=progs.INPUTS).split()
+        d, cmd = prim_compare.build_prim64(progs, work, name, want)
         wall: dict[str, float] = {}
         ok = True
         findings = 0

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -54,16 +53,7 @@ def main() -> int:
     all_ok = True
     tot = [0.0, 0.0, 0.0]
     for name in names:
-        make_vars, args = progs.PRIM_64[name]
-        d = work / name
-        stamp = d / ".openpim-build"
-        if not (stamp.is_file() and stamp.read_text() == want):
-            shutil.rmtree(d, ignore_errors=True)
-            shutil.copytree(progs.THIRD_PARTY / "prim-benchmarks" / name, d)
-            subprocess.run(["make", "-j2", "NR_DPUS=64", "NR_TASKLETS=16", *make_vars.split()],
-                           cwd=d, env=speed.env_of(None, 1, ""), check=True, capture_output=True)
-            stamp.write_text(want)
-        cmd = args.format(inputs=progs.INPUTS).split()
+        d, cmd = prim_compare.build_prim64(progs, work, name, want)
         rep = str(work / f"{name}.json")
         base, t_base, l_base = run(cmd, str(d), rep, {})
         c_base = [l["cycles"] for l in l_base] if l_base else None
@@ -80,10 +70,10 @@ def main() -> int:
             if c_prof != c_base:
                 problems.append("cycles differ")
             try:
-                run = json.load(open(Path(out) / "profile.json"))["run"]
-                if run["dpu_run_count"] != dpu_runs:
-                    problems.append(f"{run['dpu_run_count']} DPU runs profiled, {dpu_runs} ran")
-                if run["inexact_runs"] or any(r["charged_cycles"] != r["cycles"] for r in run["dpu_runs"]):
+                whole = json.load(open(Path(out) / "profile.json"))["run"]
+                if whole["dpu_run_count"] != dpu_runs:
+                    problems.append(f"{whole['dpu_run_count']} DPU runs profiled, {dpu_runs} ran")
+                if whole["inexact_runs"] or any(r["charged_cycles"] != r["cycles"] for r in whole["dpu_runs"]):
                     problems.append("a DPU run's charged cycles differ from its cycles")
             except (OSError, ValueError, KeyError, TypeError):
                 problems.append("no profile.json")

@@ -76,6 +76,26 @@ def run_one(cmd: list[str], cwd: str, lib: Path | None, report: str, engine: str
             "rc": p.returncode, "wall": wall, "cpu": cpu}
 
 
+def build_prim64(progs, work: Path, name: str, want: str) -> tuple[Path, list[str]]:
+    """PrIM `name` copied into `work` and built by its own Makefile for 64 DPUs x 16 tasklets
+    (with tests/programs/run.py's make variables), unless the build there was made by the same
+    DPU toolchain and runtime (`want`, the fidelity suite's fingerprint) for this checkout; its
+    folder and the host command of tests/programs/run.py."""
+    make_vars, args = progs.PRIM_64[name]
+    d = work / name
+    stamp = d / ".openpim-build"
+    # (The host binary's rpath names this checkout's libdpu: a build of another checkout, or
+    # of a worktree since removed, is not this one's.)
+    want = f"{want}root={ROOT}\n"
+    if not (stamp.is_file() and stamp.read_text() == want):
+        shutil.rmtree(d, ignore_errors=True)
+        shutil.copytree(progs.THIRD_PARTY / "prim-benchmarks" / name, d)
+        subprocess.run(["make", "-j2", "NR_DPUS=64", "NR_TASKLETS=16", *make_vars.split()],
+                       cwd=d, env=speed.env_of(None, 1, ""), check=True, capture_output=True)
+        stamp.write_text(want)
+    return d, args.format(inputs=progs.INPUTS).split()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--baseline", help="git revision or directory with a libdpu.so to compare with")
@@ -105,17 +125,7 @@ def main() -> int:
     else:
         print(f"{'program':<9} {'launches':>8} {'instructions':>15} {'wall new':>9} {'baseline':>9} {'speed-up':>8}  same")
     for name in names:
-        make_vars, args = progs.PRIM_64[name]
-        d = work / name
-        stamp = d / ".openpim-build"
-        if not (stamp.is_file() and stamp.read_text() == want):
-            # built again whenever the DPU toolchain or runtime changed (the fidelity suite's rule)
-            shutil.rmtree(d, ignore_errors=True)
-            shutil.copytree(progs.THIRD_PARTY / "prim-benchmarks" / name, d)
-            subprocess.run(["make", "-j2", "NR_DPUS=64", "NR_TASKLETS=16", *make_vars.split()],
-                           cwd=d, env=speed.env_of(None, 1, ""), check=True, capture_output=True)
-            stamp.write_text(want)
-        cmd = args.format(inputs=progs.INPUTS).split()
+        d, cmd = build_prim64(progs, work, name, want)
         new = run_one(cmd, str(d), None, str(work / f"{name}-new.json"), new_engine)
         total += new["wall"]
         total_cpu += new["cpu"]
