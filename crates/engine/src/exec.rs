@@ -226,6 +226,15 @@ struct Dpu<'a> {
     probe_op: u32,
 }
 
+/// The byte address of op `index` of a program at `base`: a jump's link. Out of line on
+/// purpose: inlined, the compiler carried it from op to op beside the op index in the
+/// interpreter loops, and the batch loop then kept its slot count on the stack (alu 11-27 %
+/// slower, docs/performance.md).
+#[inline(never)]
+fn op_address(base: u32, index: u32) -> u32 {
+    base.wrapping_add(index << 2)
+}
+
 fn bad_boot(reason: String) -> RunOutcome {
     RunOutcome {
         fault: Some(FaultReport {
@@ -772,13 +781,13 @@ impl<'a> Dpu<'a> {
                         }
                     }
                     Op::Jal { rd, target } => {
-                        x!(rd) = self.base.wrapping_add(npc << 2);
+                        x!(rd) = op_address(self.base, npc);
                         npc = target;
                     }
                     Op::J { target } => npc = target,
                     Op::Jalr { rd, rs1, imm } => {
                         let dest = x!(rs1).wrapping_add(imm as u32) & !1;
-                        x!(rd) = self.base.wrapping_add(npc << 2);
+                        x!(rd) = op_address(self.base, npc);
                         match self.jump_index(dest) {
                             Ok(i) => npc = i,
                             Err(f) => fault!(pc, f),
@@ -1173,7 +1182,7 @@ impl<'a> Dpu<'a> {
             Op::Bltu { rs1, rs2, target } if x!(rs1) < x!(rs2) => return target,
             Op::Bgeu { rs1, rs2, target } if x!(rs1) >= x!(rs2) => return target,
             Op::Jal { rd, target } => {
-                x!(rd) = self.base.wrapping_add((i + 1) << 2);
+                x!(rd) = op_address(self.base, i + 1);
                 return target;
             }
             Op::J { target } => return target,

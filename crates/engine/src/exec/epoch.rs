@@ -825,6 +825,7 @@ impl Dpu<'_> {
     /// `event_ready`); and when an acquire finds it clear (a failed one makes the tasklet spin:
     /// the interpreter's). Returns the next op index and the fused pairs of the slot (a lock's
     /// branch back, rule 9); `None`, and nothing changed, otherwise.
+    #[inline(always)]
     fn batch_atomic(&mut self, t: usize, i: u32, op: Op) -> Option<(u32, u64)> {
         let r = &self.regs[t];
         let (call, v) = (r[usize::from(reg::A7)], r[usize::from(reg::A0)]);
@@ -858,28 +859,40 @@ impl Dpu<'_> {
     /// their fused pairs (counted once they have issued) in `Epochs::saved`. Stops before a
     /// slot that cannot execute in a batch; its registers, pc, what it owes and WRAM are then
     /// as after the slots run.
-    #[inline(never)]
+    ///
+    /// The engines' batches are two functions, chosen here: with both behind one call the
+    /// batch interpreter's loop kept its slot count and ops pointer on the stack and ran 14-18 %
+    /// slower (docs/performance.md).
+    #[inline(always)]
     fn epoch_run(&mut self, t: usize, k: u32) -> u32 {
-        let (done, fused) = match self.epochs.translation {
-            Some(code) => self.epoch_translated(t, k, code),
-            None => self.epoch_turns(t, k),
-        };
+        match self.epochs.translation {
+            Some(code) => self.epoch_run_translated(t, k, code),
+            None => self.epoch_run_interpreted(t, k),
+        }
+    }
+
+    /// `epoch_run` on the batch interpreter.
+    #[inline(never)]
+    fn epoch_run_interpreted(&mut self, t: usize, k: u32) -> u32 {
+        let done = self.epoch_owed(t, k);
+        let (done, fused) = self.epoch_slots::<false>(t, done, k);
         self.epochs.saved[t].fused = fused;
         done
     }
 
-    /// `epoch_run`'s slots: the slots run and their fused pairs.
-    #[inline(always)]
-    fn epoch_turns(&mut self, t: usize, k: u32) -> (u32, u64) {
-        let done = self.epoch_owed(t, k);
-        self.epoch_slots::<false>(t, done, k)
+    /// `epoch_run` on the program's translated code.
+    #[inline(never)]
+    fn epoch_run_translated(&mut self, t: usize, k: u32, code: &crate::jit::Cache) -> u32 {
+        let (done, fused) = self.epoch_translated(t, k, code);
+        self.epochs.saved[t].fused = fused;
+        done
     }
 
     /// `epoch_run`'s slots with the program's translated code (`jit`): each region from the
     /// tasklet's pc runs until it leaves (the next region goes on), its batch has run `k`
     /// slots, or it reaches a slot it does not execute, which the batch interpreter executes
     /// (`epoch_slots` for one slot) or stops at.
-    #[inline(never)]
+    #[inline(always)]
     fn epoch_translated(&mut self, t: usize, k: u32, code: &crate::jit::Cache) -> (u32, u64) {
         use crate::jit::{exit, JitCtx};
         let mut done = self.epoch_owed(t, k);
@@ -1118,7 +1131,7 @@ impl Dpu<'_> {
                     Op::Nop => end_slot!(i + 1),
                     Op::J { target } => end_slot!(target),
                     Op::Jal { rd, target } => {
-                        x!(rd) = self.base.wrapping_add((i + 1) << 2);
+                        x!(rd) = super::op_address(self.base, i + 1);
                         end_slot!(target);
                     }
                     Op::Lw { rd, rs1, imm } => {
@@ -1195,7 +1208,7 @@ impl Dpu<'_> {
                         let Ok(to) = self.jump_index(dest) else {
                             stop!();
                         };
-                        x!(rd) = self.base.wrapping_add((i + 1) << 2);
+                        x!(rd) = super::op_address(self.base, i + 1);
                         end_slot!(to);
                     }
                     Op::Jr { rs1, imm } => {
