@@ -107,16 +107,17 @@ def first_difference(a, b, path="") -> str:
 
 def compare(name: str, cwd: Path, cmd: list[str], ranks: int, workers: int, ok_text: str,
             extra: dict[str, str] | None = None, label: str = "",
-            kinds: tuple[str, ...] = ()) -> None:
-    """Runs `cmd` in process and on `workers` MPI workers; checks both outputs and reports
-    (and that the MPI run's traffic has messages of each of `kinds`)."""
+            kinds: tuple[str, ...] = (), mpi_args: tuple[str, ...] = ()) -> dict | None:
+    """Runs `cmd` in process and on `workers` MPI workers (`openpim run` given `mpi_args`
+    too); checks both outputs and reports (and that the MPI run's traffic has messages of each
+    of `kinds`). Returns the MPI run's report when the case passed."""
     label = label or f"{name} at {ranks * 64} DPUs on {workers} workers"
     reports = []
     for mpi in (None, workers):
         rep = cwd / f"report-{mpi or 'local'}.json"
         args = [str(OPENPIM), "run", "--ranks", str(ranks), f"--report={rep}"]
         if mpi:
-            args += ["--mpi", str(mpi)]
+            args += ["--mpi", str(mpi), *mpi_args]
         start = time.monotonic()
         try:
             r = run(args + ["--", *cmd], cwd, extra)
@@ -154,6 +155,7 @@ def compare(name: str, cwd: Path, cmd: list[str], ranks: int, workers: int, ok_t
         return result(False, label, "timing differs: " + first_difference(a, b))
     result(True, f"{label}: equal timing fields, workers {got} "
            f"(wall {t_local:.1f} s local, {t_mpi:.1f} s MPI)")
+    return dist
 
 
 def build_prim(work: Path, bench: str) -> Path:
