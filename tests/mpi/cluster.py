@@ -15,7 +15,8 @@ only, and the program runs here as with any hostfile.
 Cases, each against the same program in process (the timing fields of tests/mpi/run.py must be
 equal): PrIM VA at 256 DPUs on 2 workers in 2 namespaces; PID-Comm's AllReduce and AlltoAll at
 256 DPUs on 2 workers. Each also checks that `workers[]` names the namespaces' host names, and
-prints the wall times with the links' shape. Prints PASS/FAIL lines and "N passed, M failed".
+prints the wall times with the links' shape; and a worker killed with -9 (the program's next
+call fails with DPU_ERR_SYSTEM naming it, nothing left behind). Prints PASS/FAIL lines and "N passed, M failed".
 The namespaces, links and bridge are removed at the end, and any left by an earlier run that
 was killed are removed at the start.
 """
@@ -86,6 +87,13 @@ def setup(n: int, rate: str, delay: str | None) -> list[str]:
         sh("ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", "eth0", *shape)
         names.append(ns)
     return names
+
+
+def namespace_pids(names: list[str]) -> list[int]:
+    """The processes in the namespaces (mpirun's daemons there detach from their launcher, as
+    they do on other machines)."""
+    return [int(p) for n in names
+            for p in sh("ip", "netns", "pids", n, check=False).stdout.split()]
 
 
 def launch_agent(folder: Path) -> Path:
@@ -168,6 +176,11 @@ def main() -> int:
                            f"workers[] ran on {hosts}, expected {names}")
             else:
                 mpi.result(True, f"{label}: workers[] on {hosts}")
+        # A worker on another "machine" killed: the program's next call fails naming it, and
+        # nothing is left behind in any namespace.
+        mpi.kill_case(work, mpi_args=("--hostfile", str(hostfile)), extra=extra,
+                      where=" (workers in network namespaces)",
+                      scope=lambda pid: mpi.descendants(pid) + namespace_pids(names))
     except (subprocess.CalledProcessError, RuntimeError) as e:
         detail = getattr(e, "stderr", "") or ""
         mpi.result(False, "setting up the cluster", str(e), detail)

@@ -199,22 +199,31 @@ def mpi_rank_of(pid: int) -> int | None:
     return None
 
 
-def kill_case(work: Path, sig: int = signal.SIGKILL) -> None:
+def kill_case(work: Path, sig: int = signal.SIGKILL, mpi_args: tuple[str, ...] = (),
+              extra: dict[str, str] | None = None, where: str = "",
+              scope=descendants) -> None:
+    """A worker killed (or stopped) while the program runs (`openpim run` given `mpi_args`
+    too, `extra` in the environment; `where` is said in the case's name). `scope(pid)`: the
+    job's processes, given `openpim run`'s (on other machines, mpirun's daemons are not its
+    descendants)."""
     label = ("a worker killed with -9: the next call fails with DPU_ERR_SYSTEM naming it"
              if sig == signal.SIGKILL else
              "a worker stopped (SIGSTOP): DPU_ERR_SYSTEM naming it after OPENPIM_MPI_TIMEOUT")
+    label += where
     tenant = ROOT / "tests" / "remote" / "bin" / "tenant"
     bound = 10 if sig == signal.SIGKILL else 3
     e = env()
+    e.update(extra or {})
     e["OPENPIM_MPI_TIMEOUT"] = str(bound)
-    p = subprocess.Popen([str(OPENPIM), "run", "--mpi", "2", "--ranks", "2", "--", str(tenant),
-                          "loop"], cwd=tenant.parent.parent, env=e, stdout=subprocess.PIPE,
+    p = subprocess.Popen([str(OPENPIM), "run", "--mpi", "2", *mpi_args, "--ranks", "2", "--",
+                          str(tenant), "loop"], cwd=tenant.parent.parent, env=e,
+                         stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, errors="replace")
     victim = None
     end = time.monotonic() + 30
     while victim is None and time.monotonic() < end:
         time.sleep(0.2)
-        for c in descendants(p.pid):
+        for c in scope(p.pid):
             if mpi_rank_of(c) == 1:
                 victim = c
     if victim is None:
@@ -222,7 +231,7 @@ def kill_case(work: Path, sig: int = signal.SIGKILL) -> None:
         out, err = p.communicate()
         return result(False, label, "no worker of MPI rank 1 found", out + err)
     time.sleep(1.0)  # the program is in its loop
-    under = descendants(p.pid)
+    under = scope(p.pid)
     try:
         os.kill(victim, sig)
     except ProcessLookupError:
