@@ -367,6 +367,7 @@ def run_program(p: Program, workdir: Path, timeout: int, verbose: bool,
         rc, _ = step(["make", "-j2", *p.make_args], "build")
         if rc != 0:
             why = f"build failed (exit {rc})"
+
     def run_once(what: str) -> tuple[int, str]:
         rc, out = step(p.run, what)
         for _ in range(CRASH_RETRIES if p.own_crash else 0):
