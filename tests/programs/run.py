@@ -25,6 +25,9 @@ Environment: PROGRAMS_TIMEOUT (seconds per program, default 600), PROGRAMS_VERBO
 (print every program's output), PROGRAMS_KEEP=1 (keep the build folder), THIRD_PARTY
 (default ../shared/third_party beside the repository).
 Prints one PASS/FAIL line per program with its wall time, then "N passed, M failed".
+A program whose own host code corrupts its heap (SimplePIM linear_reg: SIMPLEPIM_OWN_CRASH) is
+run again when glibc kills it (SIGSEGV, SIGABRT), up to CRASH_RETRIES times, with a note line
+for each retry; any other crash fails the program.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -107,6 +111,8 @@ CI_SUBSET = [
     "prim/SEL@64",
     "simplepim/red",
     "simplepim/va",
+    "simplepim/hist",
+    "simplepim/kmeans",
     "dpu_demo/c",
     "dpu_demo/python",
     "pidcomm/tutorial",
@@ -134,6 +140,14 @@ class Program:
     check: Callable[[Path, str], str | None] | None = None
     # Built by `make` (False: the run command builds, as a script that compiles and runs).
     make: bool = True
+    # Why the program's own host code may crash now and then (heap corruption it does itself):
+    # a run killed by SIGSEGV or SIGABRT is then run again, up to CRASH_RETRIES times, and each
+    # retry is reported. None: any crash fails the program.
+    own_crash: str | None = None
+
+
+# Runs after the first of a program whose host code is known to corrupt its own heap.
+CRASH_RETRIES = 5
 
 
 def prim(bench: str, ndpus: int) -> Program:
@@ -173,7 +187,19 @@ def simplepim(example: str) -> Program:
         ok_pattern=None,
         prepare=prepare,
         check=check,
+        own_crash=SIMPLEPIM_OWN_CRASH.get(example),
     )
+
+
+# linear_reg's host.c allocates its DPU gradients as `malloc(dim*sizeof(T))` (T = int, 40
+# bytes) and stores dim int64 (80 bytes) into it: the 40 bytes past the block overwrite the
+# heap's bookkeeping, and a later malloc of the process (at exit: OpenPIM writing the run
+# report) sometimes crashes in glibc (SIGSEGV in _int_malloc, or an abort on a corrupted
+# size). Measured: 6 crashes in 60 runs as published, none in 60 with that one line
+# allocating dim*sizeof(int64_t) (in a scratch copy).
+SIMPLEPIM_OWN_CRASH = {
+    "linear_reg": "its host overflows gradients_dpu (dim int64 in dim*sizeof(int) bytes)",
+}
 
 
 def dpu_demo(kind: str) -> Program:
@@ -341,8 +367,19 @@ def run_program(p: Program, workdir: Path, timeout: int, verbose: bool,
         rc, _ = step(["make", "-j2", *p.make_args], "build")
         if rc != 0:
             why = f"build failed (exit {rc})"
+
+    def run_once(what: str) -> tuple[int, str]:
+        rc, out = step(p.run, what)
+        for _ in range(CRASH_RETRIES if p.own_crash else 0):
+            if rc not in (-signal.SIGSEGV, -signal.SIGABRT):
+                break
+            print(f"     {p.name}: {what} killed by {signal.Signals(-rc).name}, run again "
+                  f"({p.own_crash})")
+            rc, out = step(p.run, f"{what} (again)")
+        return rc, out
+
     if why is None:
-        rc, out = step(p.run, "run")
+        rc, out = run_once("run")
         why = "timed out" if rc == -1 else judge(p, rc, out)
         if why is None and p.check is not None:
             why = p.check(cwd, out)
@@ -355,7 +392,7 @@ def run_program(p: Program, workdir: Path, timeout: int, verbose: bool,
         env["OPENPIM_ENGINE"] = "interp"
         env.pop("OPENPIM_JIT_HOT_SLOTS", None)
         env["OPENPIM_REPORT"] = str(dest / "report-interp.json")
-        rc, out = step(p.run, "run on the interpreter")
+        rc, out = run_once("run on the interpreter")
         why = "timed out on the interpreter" if rc == -1 else judge(p, rc, out)
         if why is None and p.check is not None:
             why = p.check(cwd, out)

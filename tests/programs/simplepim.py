@@ -33,7 +33,10 @@ Checks, per example:
   linear_reg  the DPU gradients ("the gradients of linear model:") must equal the host's ("the
               gradients on host:") and the ones computed here from data/input.csv as both do it
               (int64, per-element arithmetic right shift). (host.c stores the dim int64 DPU
-              gradients in a buffer of dim*sizeof(int): a heap overflow that goes unnoticed.)
+              gradients in a buffer of dim*sizeof(int): a heap overflow that corrupts glibc's
+              bookkeeping, and about one run in ten then crashes in a later malloc, at exit
+              in OpenPIM's report writer; run.py runs it again after such a crash,
+              SIMPLEPIM_OWN_CRASH there.)
   kmeans      the centroids printed after one iteration must equal one Lloyd iteration computed
               here the way the program does it: the host opens data/input.csv but ignores its
               values (read_csv_to_int_arr has its fscanf calls commented out and fills point i

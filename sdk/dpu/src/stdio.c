@@ -21,7 +21,11 @@
 ATOMIC_BIT_INIT(__stdout_lock);
 static __dma_aligned uint8_t line[8];
 static unsigned int line_used;
-__mram_noinit uint64_t __stdout_line;
+/* In a section of its own that the linker script does not KEEP (unlike user __mram_noinit
+ * variables): when nothing reachable calls printf, --gc-sections drops it with printf and it
+ * does not move __sys_used_mram_end. As with the UPMEM runtime's __stdout_buffer, only a
+ * program that links printf has its MRAM heap further. */
+__attribute__((__section__(".mram.sys.noinit"), __aligned__(8))) uint64_t __stdout_line;
 
 static __attribute__((noinline)) void write_line(void)
 {
