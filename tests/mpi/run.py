@@ -40,6 +40,8 @@ import run as programs  # noqa: E402  (tests/programs/run.py: PrIM's table and t
 OPENPIM = ROOT / "target" / "release" / "openpim"
 PHASES = ["dpu_kernel_ns", "cpu_dpu_ns", "dpu_cpu_ns", "inter_dpu_ns"]
 TIMEOUT = 600
+# The report's MPI traffic kind of the lines workers send each other for collectives.
+BETWEEN_WORKERS = "collective: between workers"
 
 passed = 0
 failed = 0
@@ -107,9 +109,12 @@ def first_difference(a, b, path="") -> str:
 
 def compare(name: str, cwd: Path, cmd: list[str], ranks: int, workers: int, ok_text: str,
             extra: dict[str, str] | None = None, label: str = "",
-            kinds: tuple[str, ...] = ()) -> None:
+            kinds: tuple[str, ...] = (), collective_bytes: int | None = None) -> None:
     """Runs `cmd` in process and on `workers` MPI workers; checks both outputs and reports
-    (and that the MPI run's traffic has messages of each of `kinds`)."""
+    (and that the MPI run's traffic has messages of each of `kinds`; with `collective_bytes`,
+    that its collectives ran in the workers: small requests over the gateway, no more bytes
+    through it than the program's own transfers and loads, at least that many bytes between
+    workers)."""
     label = label or f"{name} at {ranks * 64} DPUs on {workers} workers"
     reports = []
     for mpi in (None, workers):
@@ -152,8 +157,33 @@ def compare(name: str, cwd: Path, cmd: list[str], ranks: int, workers: int, ok_t
     a, b = timing(local), timing(dist)
     if a != b:
         return result(False, label, "timing differs: " + first_difference(a, b))
+    traffic = {t["kind"]: t for t in dist["mpi_traffic"]}
+    gateway = sum(t["bytes_to_workers"] + t["bytes_from_workers"]
+                  for k, t in traffic.items() if k != BETWEEN_WORKERS)
+    between = traffic.get(BETWEEN_WORKERS, {}).get("bytes_to_workers", 0)
+    if collective_bytes is not None:
+        # The collectives' host step runs in the workers: one small request per worker and
+        # collective crosses the gateway, and the lines go worker to worker.
+        c = traffic.get("collective")
+        if not c:
+            return result(False, label, f"no collective requests in mpi_traffic: {sorted(traffic)}")
+        per = (c["bytes_to_workers"] + c["bytes_from_workers"]) / c["messages"]
+        if per > 4096:
+            return result(False, label, f"{per:.0f} bytes over the gateway per collective request")
+        if workers > 1 and between < collective_bytes:
+            return result(False, label, f"{between} bytes between workers, expected at least "
+                          f"{collective_bytes}")
+        moved = dist["transfers"]
+        limit = moved.get("bytes_to_dpus", 0) + moved.get("bytes_from_dpus", 0)
+        loads = sum(t["bytes_to_workers"] + t["bytes_from_workers"]
+                    for k, t in traffic.items() if k.startswith("load"))
+        if gateway > limit + loads + (1 << 20):
+            return result(False, label, f"{gateway} bytes crossed the gateway, more than the "
+                          f"program's transfers ({limit}), its loads ({loads}) and 1 MiB: the "
+                          f"collectives' data went through it")
     result(True, f"{label}: equal timing fields, workers {got} "
-           f"(wall {t_local:.1f} s local, {t_mpi:.1f} s MPI)")
+           f"(wall {t_local:.1f} s local, {t_mpi:.1f} s MPI; gateway {gateway / 2**20:.1f} MiB, "
+           f"between workers {between / 2**20:.1f} MiB)")
 
 
 def build_prim(work: Path, bench: str) -> Path:
@@ -352,7 +382,7 @@ def common_cases(work: Path) -> None:
     coll = work / "coll"
     shutil.copytree(HERE / "bin", coll / "bin")
     compare("PID-Comm AllReduce and AlltoAll", coll, ["./bin/allreduce"], 4, 2, "AlltoAll OK",
-            {"OPENPIM_COLLECTIVES_PR": "always"})
+            {"OPENPIM_COLLECTIVES_PR": "always"}, collective_bytes=1)
     compare("PrIM VA", va, va_cmd, 4, 2, "OK", {"OMPI_MCA_btl": "tcp,self"},
             label="PrIM VA at 256 DPUs on 2 workers over TCP (OMPI_MCA_btl=tcp,self)")
     fault_case(coll)
@@ -373,7 +403,7 @@ def ntt_case(work: Path) -> None:
         return result(False, label, "build failed", r.stdout + r.stderr)
     cmd = ["./bin/host", "--n", "256", "--steps", "2", "--instances", "16", "--dpus", "2048",
            "--exchange", "pidcomm"]
-    compare("NTT", dest / "ntt", cmd, 32, 4, "OK ntt", label=label)
+    compare("NTT", dest / "ntt", cmd, 32, 4, "OK ntt", label=label, collective_bytes=1)
 
 
 def prim_matrix(work: Path, bench: str) -> None:

@@ -8,17 +8,19 @@
 use std::collections::HashMap;
 use std::io::Write;
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
+use std::sync::mpsc::{channel, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mpi::Threading;
+use openpim_collectives::distributed;
 use openpim_runtime::exec::mpi::wire::{
-    encode_reply, read_frame, write_frame, ToWorker, WorkerInfo, SHARE_ALL,
+    encode_reply, read_frame, write_frame, CollectiveReply, ToWorker, WorkerInfo, SHARE_ALL,
 };
 use openpim_runtime::exec::remote::protocol::{Reply, WireError};
 use openpim_runtime::Error;
 
+use crate::peers::{Mailbox, WorkerPeers};
 use crate::serve::Ranks;
 use crate::transport::Transport;
 use crate::{timeout, STOP_WORKER, TIMEOUT_ENV};
@@ -89,7 +91,7 @@ pub fn run(socket: &str) -> Result<(), String> {
     let r = if t.rank() == 0 {
         gateway(&mut t, socket, timeout)
     } else {
-        worker(&mut t);
+        worker(&mut t, timeout);
         Ok(())
     };
     drop(t);
@@ -98,26 +100,35 @@ pub fn run(socket: &str) -> Result<(), String> {
 }
 
 /// A worker: its ranks, each request answered on a thread of its own (ranks of different
-/// calls run at once), the heartbeat answered at once.
-fn worker(t: &mut Transport) {
+/// calls run at once), the heartbeat answered at once; messages from other workers (a
+/// collective's lines) go to the mailbox its host steps take them from.
+fn worker(t: &mut Transport, bound: Duration) {
     let mut hello = std::process::id().to_le_bytes().to_vec();
     hello.extend_from_slice(host_name().as_bytes());
     t.post(0, &framed(0, &hello));
     let ranks = Arc::new(Ranks::default());
-    let (tx, rx): (Sender<Vec<u8>>, Receiver<Vec<u8>>) = channel();
+    let mailbox = Arc::new(Mailbox::default());
+    let me = t.rank() as u32 - 1;
+    // What the request threads send: (destination MPI rank, message).
+    let (tx, rx) = channel::<(i32, Vec<u8>)>();
     let mut backoff = Backoff::new();
     loop {
         let mut busy = false;
-        while let Ok(reply) = rx.try_recv() {
-            t.post(0, &reply);
+        while let Ok((dest, msg)) = rx.try_recv() {
+            t.post(dest, &msg);
             busy = true;
         }
         t.progress();
-        if let Some((_, msg)) = t.try_recv() {
+        if let Some((src, msg)) = t.try_recv() {
             busy = true;
             let Some((id, body)) = split(&msg) else {
                 continue;
             };
+            if src != 0 {
+                // Another worker's lines for a collective's host step.
+                mailbox.deposit(src as u32 - 1, id, body.to_vec());
+                continue;
+            }
             match ToWorker::decode(body) {
                 Ok(ToWorker::Ping) => t.post(0, &framed(id, &encode_reply(&Reply::Unit))),
                 Ok(ToWorker::Shutdown) => break,
@@ -131,13 +142,38 @@ fn worker(t: &mut Transport) {
                     ranks.forget(&keys);
                     t.post(0, &framed(id, &encode_reply(&Reply::Unit)));
                 }
+                Ok(ToWorker::Collective { body }) => {
+                    let ranks = Arc::clone(&ranks);
+                    let peers = WorkerPeers {
+                        me,
+                        out: tx.clone(),
+                        mailbox: Arc::clone(&mailbox),
+                        bound,
+                    };
+                    std::thread::spawn(move || {
+                        let reply = match distributed::serve(&body, &*ranks, &peers) {
+                            Ok((body, peer_messages, peer_bytes)) => Reply::Bytes(
+                                CollectiveReply {
+                                    peer_messages,
+                                    peer_bytes,
+                                    body,
+                                }
+                                .encode(),
+                            ),
+                            Err(why) => Reply::Error(WireError::from_error(&Error::Internal(
+                                format!("MPI worker {}: {why}", me + 1),
+                            ))),
+                        };
+                        let _ = peers.out.send((0, framed(id, &encode_reply(&reply))));
+                    });
+                }
                 Ok(req) => match ranks.buffers_for(&req) {
                     Ok(shared) => {
                         let ranks = Arc::clone(&ranks);
                         let tx = tx.clone();
                         std::thread::spawn(move || {
                             let reply = ranks.handle_with(req, &shared);
-                            let _ = tx.send(framed(id, &encode_reply(&reply)));
+                            let _ = tx.send((0, framed(id, &encode_reply(&reply))));
                         });
                     }
                     Err(e) => t.post(
