@@ -356,7 +356,8 @@ def main() -> int:
             coll = work / "coll4"
             shutil.copytree(HERE / "bin", coll / "bin")
             compare("PID-Comm AllReduce and AlltoAll", coll, ["./bin/allreduce"], 4, 4,
-                    "AlltoAll OK", {"OPENPIM_COLLECTIVES_PR": "always"})
+                    "AllReduce y OK", {"OPENPIM_COLLECTIVES_PR": "always"},
+                    collective_bytes=4 * 3 * (64 << 10))
             ntt_case(work)
         if full:
             for bench in only or list(programs.PRIM_64):
@@ -381,8 +382,9 @@ def common_cases(work: Path) -> None:
             label="PrIM BS at 256 DPUs on 2 workers (its array an MPI broadcast)")
     coll = work / "coll"
     shutil.copytree(HERE / "bin", coll / "bin")
-    compare("PID-Comm AllReduce and AlltoAll", coll, ["./bin/allreduce"], 4, 2, "AlltoAll OK",
-            {"OPENPIM_COLLECTIVES_PR": "always"}, collective_bytes=1)
+    # (The AllReduce along y crosses the workers: each needs the other's 2 ranks' 64 KiB.)
+    compare("PID-Comm AllReduce and AlltoAll", coll, ["./bin/allreduce"], 4, 2, "AllReduce y OK",
+            {"OPENPIM_COLLECTIVES_PR": "always"}, collective_bytes=2 * 2 * (64 << 10))
     compare("PrIM VA", va, va_cmd, 4, 2, "OK", {"OMPI_MCA_btl": "tcp,self"},
             label="PrIM VA at 256 DPUs on 2 workers over TCP (OMPI_MCA_btl=tcp,self)")
     fault_case(coll)

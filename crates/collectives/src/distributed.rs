@@ -17,6 +17,22 @@ use crate::elem::{ElemType, ReduceOp};
 use crate::line::{self, Modulation, Op, Work};
 use crate::plan::{self, Exchange, Layout};
 
+/// Where a distributed run's host steps run: `workers` (the default) or `program` (the
+/// program's process, every byte of the exchange through the gateway twice: for comparison).
+pub const HOST_STEP_ENV: &str = "OPENPIM_MPI_HOST_STEP";
+
+/// Whether host steps run in the workers ([`HOST_STEP_ENV`]).
+pub(crate) fn in_workers() -> crate::Result<bool> {
+    match std::env::var(HOST_STEP_ENV).as_deref() {
+        Err(_) | Ok("") | Ok("workers") => Ok(true),
+        Ok("program") => Ok(false),
+        Ok(other) => Err(crate::Error::invalid(
+            HOST_STEP_ENV,
+            format!("'{other}': 'workers' (the default: beside the ranks) or 'program' (in the program's process, through the gateway)"),
+        )),
+    }
+}
+
 /// A worker's ranks' memory: a region of every DPU of a rank slot.
 pub trait RankMemory {
     /// `len` bytes at MRAM address `addr` of each of the 64 DPUs of rank slot `slot`, by the

@@ -216,7 +216,9 @@ impl<'a> Ctx<'a> {
         m: Modulation,
     ) -> Result<Work> {
         if let Some(mpi) = self.ranks[0].mpi_backend() {
-            return self.host_step_on_workers(mpi, c, layout, src, dst, m);
+            if distributed::in_workers()? {
+                return self.host_step_on_workers(mpi, c, layout, src, dst, m);
+            }
         }
         let ops = plan::build(
             c.x,
