@@ -311,12 +311,16 @@ def ntt_study(work: Path) -> None:
     print("\n## The study's NTT at 2,048 DPUs (16 x 65,536 points, its transpose a PID-Comm "
           "all-to-all), 4 workers\n")
     print("| run | wall s | MiB through the gateway | MiB between workers | collective requests "
-          "| phases equal to local |")
+          "| phases equal to local (but a measured host region's) |")
     print("|---|---:|---:|---:|---:|---|")
     for name, (wall, rep) in runs.items():
         coll = next((t["messages"] for t in rep.get("mpi_traffic", [])
                      if t["kind"] == "collective"), 0)
-        same = all(rep["phases"][k] == local["phases"][k] for k in phases)
+        # (An inter-DPU region the program marks around its own host code is measured real
+        # time, which differs between two local runs too: tests/mpi compares its bytes.)
+        measured = any(x.get("path") == "host" for x in local.get("inter_dpu", []))
+        same = all(rep["phases"][k] == local["phases"][k] for k in phases
+                   if not (measured and k == "inter_dpu_ns"))
         mpi = "mpi_traffic" in rep
         print(f"| {name} | {wall:.2f} | {gateway_bytes(rep) / 2**20:.1f} | "
               f"{between_bytes(rep) / 2**20:.1f} | {coll if mpi else '-'} | "
