@@ -28,6 +28,10 @@ use crate::{timeout, STOP_WORKER, TIMEOUT_ENV};
 /// How often the gateway pings each worker.
 const HEARTBEAT: Duration = Duration::from_millis(500);
 
+/// How often the gateway looks at its workers' liveness (a dead one on this machine, a
+/// silent one, a ping due).
+const LIVENESS_EVERY: Duration = Duration::from_millis(5);
+
 /// How a polling loop waits when it found nothing to do: MPI's own waits spin, and a process
 /// waiting for work should leave the cores to the others; but while messages flow (a program
 /// making many small calls), each wait adds to every round trip. So: yield a few turns, then
@@ -301,6 +305,7 @@ fn gateway(t: &mut Transport, socket: &str, timeout: Duration) -> Result<(), Str
         }
     };
     let mut stopping = false;
+    let mut last_check = Instant::now();
     while !stopping {
         let mut busy = false;
         loop {
@@ -409,10 +414,15 @@ fn gateway(t: &mut Transport, socket: &str, timeout: Duration) -> Result<(), Str
                 reply_to(&conns, &f, body);
             }
         }
-        // The heartbeat, and a worker of this machine that is gone is seen at once.
+        // The heartbeat, and a worker of this machine that is gone is seen at once (within
+        // a few ms: the checks are system calls, not made on every turn of a busy loop).
         let now = Instant::now();
+        let check = now.duration_since(last_check) >= LIVENESS_EVERY;
+        if check {
+            last_check = now;
+        }
         for (k, p) in peers.iter_mut().enumerate() {
-            if p.dead.is_some() {
+            if p.dead.is_some() || !check {
                 continue;
             }
             let gone_here = p.info.host == my_host
