@@ -226,6 +226,11 @@ pub(crate) fn merge_work(work: &mut Work, b: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
+/// The first byte of a message between workers: the source lines follow, or why there are
+/// none (the sender could not read its ranks).
+const LINES: u8 = 0;
+const FAILED: u8 = 1;
+
 /// The lines `line` of `win` as bytes, appended to `out`.
 fn put_line(out: &mut Vec<u8>, win: &[u64], line: usize) {
     for w in &win[8 * line..8 * line + 8] {
@@ -249,7 +254,13 @@ pub fn serve(
     let mut workers: Vec<u32> = (0..nr_ranks).map(|r| s.owner(r)).collect();
     workers.sort_unstable();
     workers.dedup();
-    let wi = |w: u32| workers.binary_search(&w).expect("a worker of the set");
+    if !workers.contains(&me) {
+        return Err(format!(
+            "asked for a host step on rank slots {:?}, none of which it holds",
+            s.slots
+        ));
+    }
+    let wi = |w: u32| workers.binary_search(&w).unwrap_or(0);
     let ops = plan::build(
         s.x, &s.cube, s.comm, s.total, s.layout, src_words, dst_words,
     );
@@ -286,19 +297,33 @@ pub fn serve(
     }
     // This worker's ranks' source lines.
     let logical: Vec<usize> = (0..RANK_DPUS).map(|l| dpu_of(l).1 as usize).collect();
+    // (Untouched pages of the windows, the other workers' ranks', cost no memory.)
     let mut src = vec![0u64; 8 * total_src];
     let my_ranks: Vec<usize> = (0..nr_ranks).filter(|r| s.owner(*r) == me).collect();
-    for &r in &my_ranks {
+    let read = my_ranks.iter().try_for_each(|&r| {
         let bufs = mem.read(s.slots[r], s.src.0, s.src.1)?;
+        if bufs.len() != RANK_DPUS as usize {
+            return Err(format!("rank slot {} has {} DPUs", s.slots[r], bufs.len()));
+        }
         let ordered: Vec<Vec<u8>> = logical.iter().map(|i| bufs[*i].clone()).collect();
         let win = crate::engine::to_window(&ordered, s.src.1 as usize);
         src[8 * r * src_rl..8 * (r + 1) * src_rl].copy_from_slice(&win);
+        Ok(())
+    });
+    if let Err(why) = read {
+        // The other workers wait for this one's lines: they learn at once that none come.
+        for &w in workers.iter().filter(|w| **w != me) {
+            let mut out = vec![FAILED];
+            out.extend_from_slice(why.as_bytes());
+            peers.send(w, s.id, out);
+        }
+        return Err(why);
     }
     // The lines that cross: to each other worker what its destinations read of this one's.
     let (mut messages, mut bytes) = (0u64, 0u64);
     for &w in workers.iter().filter(|w| **w != me) {
         let n = &need[wi(w)];
-        let mut out = Vec::new();
+        let mut out = vec![LINES];
         for &r in &my_ranks {
             let lines = r * src_rl..(r + 1) * src_rl;
             for line in lines.filter(|l| n[*l]) {
@@ -312,13 +337,26 @@ pub fn serve(
     let n = &need[wi(me)];
     for &v in workers.iter().filter(|w| **w != me) {
         let got = peers.recv(v, s.id)?;
+        match got.first() {
+            Some(&LINES) => {}
+            Some(&FAILED) => {
+                return Err(format!(
+                    "MPI worker {} could not read its ranks: {}",
+                    v + 1,
+                    String::from_utf8_lossy(&got[1..])
+                ))
+            }
+            _ => return Err(format!("MPI worker {} sent a malformed message", v + 1)),
+        }
+        let got = &got[1..];
         let mut at = 0usize;
         for r in (0..nr_ranks).filter(|r| s.owner(*r) == v) {
             for line in r * src_rl..(r + 1) * src_rl {
                 if n[line] {
                     let b = got.get(at..at + 64).ok_or_else(|| {
                         format!(
-                            "worker {v} sent {} bytes of source lines, fewer than the step reads",
+                            "MPI worker {} sent {} bytes of source lines, fewer than the step reads",
+                            v + 1,
                             got.len()
                         )
                     })?;
@@ -331,7 +369,8 @@ pub fn serve(
         }
         if at != got.len() {
             return Err(format!(
-                "worker {v} sent {} bytes of source lines, {at} expected",
+                "MPI worker {} sent {} bytes of source lines, {at} expected",
+                v + 1,
                 got.len()
             ));
         }
@@ -572,6 +611,53 @@ mod tests {
         let mut alone = step(Exchange::AlltoAll, [64, 4, 1], y, 256, (256, 256));
         alone.nr_workers = 1;
         same_as_local(&alone);
+    }
+
+    #[test]
+    fn a_worker_that_cannot_read_fails_the_others_at_once() {
+        // Worker 1's ranks have no source region: it fails, and worker 0 learns it from its
+        // message instead of waiting.
+        let st = step(
+            Exchange::AllReduce,
+            [64, 4, 1],
+            [false, true, false],
+            64,
+            (64, 64),
+        );
+        let mem = Arc::new(Mem::default());
+        for slot in [0, 2] {
+            mem.0
+                .lock()
+                .unwrap()
+                .insert((slot, 0x0800_0000), vec![vec![0u8; 64]; 64]);
+        }
+        let post: Post = Arc::default();
+        let threads: Vec<_> = (0..2)
+            .map(|me| {
+                let (mem, post, body) = (Arc::clone(&mem), Arc::clone(&post), st.encode());
+                std::thread::spawn(move || serve(&body, &*mem, &Net { me, post }))
+            })
+            .collect();
+        let out: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        assert_eq!(out[1].as_ref().unwrap_err(), "no such region");
+        let e = out[0].as_ref().unwrap_err();
+        assert!(
+            e.contains("MPI worker 2 could not read") && e.contains("no such region"),
+            "{e}"
+        );
+        // A worker asked about ranks it does not hold refuses.
+        let mut other = st.clone();
+        other.slots = vec![0, 2, 4, 6];
+        let e = serve(
+            &other.encode(),
+            &*mem,
+            &Net {
+                me: 1,
+                post: Arc::default(),
+            },
+        )
+        .unwrap_err();
+        assert!(e.contains("none of which it holds"), "{e}");
     }
 
     #[test]

@@ -155,7 +155,18 @@ fn worker(t: &mut Transport, bound: Duration) {
                         bound,
                     };
                     std::thread::spawn(move || {
-                        let reply = match distributed::serve(&body, &*ranks, &peers) {
+                        // (A malformed step must not end the worker's thread without an
+                        // answer: the program would wait for it.)
+                        let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            distributed::serve(&body, &*ranks, &peers)
+                        }))
+                        .unwrap_or_else(|p| {
+                            Err(format!(
+                                "the host step failed: {}",
+                                openpim_runtime::panic_message(&*p)
+                            ))
+                        });
+                        let reply = match served {
                             Ok((body, peer_messages, peer_bytes)) => Reply::Bytes(
                                 CollectiveReply {
                                     peer_messages,

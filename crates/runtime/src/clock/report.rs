@@ -328,7 +328,10 @@ pub fn set_check_section(section: CheckSection) {
 pub struct TrafficReport {
     /// `open`, `close`, `load`, `write`, `broadcast`, `read`, `launch`, `log`, `stats`;
     /// `batched writes`, or `launch+batched writes` (and so on) for small writes that waited
-    /// for the rank's next operation and travelled with it.
+    /// for the rank's next operation and travelled with it; `shared buffer` (an MPI
+    /// broadcast); `collective` (a collective's host step run in the workers) and
+    /// `collective: between workers` (the lines the workers sent each other for it, counted
+    /// in `messages` and `bytes_to_workers`: none of it crosses the gateway).
     pub kind: String,
     /// Requests sent (one per worker of a call), each answered by one reply.
     pub messages: u64,
