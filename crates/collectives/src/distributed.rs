@@ -5,16 +5,17 @@
 //! arithmetic and writes the destination window back. On MPI workers that would bring every
 //! byte of the exchange to the program's process and send it out again, twice over the
 //! gateway's link. Instead the program's process sends one request ([`Step`]: the
-//! exchange's parameters) to each worker holding a rank of the set; each worker reads its
-//! own ranks' source lines, sends every other worker of the set the source lines that
-//! worker's destination lines read (both sides know which from the plan, so nothing is
-//! negotiated), runs the same plan and line code as a local run ([`plan::build`],
-//! [`line::run`]) for its ranks' destination lines, and writes them. The measured work of
-//! each rank's piece comes back, and the program charges the step as a local run does.
+//! exchange's parameters) to each worker holding a rank of the set; each worker plans its own
+//! ranks' destinations with the same plan code as a local run ([`plan::build_for`]: a
+//! worker's share, so the plan's cost is spread too), asks every other worker of the set for
+//! the source lines those destinations read (runs of line numbers), reads its own ranks'
+//! source lines, sends the others what they asked for, runs the same line code as a local
+//! run ([`line::run`]) and writes its ranks' destinations. The measured work of each rank's
+//! piece comes back, and the program charges the step as a local run does.
 
 use crate::cube::{dpu_of, Comm, Hypercube, RANK_DPUS};
 use crate::elem::{ElemType, ReduceOp};
-use crate::line::{self, Modulation, Op, Work};
+use crate::line::{self, Modulation, Work};
 use crate::plan::{self, Exchange, Layout};
 
 /// Where a distributed run's host steps run: `workers` (the default) or `program` (the
@@ -226,10 +227,19 @@ pub(crate) fn merge_work(work: &mut Work, b: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
-/// The first byte of a message between workers: the source lines follow, or why there are
-/// none (the sender could not read its ranks).
+/// The first byte of a message between workers: which lines the sender reads of the
+/// receiver's ranks, the lines asked for, or why there are none (the sender could not read
+/// its ranks).
+const REQUEST: u8 = 2;
 const LINES: u8 = 0;
 const FAILED: u8 = 1;
+
+/// The step id of the lines' messages (the requests' is the step's own: a worker sends each
+/// other worker both, and the receiver takes each by its id). Step ids leave bit 63 clear
+/// (a pid and a counter).
+fn lines_id(step: u64) -> u64 {
+    step | 1 << 63
+}
 
 /// The lines `line` of `win` as bytes, appended to `out`.
 fn put_line(out: &mut Vec<u8>, win: &[u64], line: usize) {
@@ -238,9 +248,39 @@ fn put_line(out: &mut Vec<u8>, win: &[u64], line: usize) {
     }
 }
 
+/// The runs `(first, count)` of the lines `need` marks in `range`.
+fn runs(need: &[bool], range: std::ops::Range<usize>) -> Vec<(u32, u32)> {
+    let mut out: Vec<(u32, u32)> = Vec::new();
+    for line in range.filter(|l| need[*l]) {
+        match out.last_mut() {
+            Some((first, count)) if (*first + *count) as usize == line => *count += 1,
+            _ => out.push((line as u32, 1)),
+        }
+    }
+    out
+}
+
+/// Checks a message from worker `v` and returns its body, or the failure it reports.
+fn expect(got: &[u8], kind: u8, v: u32) -> Result<&[u8], String> {
+    match got.first() {
+        Some(&k) if k == kind => Ok(&got[1..]),
+        Some(&FAILED) => Err(format!(
+            "MPI worker {} could not read its ranks: {}",
+            v + 1,
+            String::from_utf8_lossy(&got[1..])
+        )),
+        _ => Err(format!("MPI worker {} sent a malformed message", v + 1)),
+    }
+}
+
 /// Runs this worker's part of a host step (`body`: a [`Step`]'s bytes) on its ranks `mem`;
 /// returns its answer (the measured work of its pieces) and the messages and bytes it sent
 /// the other workers.
+///
+/// Each worker plans only its own ranks' destinations ([`plan::build_for`]), tells every
+/// other worker of the set which of that worker's source lines they read (runs of lines),
+/// reads its own ranks' source lines, sends each other worker the lines it asked for, and
+/// then runs the line arithmetic on its ranks' destinations.
 pub fn serve(
     body: &[u8],
     mem: &dyn RankMemory,
@@ -260,46 +300,52 @@ pub fn serve(
             s.slots
         ));
     }
-    let wi = |w: u32| workers.binary_search(&w).unwrap_or(0);
-    let ops = plan::build(
-        s.x, &s.cube, s.comm, s.total, s.layout, src_words, dst_words,
+    let others: Vec<u32> = workers.iter().copied().filter(|w| *w != me).collect();
+    let egs_per_rank = (RANK_DPUS / 8) as usize;
+    let ops = plan::build_for(
+        s.x,
+        &s.cube,
+        s.comm,
+        s.total,
+        s.layout,
+        src_words,
+        dst_words,
+        |eg| s.owner(eg as usize / egs_per_rank) == me,
     );
-    // Which source lines each worker's destination lines read, and this worker's ops (their
-    // destinations in its ranks only).
+    // The source lines this worker's destinations read.
     let total_src = nr_ranks * src_rl;
-    let mut need = vec![vec![false; total_src]; workers.len()];
-    let mut mine: Vec<Op> = Vec::new();
+    let mut need = vec![false; total_src];
     for op in &ops {
-        let mut to: Vec<u32> = op.dst.iter().map(|d| s.owner(d / dst_rl)).collect();
-        to.sort_unstable();
-        to.dedup();
-        let srcs = op.body.sources();
-        for w in &to {
-            let n = &mut need[wi(*w)];
-            for sl in &srcs {
-                for line in n.iter_mut().skip(*sl).take(op.words) {
-                    *line = true;
-                }
+        for sl in op.body.sources() {
+            for line in need.iter_mut().skip(sl).take(op.words) {
+                *line = true;
             }
         }
-        if to.contains(&me) {
-            mine.push(Op {
-                dst: op
-                    .dst
-                    .iter()
-                    .copied()
-                    .filter(|d| s.owner(d / dst_rl) == me)
-                    .collect(),
-                words: op.words,
-                body: op.body.clone(),
-            });
-        }
     }
-    // This worker's ranks' source lines.
+    let owners: Vec<u32> = (0..nr_ranks).map(|r| s.owner(r)).collect();
+    let ranks_of = |w: u32| -> Vec<usize> { (0..nr_ranks).filter(|r| owners[*r] == w).collect() };
+    let (mut messages, mut bytes) = (0u64, 0u64);
+    let mut asked: Vec<(u32, Vec<(u32, u32)>)> = Vec::new();
+    for &v in &others {
+        let wanted: Vec<(u32, u32)> = ranks_of(v)
+            .into_iter()
+            .flat_map(|r| runs(&need, r * src_rl..(r + 1) * src_rl))
+            .collect();
+        let mut out = vec![REQUEST];
+        for (first, count) in &wanted {
+            out.extend_from_slice(&first.to_le_bytes());
+            out.extend_from_slice(&count.to_le_bytes());
+        }
+        messages += 1;
+        bytes += out.len() as u64;
+        peers.send(v, s.id, out);
+        asked.push((v, wanted));
+    }
+    // This worker's ranks' source lines. (Untouched pages of the windows, the other workers'
+    // ranks', cost no memory.)
     let logical: Vec<usize> = (0..RANK_DPUS).map(|l| dpu_of(l).1 as usize).collect();
-    // (Untouched pages of the windows, the other workers' ranks', cost no memory.)
     let mut src = vec![0u64; 8 * total_src];
-    let my_ranks: Vec<usize> = (0..nr_ranks).filter(|r| s.owner(*r) == me).collect();
+    let my_ranks: Vec<usize> = ranks_of(me);
     let read = my_ranks.iter().try_for_each(|&r| {
         let bufs = mem.read(s.slots[r], s.src.0, s.src.1)?;
         if bufs.len() != RANK_DPUS as usize {
@@ -312,72 +358,65 @@ pub fn serve(
     });
     if let Err(why) = read {
         // The other workers wait for this one's lines: they learn at once that none come.
-        for &w in workers.iter().filter(|w| **w != me) {
+        for &v in &others {
             let mut out = vec![FAILED];
             out.extend_from_slice(why.as_bytes());
-            peers.send(w, s.id, out);
+            peers.send(v, lines_id(s.id), out);
         }
         return Err(why);
     }
-    // The lines that cross: to each other worker what its destinations read of this one's.
-    let (mut messages, mut bytes) = (0u64, 0u64);
-    for &w in workers.iter().filter(|w| **w != me) {
-        let n = &need[wi(w)];
+    // The lines each other worker asked for, from this worker's ranks only.
+    let mine = |line: usize| line < total_src && owners[line / src_rl] == me;
+    for &v in &others {
+        let got = peers.recv(v, s.id)?;
+        let req = expect(&got, REQUEST, v)?;
+        if !req.len().is_multiple_of(8) {
+            return Err(format!("MPI worker {} sent a malformed request", v + 1));
+        }
         let mut out = vec![LINES];
-        for &r in &my_ranks {
-            let lines = r * src_rl..(r + 1) * src_rl;
-            for line in lines.filter(|l| n[*l]) {
+        for run in req.chunks(8) {
+            let first = u32::from_le_bytes(run[..4].try_into().expect("4")) as usize;
+            let count = u32::from_le_bytes(run[4..].try_into().expect("4")) as usize;
+            let last = first + count.max(1) - 1;
+            if !mine(first) || !mine(last) || s.owner(first / src_rl) != s.owner(last / src_rl) {
+                return Err(format!(
+                    "MPI worker {} asked for lines {first}..{} this worker does not hold",
+                    v + 1,
+                    first + count
+                ));
+            }
+            for line in first..first + count {
                 put_line(&mut out, &src, line);
             }
         }
         messages += 1;
         bytes += out.len() as u64;
-        peers.send(w, s.id, out);
+        peers.send(v, lines_id(s.id), out);
     }
-    let n = &need[wi(me)];
-    for &v in workers.iter().filter(|w| **w != me) {
-        let got = peers.recv(v, s.id)?;
-        match got.first() {
-            Some(&LINES) => {}
-            Some(&FAILED) => {
-                return Err(format!(
-                    "MPI worker {} could not read its ranks: {}",
-                    v + 1,
-                    String::from_utf8_lossy(&got[1..])
-                ))
-            }
-            _ => return Err(format!("MPI worker {} sent a malformed message", v + 1)),
-        }
-        let got = &got[1..];
-        let mut at = 0usize;
-        for r in (0..nr_ranks).filter(|r| s.owner(*r) == v) {
-            for line in r * src_rl..(r + 1) * src_rl {
-                if n[line] {
-                    let b = got.get(at..at + 64).ok_or_else(|| {
-                        format!(
-                            "MPI worker {} sent {} bytes of source lines, fewer than the step reads",
-                            v + 1,
-                            got.len()
-                        )
-                    })?;
-                    for (k, w) in src[8 * line..8 * line + 8].iter_mut().enumerate() {
-                        *w = u64::from_le_bytes(b[8 * k..8 * k + 8].try_into().expect("8"));
-                    }
-                    at += 64;
-                }
-            }
-        }
-        if at != got.len() {
+    for (v, wanted) in &asked {
+        let got = peers.recv(*v, lines_id(s.id))?;
+        let got = expect(&got, LINES, *v)?;
+        let expected: usize = wanted.iter().map(|(_, c)| 64 * *c as usize).sum();
+        if got.len() != expected {
             return Err(format!(
-                "MPI worker {} sent {} bytes of source lines, {at} expected",
+                "MPI worker {} sent {} bytes of source lines, {expected} expected",
                 v + 1,
                 got.len()
             ));
         }
+        let mut at = 0;
+        for &(first, count) in wanted {
+            for line in first as usize..(first + count) as usize {
+                for (k, w) in src[8 * line..8 * line + 8].iter_mut().enumerate() {
+                    *w = u64::from_le_bytes(got[at + 8 * k..at + 8 * k + 8].try_into().expect("8"));
+                }
+                at += 64;
+            }
+        }
     }
     // The same line arithmetic as in process, for this worker's destination lines.
     let mut dst = vec![0u64; 8 * nr_ranks * dst_rl];
-    let work = line::run(&mine, &src, &mut dst, &s.m, dst_rl);
+    let work = line::run(&ops, &src, &mut dst, &s.m, dst_rl);
     for &r in &my_ranks {
         let by_logical = crate::engine::from_window(
             &dst[8 * r * dst_rl..8 * (r + 1) * dst_rl].to_vec(),
