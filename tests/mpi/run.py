@@ -357,8 +357,8 @@ def main() -> int:
         if full and only is None:
             coll = work / "coll4"
             shutil.copytree(HERE / "bin", coll / "bin")
-            compare("PID-Comm AllReduce and AlltoAll", coll, ["./bin/allreduce"], 4, 4,
-                    "AllReduce y OK", {"OPENPIM_COLLECTIVES_PR": "always"},
+            compare("PID-Comm collectives", coll, ["./bin/allreduce"], 4, 4,
+                    "AllGather y OK", {"OPENPIM_COLLECTIVES_PR": "always"},
                     collective_bytes=4 * 3 * (64 << 10))
             ntt_case(work)
         if full:
@@ -385,7 +385,7 @@ def common_cases(work: Path) -> None:
     coll = work / "coll"
     shutil.copytree(HERE / "bin", coll / "bin")
     # (The AllReduce along y crosses the workers: each needs the other's 2 ranks' 64 KiB.)
-    compare("PID-Comm AllReduce and AlltoAll", coll, ["./bin/allreduce"], 4, 2, "AllReduce y OK",
+    compare("PID-Comm collectives", coll, ["./bin/allreduce"], 4, 2, "AllGather y OK",
             {"OPENPIM_COLLECTIVES_PR": "always"}, collective_bytes=2 * 2 * (64 << 10))
     compare("PrIM VA", va, va_cmd, 4, 2, "OK", {"OMPI_MCA_btl": "tcp,self"},
             label="PrIM VA at 256 DPUs on 2 workers over TCP (OMPI_MCA_btl=tcp,self)")
