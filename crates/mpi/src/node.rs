@@ -95,7 +95,13 @@ pub fn run(socket: &str) -> Result<(), String> {
     let r = if t.rank() == 0 {
         gateway(&mut t, socket, timeout)
     } else {
-        worker(&mut t, timeout);
+        if worker(&mut t, timeout) {
+            // Another worker died: MPI_Finalize would wait for it (and for the messages sent
+            // to it, which never leave), holding up the end of the job. As the gateway does.
+            drop(t);
+            let _ = std::io::stderr().flush();
+            std::process::exit(3);
+        }
         Ok(())
     };
     drop(t);
@@ -105,8 +111,9 @@ pub fn run(socket: &str) -> Result<(), String> {
 
 /// A worker: its ranks, each request answered on a thread of its own (ranks of different
 /// calls run at once), the heartbeat answered at once; messages from other workers (a
-/// collective's lines) go to the mailbox its host steps take them from.
-fn worker(t: &mut Transport, bound: Duration) {
+/// collective's lines) go to the mailbox its host steps take them from. Returns whether the
+/// gateway reported another worker dead.
+fn worker(t: &mut Transport, bound: Duration) -> bool {
     let mut hello = std::process::id().to_le_bytes().to_vec();
     hello.extend_from_slice(host_name().as_bytes());
     t.post(0, &framed(0, &hello));
@@ -146,6 +153,7 @@ fn worker(t: &mut Transport, bound: Duration) {
                     ranks.forget(&keys);
                     t.post(0, &framed(id, &encode_reply(&Reply::Unit)));
                 }
+                Ok(ToWorker::PeerDied { worker }) => mailbox.mark_dead(worker),
                 Ok(ToWorker::Collective { body }) => {
                     let ranks = Arc::clone(&ranks);
                     let peers = WorkerPeers {
@@ -212,12 +220,14 @@ fn worker(t: &mut Transport, bound: Duration) {
         }
     }
     drop(ranks);
-    // The last replies leave before MPI is finalized.
+    // The last replies leave before MPI is finalized (what was sent to other workers does
+    // not matter any more: one may be dead, and its messages never leave).
     let end = Instant::now() + Duration::from_secs(5);
-    while t.in_flight() > 0 && Instant::now() < end {
+    while t.in_flight_to(0) > 0 && Instant::now() < end {
         t.progress();
         std::thread::sleep(Duration::from_millis(1));
     }
+    mailbox.any_dead()
 }
 
 /// What the gateway knows of a worker.
@@ -432,6 +442,7 @@ fn gateway(t: &mut Transport, socket: &str, timeout: Duration) -> Result<(), Str
         if check {
             last_check = now;
         }
+        let mut died: Vec<u32> = Vec::new();
         for (k, p) in peers.iter_mut().enumerate() {
             if p.dead.is_some() || !check {
                 continue;
@@ -462,6 +473,7 @@ fn gateway(t: &mut Transport, socket: &str, timeout: Duration) -> Result<(), Str
                     unsafe { libc::kill(p.info.pid as libc::pid_t, libc::SIGKILL) };
                 }
                 p.dead = Some(why.clone());
+                died.push(k as u32);
                 let e = Error::System(why);
                 let r = encode_reply(&Reply::Error(WireError::from_error(&e)));
                 let lost: Vec<u64> = in_flight
@@ -484,6 +496,14 @@ fn gateway(t: &mut Transport, socket: &str, timeout: Duration) -> Result<(), Str
             if p.pinged.is_none() && now.duration_since(p.seen) > HEARTBEAT {
                 p.pinged = Some(now);
                 t.post(p.info.mpi_rank as i32, &framed(0, &ToWorker::Ping.encode()));
+            }
+        }
+        // The living workers learn of a death: a collective's host step waiting for the dead
+        // one's lines fails at once.
+        for w in died {
+            for p in peers.iter().filter(|p| p.dead.is_none()) {
+                let msg = ToWorker::PeerDied { worker: w };
+                t.post(p.info.mpi_rank as i32, &framed(0, &msg.encode()));
             }
         }
         if busy {

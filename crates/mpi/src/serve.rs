@@ -123,7 +123,7 @@ impl Ranks {
                 self.forget(&keys);
                 Reply::Unit
             }
-            ToWorker::Ping | ToWorker::Shutdown => Reply::Unit,
+            ToWorker::Ping | ToWorker::Shutdown | ToWorker::PeerDied { .. } => Reply::Unit,
             ToWorker::Collective { .. } => Reply::Error(WireError::from_error(&Error::Internal(
                 "a collective's host step is run by the worker's MPI thread's helpers".into(),
             ))),

@@ -153,7 +153,13 @@ impl MpiBackend {
                     }
                 },
                 Ok(other) => first_err = first_err.or(Some(unexpected(&other))),
-                Err(e) => first_err = first_err.or(Some(e)),
+                // A dead worker's error names it: it wins over the others' (who waited for
+                // its lines in vain).
+                Err(e) => {
+                    if first_err.is_none() || matches!(e, Error::System(_)) {
+                        first_err = Some(e);
+                    }
+                }
             }
         }
         match first_err {

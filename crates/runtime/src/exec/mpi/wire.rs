@@ -45,6 +45,9 @@ pub enum ToWorker {
     /// collectives library's request; the workers of the set exchange the lines that cross
     /// between them directly). Answered with [`Reply::Bytes`] of a [`CollectiveReply`].
     Collective { body: Vec<u8> },
+    /// Gateway -> worker: worker `worker` (index, 0-based) died; a collective's host step
+    /// waiting for its lines fails at once (no reply).
+    PeerDied { worker: u32 },
 }
 
 /// A worker's answer to [`ToWorker::Collective`]: what it sent the other workers for the step
@@ -138,6 +141,10 @@ impl ToWorker {
                 out.push(8);
                 out.extend_from_slice(body);
             }
+            ToWorker::PeerDied { worker } => {
+                out.push(9);
+                out.extend_from_slice(&worker.to_le_bytes());
+            }
         }
         out
     }
@@ -159,6 +166,7 @@ impl ToWorker {
             ToWorker::Share { .. } | ToWorker::Shared { .. } => "shared buffer",
             ToWorker::Unshare { .. } => "unshare",
             ToWorker::Collective { .. } => "collective",
+            ToWorker::PeerDied { .. } => "peer died",
         }
     }
 
@@ -215,6 +223,7 @@ impl ToWorker {
             Some(8) => Ok(ToWorker::Collective {
                 body: buf[1..].to_vec(),
             }),
+            Some(9) => Ok(ToWorker::PeerDied { worker: u32_at(1)? }),
             Some(&tag) => Err(DecodeError::BadTag {
                 what: "worker message",
                 tag,
@@ -373,10 +382,11 @@ mod tests {
             ToWorker::Collective {
                 body: vec![9, 8, 7],
             },
+            ToWorker::PeerDied { worker: 3 },
         ] {
             assert_eq!(ToWorker::decode(&m.encode()).unwrap(), m);
         }
-        assert!(ToWorker::decode(&[9]).is_err());
+        assert!(ToWorker::decode(&[10]).is_err());
         let r = CollectiveReply {
             peer_messages: 3,
             peer_bytes: 1 << 33,
