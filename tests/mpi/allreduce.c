@@ -1,7 +1,8 @@
 /* Collectives for the MPI backend's test (tests/mpi/run.py): PID-Comm's AllReduce (sum) and
- * AlltoAll along x of a 16x16x1 hypercube of 256 DPUs, 1 KiB of int32 per DPU, pushed and read
- * back in entangled order and checked against the CPU. Prints "AllReduce OK" and "AlltoAll OK",
- * or the first mismatch. */
+ * AlltoAll along x of a 16x16x1 hypercube of 256 DPUs, then AllReduce, ReduceScatter and
+ * AllGather along y (across the ranks), 1 KiB of int32 per DPU, pushed and read back in
+ * entangled order and checked against the CPU. Prints "AllReduce OK", "AlltoAll OK", "AllReduce
+ * y OK", "ReduceScatter y OK" and "AllGather y OK", or the first mismatch. */
 #include <dpu.h>
 #include <pidcomm.h>
 #include <stdint.h>
@@ -69,6 +70,51 @@ int main(void)
             }
         }
     printf("AlltoAll OK\n");
+    /* AllReduce along y: its groups span the 4 ranks, so on several workers the lines cross
+     * between them. */
+    push(set, orig, 0, 1);
+    pidcomm_all_reduce(hm, "010", sizeof(data[0]), 0, 0, 1 << 20, sizeof(int32_t), 0);
+    push(set, data, 0, 0);
+    for (i = 0; i < NR_DPUS; i++)
+        for (uint32_t w = 0; w < WORDS; w++) {
+            int32_t sum = 0;
+            for (uint32_t k = 0; k < NR_DPUS / X; k++)
+                sum += orig[i % X + k * X][w];
+            if (data[i][w] != sum) {
+                printf("AllReduce y mismatch at DPU %u word %u: %d, expected %d\n", i, w, data[i][w], sum);
+                return 1;
+            }
+        }
+    printf("AllReduce y OK\n");
+    /* ReduceScatter along y: member r (its y coordinate) gets the sum of chunk r (16 words) of
+     * its group's sources. */
+    const uint32_t chunk = WORDS / (NR_DPUS / X);
+    push(set, orig, 0, 1);
+    pidcomm_reduce_scatter(hm, "010", sizeof(data[0]), 0, 64 << 10, 1 << 20, sizeof(int32_t));
+    push(set, data, 64 << 10, 0);
+    for (i = 0; i < NR_DPUS; i++)
+        for (uint32_t w = 0; w < chunk; w++) {
+            int32_t sum = 0;
+            for (uint32_t k = 0; k < NR_DPUS / X; k++)
+                sum += orig[i % X + k * X][(i / X) * chunk + w];
+            if (data[i][w] != sum) {
+                printf("ReduceScatter y mismatch at DPU %u word %u: %d, expected %d\n", i, w, data[i][w], sum);
+                return 1;
+            }
+        }
+    printf("ReduceScatter y OK\n");
+    /* AllGather along y: every member gets its group's first chunks, by y coordinate. */
+    pidcomm_allgather(hm, "010", sizeof(data[0]), 0, 64 << 10, 1 << 20);
+    push(set, data, 64 << 10, 0);
+    for (i = 0; i < NR_DPUS; i++)
+        for (uint32_t w = 0; w < WORDS; w++) {
+            int32_t expect = orig[i % X + (w / chunk) * X][w % chunk];
+            if (data[i][w] != expect) {
+                printf("AllGather y mismatch at DPU %u word %u: %d, expected %d\n", i, w, data[i][w], expect);
+                return 1;
+            }
+        }
+    printf("AllGather y OK\n");
     free(hm);
     DPU_ASSERT(dpu_free(set));
     return 0;

@@ -10,8 +10,10 @@ the same programs in process.
     tests/mpi/run.py --prim GEMV,SEL   only the PrIM matrix, for these benchmarks
 
 Cases: PrIM VA (copied from ../shared/third_party, built by its own Makefile) and PID-Comm's
-AllReduce and AlltoAll (relocation programs forced) at 256 DPUs on 2 workers (4 with --all), each judged by its own check and compared with the local
-run: phases.dpu_kernel_ns, cpu_dpu_ns, dpu_cpu_ns, inter_dpu_ns, every launch's cycles,
+AllReduce and AlltoAll (relocation programs forced) at 256 DPUs on 2 workers (4 with --all),
+each judged by its own check and compared with the local run (for the collectives and the NTT
+also: their host steps ran in the workers — small `collective` requests, no more bytes through
+the gateway than the program's own transfers and loads, the lines between the workers): phases.dpu_kernel_ns, cpu_dpu_ns, dpu_cpu_ns, inter_dpu_ns, every launch's cycles,
 instructions and DMA fields, the transfers' counts, bytes and modeled bus times must be equal,
 and the report's workers[] must list 2 workers of 2 rank slots; VA again with OpenMPI's TCP
 transport forced (OMPI_MCA_btl=tcp,self); a DPU fault on a worker (same SDK code, same fault
@@ -40,6 +42,8 @@ import run as programs  # noqa: E402  (tests/programs/run.py: PrIM's table and t
 OPENPIM = ROOT / "target" / "release" / "openpim"
 PHASES = ["dpu_kernel_ns", "cpu_dpu_ns", "dpu_cpu_ns", "inter_dpu_ns"]
 TIMEOUT = 600
+# The report's MPI traffic kind of the lines workers send each other for collectives.
+BETWEEN_WORKERS = "collective: between workers"
 
 passed = 0
 failed = 0
@@ -107,10 +111,14 @@ def first_difference(a, b, path="") -> str:
 
 def compare(name: str, cwd: Path, cmd: list[str], ranks: int, workers: int, ok_text: str,
             extra: dict[str, str] | None = None, label: str = "",
-            kinds: tuple[str, ...] = (), mpi_args: tuple[str, ...] = ()) -> dict | None:
+            kinds: tuple[str, ...] = (), collective_bytes: int | None = None,
+            mpi_args: tuple[str, ...] = ()) -> dict | None:
     """Runs `cmd` in process and on `workers` MPI workers (`openpim run` given `mpi_args`
     too); checks both outputs and reports (and that the MPI run's traffic has messages of each
-    of `kinds`). Returns the MPI run's report when the case passed."""
+    of `kinds`; with `collective_bytes`, that its collectives ran in the workers: small
+    requests over the gateway, no more bytes through it than the program's own transfers and
+    loads, at least that many bytes between workers). Returns the MPI run's report when the
+    case passed."""
     label = label or f"{name} at {ranks * 64} DPUs on {workers} workers"
     reports = []
     for mpi in (None, workers):
@@ -153,8 +161,33 @@ def compare(name: str, cwd: Path, cmd: list[str], ranks: int, workers: int, ok_t
     a, b = timing(local), timing(dist)
     if a != b:
         return result(False, label, "timing differs: " + first_difference(a, b))
+    traffic = {t["kind"]: t for t in dist["mpi_traffic"]}
+    gateway = sum(t["bytes_to_workers"] + t["bytes_from_workers"]
+                  for k, t in traffic.items() if k != BETWEEN_WORKERS)
+    between = traffic.get(BETWEEN_WORKERS, {}).get("bytes_to_workers", 0)
+    if collective_bytes is not None:
+        # The collectives' host step runs in the workers: one small request per worker and
+        # collective crosses the gateway, and the lines go worker to worker.
+        c = traffic.get("collective")
+        if not c:
+            return result(False, label, f"no collective requests in mpi_traffic: {sorted(traffic)}")
+        per = (c["bytes_to_workers"] + c["bytes_from_workers"]) / c["messages"]
+        if per > 4096:
+            return result(False, label, f"{per:.0f} bytes over the gateway per collective request")
+        if workers > 1 and between < collective_bytes:
+            return result(False, label, f"{between} bytes between workers, expected at least "
+                          f"{collective_bytes}")
+        moved = dist["transfers"]
+        limit = moved.get("bytes_to_dpus", 0) + moved.get("bytes_from_dpus", 0)
+        loads = sum(t["bytes_to_workers"] + t["bytes_from_workers"]
+                    for k, t in traffic.items() if k.startswith("load"))
+        if gateway > limit + loads + (1 << 20):
+            return result(False, label, f"{gateway} bytes crossed the gateway, more than the "
+                          f"program's transfers ({limit}), its loads ({loads}) and 1 MiB: the "
+                          f"collectives' data went through it")
     result(True, f"{label}: equal timing fields, workers {got} "
-           f"(wall {t_local:.1f} s local, {t_mpi:.1f} s MPI)")
+           f"(wall {t_local:.1f} s local, {t_mpi:.1f} s MPI; gateway {gateway / 2**20:.1f} MiB, "
+           f"between workers {between / 2**20:.1f} MiB)")
     return dist
 
 
@@ -199,9 +232,9 @@ def mpi_rank_of(pid: int) -> int | None:
     return None
 
 
-def kill_case(work: Path, sig: int = signal.SIGKILL, mpi_args: tuple[str, ...] = (),
-              extra: dict[str, str] | None = None, where: str = "",
-              scope=descendants) -> None:
+def kill_case(work: Path, sig: int = signal.SIGKILL, collectives: bool = False,
+              mpi_args: tuple[str, ...] = (), extra: dict[str, str] | None = None,
+              where: str = "", scope=descendants) -> None:
     """A worker killed (or stopped) while the program runs (`openpim run` given `mpi_args`
     too, `extra` in the environment; `where` is said in the case's name). `scope(pid)`: the
     job's processes, given `openpim run`'s (on other machines, mpirun's daemons are not its
@@ -209,15 +242,21 @@ def kill_case(work: Path, sig: int = signal.SIGKILL, mpi_args: tuple[str, ...] =
     label = ("a worker killed with -9: the next call fails with DPU_ERR_SYSTEM naming it"
              if sig == signal.SIGKILL else
              "a worker stopped (SIGSTOP): DPU_ERR_SYSTEM naming it after OPENPIM_MPI_TIMEOUT")
-    label += where
-    tenant = ROOT / "tests" / "remote" / "bin" / "tenant"
     bound = 10 if sig == signal.SIGKILL else 3
     e = env()
     e.update(extra or {})
     e["OPENPIM_MPI_TIMEOUT"] = str(bound)
-    p = subprocess.Popen([str(OPENPIM), "run", "--mpi", "2", *mpi_args, "--ranks", "2", "--",
-                          str(tenant), "loop"], cwd=tenant.parent.parent, env=e,
-                         stdout=subprocess.PIPE,
+    if collectives:
+        # A loop of collectives across the ranks: the other worker may be waiting for the
+        # dead one's lines, and gives up within the bound.
+        label = "a worker killed with -9 during collectives: DPU_ERR_SYSTEM naming it"
+        cmd, ranks, cwd = ["./bin/collloop"], "4", HERE
+    else:
+        tenant = ROOT / "tests" / "remote" / "bin" / "tenant"
+        cmd, ranks, cwd = [str(tenant), "loop"], "2", tenant.parent.parent
+    label += where
+    p = subprocess.Popen([str(OPENPIM), "run", "--mpi", "2", *mpi_args, "--ranks", ranks, "--",
+                          *cmd], cwd=cwd, env=e, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, errors="replace")
     victim = None
     end = time.monotonic() + 30
@@ -255,7 +294,8 @@ def kill_case(work: Path, sig: int = signal.SIGKILL, mpi_args: tuple[str, ...] =
         return result(False, label, "no error naming MPI worker 1", out + err)
     if sig != signal.SIGKILL and "stopped answering" not in err:
         return result(False, label, "no 'stopped answering' in the error", out + err)
-    if took > bound + 15:
+    # (During collectives the gateway tells the other worker at once: no wait for the bound.)
+    if took > (bound if collectives else bound + 15):
         return result(False, label, f"the program ended {took:.1f} s after the kill")
     if left:
         return result(False, label, f"processes left behind: {left}")
@@ -336,8 +376,9 @@ def main() -> int:
         if full and only is None:
             coll = work / "coll4"
             shutil.copytree(HERE / "bin", coll / "bin")
-            compare("PID-Comm AllReduce and AlltoAll", coll, ["./bin/allreduce"], 4, 4,
-                    "AlltoAll OK", {"OPENPIM_COLLECTIVES_PR": "always"})
+            compare("PID-Comm collectives", coll, ["./bin/allreduce"], 4, 4,
+                    "AllGather y OK", {"OPENPIM_COLLECTIVES_PR": "always"},
+                    collective_bytes=4 * 3 * (64 << 10))
             ntt_case(work)
         if full:
             for bench in only or list(programs.PRIM_64):
@@ -362,13 +403,15 @@ def common_cases(work: Path) -> None:
             label="PrIM BS at 256 DPUs on 2 workers (its array an MPI broadcast)")
     coll = work / "coll"
     shutil.copytree(HERE / "bin", coll / "bin")
-    compare("PID-Comm AllReduce and AlltoAll", coll, ["./bin/allreduce"], 4, 2, "AlltoAll OK",
-            {"OPENPIM_COLLECTIVES_PR": "always"})
+    # (The AllReduce along y crosses the workers: each needs the other's 2 ranks' 64 KiB.)
+    compare("PID-Comm collectives", coll, ["./bin/allreduce"], 4, 2, "AllGather y OK",
+            {"OPENPIM_COLLECTIVES_PR": "always"}, collective_bytes=2 * 2 * (64 << 10))
     compare("PrIM VA", va, va_cmd, 4, 2, "OK", {"OMPI_MCA_btl": "tcp,self"},
             label="PrIM VA at 256 DPUs on 2 workers over TCP (OMPI_MCA_btl=tcp,self)")
     fault_case(coll)
     kill_case(work)
     kill_case(work, signal.SIGSTOP)
+    kill_case(work, collectives=True)
 
 
 def ntt_case(work: Path) -> None:
@@ -384,7 +427,8 @@ def ntt_case(work: Path) -> None:
         return result(False, label, "build failed", r.stdout + r.stderr)
     cmd = ["./bin/host", "--n", "256", "--steps", "2", "--instances", "16", "--dpus", "2048",
            "--exchange", "pidcomm"]
-    compare("NTT", dest / "ntt", cmd, 32, 4, "OK ntt", label=label)
+    # (Its all-to-all moves 4 MiB between ranks, 3/4 of it across the 4 workers.)
+    compare("NTT", dest / "ntt", cmd, 32, 4, "OK ntt", label=label, collective_bytes=2 << 20)
 
 
 def prim_matrix(work: Path, bench: str) -> None:

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use openpim_runtime::exec::mpi::MpiBackend;
 use openpim_runtime::inter_dpu::{self, InterDpuCall};
 use openpim_runtime::machine::{HardwareProfile, LinkSpec};
 use openpim_runtime::{
@@ -12,6 +13,7 @@ use openpim_runtime::{
 };
 
 use crate::cube::{dpu_of, Comm, Hypercube, CHIPS, RANK_DPUS};
+use crate::distributed;
 use crate::elem::{reduce_into, ElemType, ReduceOp};
 use crate::error::{Error, Result};
 use crate::line::{self, cpu_now, Modulation, Window, Work};
@@ -197,6 +199,75 @@ impl<'a> Ctx<'a> {
 
     pub fn write_window(&self, r: Region, win: &Window) -> Result<()> {
         self.write(r, from_window(win, self.dpus.len(), r.len as usize), true)
+    }
+
+    /// Runs an exchange's host step: the plan for `layout` from the `src` region into the
+    /// `dst` region, with the line arithmetic of [`line::run`]; returns its measured work,
+    /// one piece per rank (not charged here). In process the windows are read from and
+    /// written to the ranks (emulator work, off the timeline); in a distributed run the
+    /// workers holding the ranks run it beside them ([`crate::distributed`]), so that the
+    /// exchange's bytes never travel to this process.
+    pub fn host_step(
+        &self,
+        c: &ExchangeCall,
+        layout: Layout,
+        src: Region,
+        dst: Region,
+        m: Modulation,
+    ) -> Result<Work> {
+        if let Some(mpi) = self.ranks[0].mpi_backend() {
+            if distributed::in_workers()? {
+                return self.host_step_on_workers(mpi, c, layout, src, dst, m);
+            }
+        }
+        let ops = plan::build(
+            c.x,
+            self.cube,
+            c.comm,
+            c.total,
+            layout,
+            (src.len / 8) as usize,
+            (dst.len / 8) as usize,
+        );
+        let from = self.read_window(src)?;
+        let mut to = vec![0u64; (dst.len as usize / 8) * 8 * (self.dpus.len() / 8)];
+        let work = line::run(&ops, &from, &mut to, &m, rank_lines((dst.len / 8) as usize));
+        self.write_window(dst, &to)?;
+        Ok(work)
+    }
+
+    /// [`Ctx::host_step`] in the MPI workers: one request per worker of the set.
+    fn host_step_on_workers(
+        &self,
+        mpi: &MpiBackend,
+        c: &ExchangeCall,
+        layout: Layout,
+        src: Region,
+        dst: Region,
+        m: Modulation,
+    ) -> Result<Work> {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let step = distributed::Step {
+            id: (u64::from(std::process::id()) << 32)
+                | u64::from(NEXT.fetch_add(1, Ordering::Relaxed)),
+            x: c.x,
+            cube: self.cube.clone(),
+            comm: c.comm,
+            total: c.total,
+            layout,
+            m,
+            src: (self.heap.address + src.at, src.len),
+            dst: (self.heap.address + dst.at, dst.len),
+            slots: self.ranks.iter().map(|r| r.id()).collect(),
+            nr_workers: mpi.nr_workers()?,
+        };
+        let mut work = Work::default();
+        for (w, answer) in mpi.collective(&step.slots, &step.encode())? {
+            distributed::merge_work(&mut work, &answer)
+                .map_err(|why| Error::Worker { worker: w + 1, why })?;
+        }
+        Ok(work)
     }
 
     /// Runs the relocation program on every DPU: chunks of `src` to `dst` by `mode`.
@@ -395,31 +466,14 @@ pub(crate) fn over_links(ctx: &Ctx<'_>, c: &ExchangeCall, links: &LinkSpec) -> R
         Exchange::AllReduce => 2 * (n - 1) * total / n,
         _ => (n - 1) * total / n,
     };
-    let ops = plan::build(
-        c.x,
-        ctx.cube,
-        c.comm,
-        c.total,
-        Layout::default(),
-        (c.source.len / 8) as usize,
-        (c.target.len / 8) as usize,
-    );
-    let src = ctx.read_window(c.source)?;
-    let mut dst = vec![0u64; (c.target.len as usize / 8) * 8 * (ctx.dpus.len() / 8)];
     let m = Modulation {
         in_register: true,
         cross_domain: true,
         ty: c.ty,
         op: c.op,
     };
-    line::run(
-        &ops,
-        &src,
-        &mut dst,
-        &m,
-        rank_lines((c.target.len / 8) as usize),
-    );
-    ctx.write_window(c.target, &dst)?;
+    // The data moves as the host step would move it (its work is not what the links cost).
+    ctx.host_step(c, Layout::default(), c.source, c.target, m)?;
     let ns = (per_dpu as f64 / links.link_gbps).ceil() as u64;
     let parts: Vec<(u32, u64)> = ctx.ranks.iter().map(|r| (r.id(), ns)).collect();
     inter_dpu::link_ops(&parts, "DPU-to-DPU links");
@@ -499,7 +553,7 @@ pub(crate) fn relocation_program() -> Result<Arc<Program>> {
 }
 
 /// Per-DPU buffers (by logical id) -> lines.
-fn to_window(bufs: &[Vec<u8>], len: usize) -> Window {
+pub(crate) fn to_window(bufs: &[Vec<u8>], len: usize) -> Window {
     let words = len / 8;
     let egs = bufs.len() / 8;
     let mut win = vec![0u64; egs * words * 8];
@@ -518,7 +572,7 @@ fn to_window(bufs: &[Vec<u8>], len: usize) -> Window {
 }
 
 /// Lines -> per-DPU buffers.
-fn from_window(win: &Window, nr_dpus: usize, len: usize) -> Vec<Vec<u8>> {
+pub(crate) fn from_window(win: &Window, nr_dpus: usize, len: usize) -> Vec<Vec<u8>> {
     let words = len / 8;
     let mut bufs = vec![vec![0u8; len]; nr_dpus];
     for e in 0..nr_dpus / 8 {
@@ -591,31 +645,13 @@ pub(crate) fn optimized(ctx: &Ctx<'_>, c: &ExchangeCall, reorder: bool) -> Resul
     if layout.rotated_source {
         ctx.relocate(c.source, c.scratch, chunk, c.total / chunk, 1)?;
     }
-    let ops = plan::build(
-        c.x,
-        ctx.cube,
-        c.comm,
-        c.total,
-        layout,
-        (host_src.len / 8) as usize,
-        (host_dst.len / 8) as usize,
-    );
-    let src = ctx.read_window(host_src)?;
-    let mut dst = vec![0u64; (host_dst.len as usize / 8) * 8 * (ctx.dpus.len() / 8)];
     let m = Modulation {
         in_register: o.in_register,
         cross_domain: o.cross_domain,
         ty: c.ty,
         op: c.op,
     };
-    let work = line::run(
-        &ops,
-        &src,
-        &mut dst,
-        &m,
-        rank_lines((host_dst.len / 8) as usize),
-    );
-    ctx.write_window(host_dst, &dst)?;
+    let work = ctx.host_step(c, layout, host_src, host_dst, m)?;
     ctx.charge_host_step(u64::from(host_src.len), u64::from(host_dst.len), &work);
     if let Some(from) = post {
         ctx.relocate(from, c.target, chunk, c.total / chunk, 2)?;

@@ -13,6 +13,9 @@ pub enum Error {
     /// The runtime failed (allocation, transfer, launch).
     #[error(transparent)]
     Runtime(#[from] openpim_runtime::Error),
+    /// A worker's answer to a host step run on MPI workers was not what it should be.
+    #[error("the collective's host step on MPI worker {worker} answered wrongly: {why}")]
+    Worker { worker: u32, why: String },
     /// The relocation programs are not built or cannot be read.
     #[error("the relocation program {path} cannot be loaded ({why}); run `make build`, or set OPENPIM_COLLECTIVES_DIR to the folder holding it")]
     Relocation { path: String, why: String },

@@ -10,6 +10,7 @@
 
 mod choice;
 pub mod cube;
+pub mod distributed;
 pub mod elem;
 mod engine;
 pub mod error;

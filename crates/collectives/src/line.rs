@@ -669,7 +669,7 @@ impl Body {
     }
 
     /// The distinct source lines (first word) the body reads, in order.
-    fn sources(&self) -> Vec<usize> {
+    pub(crate) fn sources(&self) -> Vec<usize> {
         let mut v: Vec<usize> = match self {
             Body::Copy { src, .. } => vec![*src],
             Body::Reduce { terms } => terms.iter().map(|t| t.0).collect(),

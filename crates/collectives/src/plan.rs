@@ -95,6 +95,22 @@ pub fn build(
     src_words: usize,
     dst_words: usize,
 ) -> Vec<Op> {
+    build_for(x, cube, comm, total, layout, src_words, dst_words, |_| true)
+}
+
+/// [`build`], for the destinations in the entangled groups `keep` accepts only (an MPI
+/// worker's ranks: each worker plans its own share of the step, `crate::distributed`).
+#[allow(clippy::too_many_arguments)]
+pub fn build_for(
+    x: Exchange,
+    cube: &Hypercube,
+    comm: Comm,
+    total: u32,
+    layout: Layout,
+    src_words: usize,
+    dst_words: usize,
+    keep: impl Fn(u32) -> bool,
+) -> Vec<Op> {
     let n = cube.group_size(comm);
     let chunk_words = (x.chunk_bytes(total, n) / 8) as usize;
     let dest_chunks = x.dest_chunks(n);
@@ -105,6 +121,9 @@ pub fn build(
     for members in cube.groups(comm) {
         for (r, &ld) in members.iter().enumerate() {
             let (ed, cd) = (ld / CHIPS, ld % CHIPS);
+            if !keep(ed) {
+                continue;
+            }
             for p in 0..dest_chunks {
                 let j = if layout.rotated_dest {
                     unrotated_chunk(cd, p)

@@ -48,6 +48,7 @@ fn to_fail(e: coll::Error) -> Fail {
             fail(code, format!("{param}: {problem}"))
         }
         e @ coll::Error::Relocation { .. } => fail(DPU_ERR_ELF_NO_SUCH_FILE, e.to_string()),
+        e @ coll::Error::Worker { .. } => fail(DPU_ERR_SYSTEM, e.to_string()),
     }
 }
 

@@ -8,23 +8,29 @@
 use std::collections::HashMap;
 use std::io::Write;
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
+use std::sync::mpsc::{channel, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mpi::Threading;
+use openpim_collectives::distributed;
 use openpim_runtime::exec::mpi::wire::{
-    encode_reply, read_frame, write_frame, ToWorker, WorkerInfo, SHARE_ALL,
+    encode_reply, read_frame, write_frame, CollectiveReply, ToWorker, WorkerInfo, SHARE_ALL,
 };
 use openpim_runtime::exec::remote::protocol::{Reply, WireError};
 use openpim_runtime::Error;
 
+use crate::peers::{Mailbox, WorkerPeers};
 use crate::serve::Ranks;
 use crate::transport::Transport;
 use crate::{timeout, STOP_WORKER, TIMEOUT_ENV};
 
 /// How often the gateway pings each worker.
 const HEARTBEAT: Duration = Duration::from_millis(500);
+
+/// How often the gateway looks at its workers' liveness (a dead one on this machine, a
+/// silent one, a ping due).
+const LIVENESS_EVERY: Duration = Duration::from_millis(5);
 
 /// How a polling loop waits when it found nothing to do: MPI's own waits spin, and a process
 /// waiting for work should leave the cores to the others; but while messages flow (a program
@@ -89,7 +95,13 @@ pub fn run(socket: &str) -> Result<(), String> {
     let r = if t.rank() == 0 {
         gateway(&mut t, socket, timeout)
     } else {
-        worker(&mut t);
+        if worker(&mut t, timeout) {
+            // Another worker died: MPI_Finalize would wait for it (and for the messages sent
+            // to it, which never leave), holding up the end of the job. As the gateway does.
+            drop(t);
+            let _ = std::io::stderr().flush();
+            std::process::exit(3);
+        }
         Ok(())
     };
     drop(t);
@@ -98,26 +110,36 @@ pub fn run(socket: &str) -> Result<(), String> {
 }
 
 /// A worker: its ranks, each request answered on a thread of its own (ranks of different
-/// calls run at once), the heartbeat answered at once.
-fn worker(t: &mut Transport) {
+/// calls run at once), the heartbeat answered at once; messages from other workers (a
+/// collective's lines) go to the mailbox its host steps take them from. Returns whether the
+/// gateway reported another worker dead.
+fn worker(t: &mut Transport, bound: Duration) -> bool {
     let mut hello = std::process::id().to_le_bytes().to_vec();
     hello.extend_from_slice(host_name().as_bytes());
     t.post(0, &framed(0, &hello));
     let ranks = Arc::new(Ranks::default());
-    let (tx, rx): (Sender<Vec<u8>>, Receiver<Vec<u8>>) = channel();
+    let mailbox = Arc::new(Mailbox::default());
+    let me = t.rank() as u32 - 1;
+    // What the request threads send: (destination MPI rank, message).
+    let (tx, rx) = channel::<(i32, Vec<u8>)>();
     let mut backoff = Backoff::new();
     loop {
         let mut busy = false;
-        while let Ok(reply) = rx.try_recv() {
-            t.post(0, &reply);
+        while let Ok((dest, msg)) = rx.try_recv() {
+            t.post(dest, &msg);
             busy = true;
         }
         t.progress();
-        if let Some((_, msg)) = t.try_recv() {
+        if let Some((src, msg)) = t.try_recv() {
             busy = true;
             let Some((id, body)) = split(&msg) else {
                 continue;
             };
+            if src != 0 {
+                // Another worker's lines for a collective's host step.
+                mailbox.deposit(src as u32 - 1, id, body.to_vec());
+                continue;
+            }
             match ToWorker::decode(body) {
                 Ok(ToWorker::Ping) => t.post(0, &framed(id, &encode_reply(&Reply::Unit))),
                 Ok(ToWorker::Shutdown) => break,
@@ -131,13 +153,50 @@ fn worker(t: &mut Transport) {
                     ranks.forget(&keys);
                     t.post(0, &framed(id, &encode_reply(&Reply::Unit)));
                 }
+                Ok(ToWorker::PeerDied { worker }) => mailbox.mark_dead(worker),
+                Ok(ToWorker::Collective { body }) => {
+                    let ranks = Arc::clone(&ranks);
+                    let peers = WorkerPeers {
+                        me,
+                        out: tx.clone(),
+                        mailbox: Arc::clone(&mailbox),
+                        bound,
+                    };
+                    std::thread::spawn(move || {
+                        // (A malformed step must not end the worker's thread without an
+                        // answer: the program would wait for it.)
+                        let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            distributed::serve(&body, &*ranks, &peers)
+                        }))
+                        .unwrap_or_else(|p| {
+                            Err(format!(
+                                "the host step failed: {}",
+                                openpim_runtime::panic_message(&*p)
+                            ))
+                        });
+                        let reply = match served {
+                            Ok((body, peer_messages, peer_bytes)) => Reply::Bytes(
+                                CollectiveReply {
+                                    peer_messages,
+                                    peer_bytes,
+                                    body,
+                                }
+                                .encode(),
+                            ),
+                            Err(why) => Reply::Error(WireError::from_error(&Error::Internal(
+                                format!("MPI worker {}: {why}", me + 1),
+                            ))),
+                        };
+                        let _ = peers.out.send((0, framed(id, &encode_reply(&reply))));
+                    });
+                }
                 Ok(req) => match ranks.buffers_for(&req) {
                     Ok(shared) => {
                         let ranks = Arc::clone(&ranks);
                         let tx = tx.clone();
                         std::thread::spawn(move || {
                             let reply = ranks.handle_with(req, &shared);
-                            let _ = tx.send(framed(id, &encode_reply(&reply)));
+                            let _ = tx.send((0, framed(id, &encode_reply(&reply))));
                         });
                     }
                     Err(e) => t.post(
@@ -161,12 +220,14 @@ fn worker(t: &mut Transport) {
         }
     }
     drop(ranks);
-    // The last replies leave before MPI is finalized.
+    // The last replies leave before MPI is finalized (what was sent to other workers does
+    // not matter any more: one may be dead, and its messages never leave).
     let end = Instant::now() + Duration::from_secs(5);
-    while t.in_flight() > 0 && Instant::now() < end {
+    while t.in_flight_to(0) > 0 && Instant::now() < end {
         t.progress();
         std::thread::sleep(Duration::from_millis(1));
     }
+    mailbox.any_dead()
 }
 
 /// What the gateway knows of a worker.
@@ -265,6 +326,7 @@ fn gateway(t: &mut Transport, socket: &str, timeout: Duration) -> Result<(), Str
         }
     };
     let mut stopping = false;
+    let mut last_check = Instant::now();
     while !stopping {
         let mut busy = false;
         loop {
@@ -373,10 +435,16 @@ fn gateway(t: &mut Transport, socket: &str, timeout: Duration) -> Result<(), Str
                 reply_to(&conns, &f, body);
             }
         }
-        // The heartbeat, and a worker of this machine that is gone is seen at once.
+        // The heartbeat, and a worker of this machine that is gone is seen at once (within
+        // a few ms: the checks are system calls, not made on every turn of a busy loop).
         let now = Instant::now();
+        let check = now.duration_since(last_check) >= LIVENESS_EVERY;
+        if check {
+            last_check = now;
+        }
+        let mut died: Vec<u32> = Vec::new();
         for (k, p) in peers.iter_mut().enumerate() {
-            if p.dead.is_some() {
+            if p.dead.is_some() || !check {
                 continue;
             }
             let gone_here = p.info.host == my_host
@@ -405,6 +473,7 @@ fn gateway(t: &mut Transport, socket: &str, timeout: Duration) -> Result<(), Str
                     unsafe { libc::kill(p.info.pid as libc::pid_t, libc::SIGKILL) };
                 }
                 p.dead = Some(why.clone());
+                died.push(k as u32);
                 let e = Error::System(why);
                 let r = encode_reply(&Reply::Error(WireError::from_error(&e)));
                 let lost: Vec<u64> = in_flight
@@ -427,6 +496,14 @@ fn gateway(t: &mut Transport, socket: &str, timeout: Duration) -> Result<(), Str
             if p.pinged.is_none() && now.duration_since(p.seen) > HEARTBEAT {
                 p.pinged = Some(now);
                 t.post(p.info.mpi_rank as i32, &framed(0, &ToWorker::Ping.encode()));
+            }
+        }
+        // The living workers learn of a death: a collective's host step waiting for the dead
+        // one's lines fails at once.
+        for w in died {
+            for p in peers.iter().filter(|p| p.dead.is_none()) {
+                let msg = ToWorker::PeerDied { worker: w };
+                t.post(p.info.mpi_rank as i32, &framed(0, &msg.encode()));
             }
         }
         if busy {

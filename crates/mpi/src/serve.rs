@@ -7,14 +7,15 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use openpim_machine::SystemConfig;
+use openpim_collectives::distributed::RankMemory;
+use openpim_machine::{map, DpuAddress, SystemConfig};
 use openpim_runtime::exec::local::served::{par_map, ServedRank};
 use openpim_runtime::exec::mpi::wire::ToWorker;
 use openpim_runtime::exec::remote::protocol::{
     RankOutcome, Reply, Request, WireError, WireItem, WireOp, WriteBufs,
 };
 use openpim_runtime::exec::OpFacts;
-use openpim_runtime::{Error, HostPtr, Program, RankOp, Result, XferItem};
+use openpim_runtime::{Error, HostPtr, Place, Program, RankOp, Result, XferItem};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -122,7 +123,30 @@ impl Ranks {
                 self.forget(&keys);
                 Reply::Unit
             }
-            ToWorker::Ping | ToWorker::Shutdown => Reply::Unit,
+            ToWorker::Ping | ToWorker::Shutdown | ToWorker::PeerDied { .. } => Reply::Unit,
+            ToWorker::Collective { .. } => Reply::Error(WireError::from_error(&Error::Internal(
+                "a collective's host step is run by the worker's MPI thread's helpers".into(),
+            ))),
+        }
+    }
+
+    /// The rank at `slot`, with the place of `len` bytes at MRAM address `addr` of its DPUs
+    /// (collectives need whole ranks of 64 DPUs).
+    fn rank_region(&self, slot: u32, addr: u32, len: u32) -> Result<(Arc<ServedRank>, Place)> {
+        let r = self.rank(slot)?;
+        if r.nr_dpus() != 64 {
+            return Err(Error::Internal(format!(
+                "a collective on rank slot {slot} of {} DPUs (whole ranks of 64 only)",
+                r.nr_dpus()
+            )));
+        }
+        match DpuAddress::classify(addr) {
+            DpuAddress::Mram(a) if u64::from(a.0) + u64::from(len) <= u64::from(map::MRAM_SIZE) => {
+                Ok((r, Place::Mram(a)))
+            }
+            _ => Err(Error::Internal(format!(
+                "a collective's region at {addr:#x} ({len} bytes) is not in MRAM"
+            ))),
         }
     }
 
@@ -182,6 +206,65 @@ impl Ranks {
                 "an MPI worker does not serve {other:?}"
             ))),
         }
+    }
+}
+
+/// A collective's host step reads and writes the worker's ranks directly (the program's
+/// process holds their operation locks meanwhile).
+impl RankMemory for Ranks {
+    fn read(&self, slot: u32, addr: u32, len: u32) -> std::result::Result<Vec<Vec<u8>>, String> {
+        let (r, place) = self
+            .rank_region(slot, addr, len)
+            .map_err(|e| e.to_string())?;
+        let mut data = vec![vec![0u8; len as usize]; r.nr_dpus() as usize];
+        let items = data
+            .iter_mut()
+            .enumerate()
+            .map(|(d, b)| XferItem {
+                dpu: d as u32,
+                place,
+                buf: HostPtr(b.as_mut_ptr()),
+            })
+            .collect();
+        // (`data` outlives the synchronous read.)
+        r.run(RankOp::Read {
+            len: len as usize,
+            items,
+        })
+        .0
+        .map_err(|e| e.to_string())?;
+        Ok(data)
+    }
+
+    fn write(
+        &self,
+        slot: u32,
+        addr: u32,
+        len: u32,
+        bufs: &[Vec<u8>],
+    ) -> std::result::Result<(), String> {
+        let (r, place) = self
+            .rank_region(slot, addr, len)
+            .map_err(|e| e.to_string())?;
+        if bufs.len() != r.nr_dpus() as usize || bufs.iter().any(|b| b.len() != len as usize) {
+            return Err("a collective's write of the wrong shape".into());
+        }
+        let items = bufs
+            .iter()
+            .enumerate()
+            .map(|(d, b)| XferItem {
+                dpu: d as u32,
+                place,
+                buf: HostPtr(b.as_ptr().cast_mut()),
+            })
+            .collect();
+        // (A write only reads its buffers, which outlive it.)
+        r.run(RankOp::Write {
+            len: len as usize,
+            items,
+        })
+        .0
+        .map_err(|e| e.to_string())
     }
 }
 

@@ -18,6 +18,7 @@ const CHUNK: usize = 1 << 30;
 struct InFlight {
     request: Request<'static, [u8], StaticScope>,
     buf: *mut [u8],
+    dest: i32,
 }
 
 /// A broadcast this process (the root) has started: its ticket, request and buffer.
@@ -91,7 +92,7 @@ impl Transport {
             .world
             .process_at_rank(dest)
             .immediate_send(StaticScope, slice);
-        self.sending.push(InFlight { request, buf });
+        self.sending.push(InFlight { request, buf, dest });
     }
 
     /// Lets the sends in flight progress and frees the buffers of the finished ones.
@@ -107,6 +108,7 @@ impl Transport {
                 Err(request) => still.push(InFlight {
                     request,
                     buf: f.buf,
+                    dest: f.dest,
                 }),
             }
         }
@@ -181,6 +183,11 @@ impl Transport {
     /// Sends still in flight.
     pub fn in_flight(&self) -> usize {
         self.sending.len()
+    }
+
+    /// Sends to process `dest` still in flight.
+    pub fn in_flight_to(&self, dest: i32) -> usize {
+        self.sending.iter().filter(|f| f.dest == dest).count()
     }
 
     /// The next message that has arrived, from any process: its sender and bytes.

@@ -328,7 +328,10 @@ pub fn set_check_section(section: CheckSection) {
 pub struct TrafficReport {
     /// `open`, `close`, `load`, `write`, `broadcast`, `read`, `launch`, `log`, `stats`;
     /// `batched writes`, or `launch+batched writes` (and so on) for small writes that waited
-    /// for the rank's next operation and travelled with it.
+    /// for the rank's next operation and travelled with it; `shared buffer` (an MPI
+    /// broadcast); `collective` (a collective's host step run in the workers) and
+    /// `collective: between workers` (the lines the workers sent each other for it, counted
+    /// in `messages` and `bytes_to_workers`: none of it crosses the gateway).
     pub kind: String,
     /// Requests sent (one per worker of a call), each answered by one reply.
     pub messages: u64,
@@ -342,6 +345,11 @@ static TRAFFIC: std::sync::Mutex<Vec<TrafficReport>> = std::sync::Mutex::new(Vec
 
 /// Counts a request of `kind` to a worker (`out` bytes) and its reply (`back` bytes).
 pub(crate) fn count_mpi_message(kind: &str, out: u64, back: u64) {
+    count_mpi_traffic(kind, 1, out, back);
+}
+
+/// Counts `messages` of `kind` carrying `out` bytes to workers and `back` bytes from them.
+pub(crate) fn count_mpi_traffic(kind: &str, messages: u64, out: u64, back: u64) {
     let mut t = TRAFFIC.lock().unwrap_or_else(|e| e.into_inner());
     let at = match t.iter().position(|r| r.kind == kind) {
         Some(at) => at,
@@ -353,7 +361,7 @@ pub(crate) fn count_mpi_message(kind: &str, out: u64, back: u64) {
             t.len() - 1
         }
     };
-    t[at].messages += 1;
+    t[at].messages += messages;
     t[at].bytes_to_workers += out;
     t[at].bytes_from_workers += back;
 }

@@ -192,6 +192,12 @@ pub struct RankStatus {
 /// assert_eq!(openpim_runtime::ranks_in_use(), 0);
 /// ```
 pub trait Backend: Send + Sync {
+    /// The MPI backend, when this is it: a collective's host step can then run in the workers
+    /// that hold the ranks (`exec::mpi::MpiBackend::collective`) instead of here.
+    fn as_mpi(&self) -> Option<&mpi::MpiBackend> {
+        None
+    }
+
     /// Checks that the backend can run (the local one: its simulation threads start); an
     /// allocation fails with this error first.
     fn start(&self) -> Result<()>;

@@ -76,6 +76,11 @@ impl Rank {
         &self.backend
     }
 
+    /// The MPI backend that runs the rank, in a distributed run (`openpim run --mpi N`).
+    pub fn mpi_backend(&self) -> Option<&crate::exec::mpi::MpiBackend> {
+        self.backend.as_mpi()
+    }
+
     /// The programs of DPUs `range` (see [`Backend::programs`]).
     pub(crate) fn programs(&self, range: std::ops::Range<u32>) -> Vec<Option<Arc<Program>>> {
         self.backend

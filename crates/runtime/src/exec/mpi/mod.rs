@@ -101,6 +101,74 @@ impl MpiBackend {
     }
 }
 
+impl MpiBackend {
+    /// The run's workers (their number is what [`wire::worker_of_slot`] divides by).
+    pub fn nr_workers(&self) -> Result<u32> {
+        Ok(self.link()?.workers.len() as u32)
+    }
+
+    /// Runs a collective's host step in the workers that hold rank slots `slots`: `body` (the
+    /// collectives library's request, opaque here) goes to each of them at once, and their
+    /// answers come back in the order of their worker index. The ranks' queues are drained
+    /// and their batched writes sent first (the step reads what the program wrote), and no
+    /// other operation runs on them meanwhile. Nothing is placed on the clock: the caller
+    /// charges the step as a local run does. What the workers sent each other for it is
+    /// counted in the report's `mpi_traffic` as `collective: between workers`.
+    pub fn collective(&self, slots: &[u32], body: &[u8]) -> Result<Vec<(u32, Vec<u8>)>> {
+        let mut ranks: Vec<Arc<MpiRank>> = slots.iter().map(|s| self.rank(*s)).collect();
+        ranks.sort_by_key(|r| r.id);
+        ranks.dedup_by_key(|r| r.id);
+        for r in &ranks {
+            r.queue.wait_idle();
+        }
+        let _ops: Vec<MutexGuard<'_, ()>> = ranks.iter().map(|r| lock(&r.op)).collect();
+        merge(ranks.iter().map(|r| r.flush()).collect())?;
+        let link = self.link()?;
+        let mut workers: Vec<u32> = ranks.iter().map(|r| r.worker).collect();
+        workers.sort_unstable();
+        workers.dedup();
+        let msg = ToWorker::Collective {
+            body: body.to_vec(),
+        };
+        let sent: Vec<(u32, Result<link::Pending>)> =
+            workers.iter().map(|w| (*w, link.send(*w, &msg))).collect();
+        let mut out = Vec::with_capacity(sent.len());
+        let mut first_err = None;
+        for (w, pending) in sent {
+            match pending.and_then(link::Pending::wait) {
+                Ok(Reply::Bytes(b)) => match wire::CollectiveReply::decode(&b) {
+                    Some(r) => {
+                        crate::clock::report::count_mpi_traffic(
+                            "collective: between workers",
+                            r.peer_messages,
+                            r.peer_bytes,
+                            0,
+                        );
+                        out.push((w, r.body));
+                    }
+                    None => {
+                        first_err = first_err.or(Some(Error::Internal(
+                            "malformed collective reply from an MPI worker".into(),
+                        )))
+                    }
+                },
+                Ok(other) => first_err = first_err.or(Some(unexpected(&other))),
+                // A dead worker's error names it: it wins over the others' (who waited for
+                // its lines in vain).
+                Err(e) => {
+                    if first_err.is_none() || matches!(e, Error::System(_)) {
+                        first_err = Some(e);
+                    }
+                }
+            }
+        }
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(out),
+        }
+    }
+}
+
 /// `UPMEM_PROFILE_BASE` then `profile`: the whole profile, as the workers are to read it.
 fn effective_profile(profile: &str) -> String {
     let base = std::env::var(openpim_machine::PROFILE_BASE_ENV).unwrap_or_default();
@@ -117,6 +185,10 @@ fn unexpected(r: &Reply) -> Error {
 }
 
 impl Backend for MpiBackend {
+    fn as_mpi(&self) -> Option<&MpiBackend> {
+        Some(self)
+    }
+
     fn start(&self) -> Result<()> {
         crate::exec::local::threads::thread_setting()?;
         self.link().map(|_| ())

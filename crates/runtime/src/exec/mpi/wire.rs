@@ -41,6 +41,43 @@ pub enum ToWorker {
     Shared { key: u128, len: u64 },
     /// Host -> worker: forget the buffers kept under `keys` (no write in flight names them).
     Unshare { keys: Vec<u128> },
+    /// Host -> worker: a collective's host step on the worker's ranks of a set (the
+    /// collectives library's request; the workers of the set exchange the lines that cross
+    /// between them directly). Answered with [`Reply::Bytes`] of a [`CollectiveReply`].
+    Collective { body: Vec<u8> },
+    /// Gateway -> worker: worker `worker` (index, 0-based) died; a collective's host step
+    /// waiting for its lines fails at once (no reply).
+    PeerDied { worker: u32 },
+}
+
+/// A worker's answer to [`ToWorker::Collective`]: what it sent the other workers for the step
+/// (the report's MPI traffic), and the collectives library's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CollectiveReply {
+    /// Messages and bytes this worker sent to other workers for the step.
+    pub peer_messages: u64,
+    pub peer_bytes: u64,
+    pub body: Vec<u8>,
+}
+
+impl CollectiveReply {
+    /// The reply's bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(16 + self.body.len());
+        out.extend_from_slice(&self.peer_messages.to_le_bytes());
+        out.extend_from_slice(&self.peer_bytes.to_le_bytes());
+        out.extend_from_slice(&self.body);
+        out
+    }
+
+    /// A reply from its bytes (`None`: too short).
+    pub fn decode(b: &[u8]) -> Option<CollectiveReply> {
+        Some(CollectiveReply {
+            peer_messages: u64::from_le_bytes(b.get(..8)?.try_into().ok()?),
+            peer_bytes: u64::from_le_bytes(b.get(8..16)?.try_into().ok()?),
+            body: b[16..].to_vec(),
+        })
+    }
 }
 
 /// A write of at most this many bytes per DPU travels batched with the rank's next operation
@@ -100,6 +137,14 @@ impl ToWorker {
                     out.extend_from_slice(&k.to_le_bytes());
                 }
             }
+            ToWorker::Collective { body } => {
+                out.push(8);
+                out.extend_from_slice(body);
+            }
+            ToWorker::PeerDied { worker } => {
+                out.push(9);
+                out.extend_from_slice(&worker.to_le_bytes());
+            }
         }
         out
     }
@@ -120,6 +165,8 @@ impl ToWorker {
             ToWorker::Shutdown => "shutdown",
             ToWorker::Share { .. } | ToWorker::Shared { .. } => "shared buffer",
             ToWorker::Unshare { .. } => "unshare",
+            ToWorker::Collective { .. } => "collective",
+            ToWorker::PeerDied { .. } => "peer died",
         }
     }
 
@@ -173,6 +220,10 @@ impl ToWorker {
                         .collect(),
                 })
             }
+            Some(8) => Ok(ToWorker::Collective {
+                body: buf[1..].to_vec(),
+            }),
+            Some(9) => Ok(ToWorker::PeerDied { worker: u32_at(1)? }),
             Some(&tag) => Err(DecodeError::BadTag {
                 what: "worker message",
                 tag,
@@ -328,10 +379,21 @@ mod tests {
             ToWorker::Unshare {
                 keys: vec![1, u128::MAX],
             },
+            ToWorker::Collective {
+                body: vec![9, 8, 7],
+            },
+            ToWorker::PeerDied { worker: 3 },
         ] {
             assert_eq!(ToWorker::decode(&m.encode()).unwrap(), m);
         }
-        assert!(ToWorker::decode(&[9]).is_err());
+        assert!(ToWorker::decode(&[10]).is_err());
+        let r = CollectiveReply {
+            peer_messages: 3,
+            peer_bytes: 1 << 33,
+            body: vec![1, 2],
+        };
+        assert_eq!(CollectiveReply::decode(&r.encode()), Some(r));
+        assert_eq!(CollectiveReply::decode(&[0; 15]), None);
         assert!(ToWorker::decode(&[0, 1]).is_err());
         assert!(ToWorker::decode(&[]).is_err());
         assert!(
