@@ -140,6 +140,12 @@ def main() -> int:
         print("0 passed, 1 failed")
         return 1
     mpi = load_mpi_tests()
+    for folder in (HERE, HERE.parents[1] / "tests" / "remote"):
+        r = mpi.run(["make", "-s"], folder)
+        if r.returncode != 0:
+            print(f"FAIL building {folder}\n{r.stdout}{r.stderr}")
+            print("0 passed, 1 failed")
+            return 1
     work = Path(tempfile.mkdtemp(prefix="openpim-mpi-cluster-"))
     try:
         names = setup(2, a.rate, a.delay)
