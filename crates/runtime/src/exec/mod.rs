@@ -192,11 +192,10 @@ pub struct RankStatus {
 /// assert_eq!(openpim_runtime::ranks_in_use(), 0);
 /// ```
 pub trait Backend: Send + Sync {
-    /// The MPI backend, when this is it: a collective's host step can then run in the workers
-    /// that hold the ranks (`exec::mpi::MpiBackend::collective`) instead of here.
-    fn as_mpi(&self) -> Option<&mpi::MpiBackend> {
-        None
-    }
+    /// The backend as `Any`, for the layers above that have a use for one kind of backend (the
+    /// collectives' host step runs in the MPI backend's workers: `sdk::rank`). A downcast
+    /// rather than a method naming each kind, so that this trait depends on no backend.
+    fn as_any(&self) -> &dyn std::any::Any;
 
     /// Checks that the backend can run (the local one: its simulation threads start); an
     /// allocation fails with this error first.

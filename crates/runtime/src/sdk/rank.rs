@@ -78,7 +78,7 @@ impl Rank {
 
     /// The MPI backend that runs the rank, in a distributed run (`openpim run --mpi N`).
     pub fn mpi_backend(&self) -> Option<&crate::exec::mpi::MpiBackend> {
-        self.backend.as_mpi()
+        self.backend.as_any().downcast_ref()
     }
 
     /// The programs of DPUs `range` (see [`Backend::programs`]).

@@ -77,6 +77,10 @@ pub fn ranks_in_use() -> usize {
 }
 
 impl Backend for LocalBackend {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
     fn start(&self) -> Result<()> {
         // OPENPIM_THREADS is checked and the simulation threads started here, so that a bad
         // setting or a host that cannot start them fails the allocation, not a later call.

@@ -185,8 +185,8 @@ fn unexpected(r: &Reply) -> Error {
 }
 
 impl Backend for MpiBackend {
-    fn as_mpi(&self) -> Option<&MpiBackend> {
-        Some(self)
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 
     fn start(&self) -> Result<()> {

@@ -185,6 +185,10 @@ pub fn tenant_machine(profile: &str, daemon_keys: &str) -> Result<MachineConfig>
 }
 
 impl Backend for RemoteBackend {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
     fn start(&self) -> Result<()> {
         // The DPUs are simulated in the daemon, but a bad OPENPIM_THREADS is the same error
         // (and a doubtful one the same warning) as in process.
