@@ -20,7 +20,7 @@ D = 64  # DPUs per rank
 
 # Constants a fit may change, with the profile section each lives in.
 FITTED = {"cpu_dpu_rank_fraction": "bus", "cpu_dpu_cached_speedup": "bus",
-          "dpu_cpu_call_dpu_ns": "bus", "mux_switch_ns": "launch"}
+          "cpu_dpu_call_dpu_ns": "bus", "dpu_cpu_call_dpu_ns": "bus", "mux_switch_ns": "launch"}
 
 
 @dataclass(frozen=True)
