@@ -215,6 +215,8 @@ def replay(hardware: str, do_fit: bool, check: bool) -> None:
         print("\nno transfer logs (out/xfer/): run bench/fidelity/run.py --prim-only first")
         return
     if check:
+        if hardware == "upmem-v1a":
+            tr.self_check(bus)
         # The replay against what the runs charged: the same model should give the same time.
         for name, rows in tables.items():
             worst = max((abs(tr.row_ns(bus, log, d) - log.charged[d]) / max(log.charged[d], 1.0), r.key)

@@ -183,3 +183,11 @@ def nelder_mead(f, x0: list[float], iters: int = 300, step: float = 0.3) -> tupl
                 vals = [vals[0]] + [f(p) for p in pts[1:]]
     i = min(range(len(pts)), key=lambda i: vals[i])
     return pts[i], vals[i]
+
+
+def self_check(bus: Bus) -> None:
+    """The hand-computed figures of bus.rs's documentation example (32 MB and 1 MB copied to one
+    DPU with the default profile), so that this copy cannot drift from the Rust model unseen."""
+    big = op_ns(bus, Op(0, "serial", True, 32_000_000, 1, 1, 32_000_000, False, 0))
+    small = op_ns(bus, Op(0, "serial", True, 1_000_000, 1, 1, 1_000_000, False, 0))
+    assert (big, small) == (72_000 + 96_969_697, 72_000 + 1_538_225), (big, small)
