@@ -110,7 +110,7 @@ fidelity: build
 	bench/fidelity/run.py
 	bench/fidelity/run.py --prim-only --no-plots --table vpim
 	bench/fidelity/launch_cost.py
-	bench/fidelity/transfer_floor.py
+	bench/fidelity/transfer_floor.py --check
 
 # The fuzz targets (fuzz/README.md): cargo-fuzz installed when missing, every target built,
 # its regression inputs replayed and a 60-second run from the committed corpus (which it

@@ -216,7 +216,13 @@ class Builder:
         return dest
 
 
-def run_row(row: CalRow, folder: Path, env: dict[str, str], timeout: int) -> None:
+def xfer_log_name(row: CalRow) -> str:
+    """The file name of a row's transfer log (OPENPIM_XFER_LOG) under a table's log folder."""
+    return re.sub(r"[^A-Za-z0-9.-]", "_", row.key) + ".log"
+
+
+def run_row(row: CalRow, folder: Path, env: dict[str, str], timeout: int,
+            xfer_logs: Optional[Path] = None) -> None:
     """Runs the row's host command on the emulator and fills in the model's figures."""
     w, e = iterations(row.host_cmd)
     iters = w + e
@@ -226,6 +232,13 @@ def run_row(row: CalRow, folder: Path, env: dict[str, str], timeout: int) -> Non
         report = Path(tmp) / "report.json"
         e2 = dict(env)
         e2["OPENPIM_REPORT"] = str(report)
+        if xfer_logs is not None:
+            # Every transfer's shape, for replaying other transfer models on this row
+            # (transfer_floor.py); a new run of the row replaces its log.
+            xfer_logs.mkdir(parents=True, exist_ok=True)
+            log = xfer_logs / xfer_log_name(row)
+            log.unlink(missing_ok=True)
+            e2["OPENPIM_XFER_LOG"] = str(log)
         t0 = time.monotonic()
         try:
             r = subprocess.run(shlex.split(row.host_cmd), cwd=folder, env=e2,
@@ -263,7 +276,7 @@ def run_row(row: CalRow, folder: Path, env: dict[str, str], timeout: int) -> Non
 
 
 def run_all(rows: list[CalRow], env: dict[str, str], compiler: Optional[str], jobs: int,
-            timeout: int) -> None:
+            timeout: int, xfer_logs: Optional[Path] = None) -> None:
     builder = Builder(env, compiler, log=lambda s: print(s, file=sys.stderr, flush=True))
     # Build serially (each build is short; make itself is not the bottleneck), then run.
     folders: dict[str, Path] = {}
@@ -275,7 +288,7 @@ def run_all(rows: list[CalRow], env: dict[str, str], compiler: Optional[str], jo
 
     def one(row: CalRow) -> CalRow:
         if row.key in folders:
-            run_row(row, folders[row.key], env, timeout)
+            run_row(row, folders[row.key], env, timeout, xfer_logs)
         status = row.failure or f"{row.wall_s:.1f} s"
         print(f"  {row.bench:<8} {row.dpus:>2} DPUs  {row.size:>8}  {status}", file=sys.stderr,
               flush=True)

@@ -649,7 +649,8 @@ def main() -> int:
             sys.exit(f"no rows for {args.bench!r} in {table.csv}")
         tp = time.monotonic()
         print(f"PrIM table {args.table}: {len(rows)} rows", file=sys.stderr)
-        pc.run_all(rows, env, args.compiler, args.jobs, args.timeout)
+        pc.run_all(rows, env, args.compiler, args.jobs, args.timeout,
+                   OUT / "xfer" / table.stem)
         print()
         who = pc.compiler_identity(env)
         pc.print_table(rows, time.monotonic() - tp, f"{args.compiler or 'shim default'}, {who}",

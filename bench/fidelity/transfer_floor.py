@@ -32,21 +32,33 @@ calls, bytes and mux switches of each row are the program's own (the run report'
 Each fit minimises the mean of |sum of constant x feature - hw| / hw over a log grid of each
 constant (and 0), then over a finer grid around the best point.
 
-Usage: bench/fidelity/transfer_floor.py [--table FILE]
+The second part replays the model itself (transfer_replay.py: bus.rs in Python) over every
+transfer the rows made, from the logs `run.py --prim-only` writes (out/xfer/<table>/): the
+profile's constants on each table (calibration and vPIM's, when run), its worst rows, and with
+`--fit` the constants docs/fidelity.md lists as fitted, refitted on the calibration rows only
+(never on vPIM's) by the least mean absolute error of each direction.
+
+Usage: bench/fidelity/transfer_floor.py [--table FILE] [--hardware NAME|FILE] [--fit] [--check]
 """
 from __future__ import annotations
 
 import argparse
 import csv
 import itertools
+import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
+import prim_calibration as pc
+import transfer_replay as tr
+
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
 TABLE = HERE / "out" / "prim_calibration.csv"
+LOGS = HERE / "out" / "xfer"
 HOST_CACHE_BYTES = 11 * 2**20
 # Grid of each constant, ms per unit: per call or per switch 0.1 µs .. 10 ms, per byte 1 ps ..
 # 100 ns; coarser when a form has three constants (the search is a product of the grids).
@@ -123,9 +135,109 @@ def floor(rows: list[dict[str, str]], direction: str, form: str,
     return float(np.concatenate(errs).mean()), len(groups)
 
 
+# --------------------------------------------------------------------------- the model replayed
+def logged_rows(table: str) -> list[tuple[pc.CalRow, int, tr.LoggedRow]]:
+    """The table's rows with a transfer log: (row, iterations of the run, its transfers)."""
+    t = pc.TABLES[table]
+    out = []
+    for r in pc.load_rows(None, t):
+        log = LOGS / t.stem / pc.xfer_log_name(r)
+        if log.is_file():
+            w, e = pc.iterations(r.host_cmd)
+            out.append((r, w + e, tr.read_log(log)))
+    return out
+
+
+def replay_errors(bus: tr.Bus, rows, to_dpu: bool) -> list[tuple[float, pc.CalRow]]:
+    """Relative error of the replayed model on each row with a hardware figure and transfers
+    in that direction."""
+    errs = []
+    for r, iters, log in rows:
+        hw = r.hw_c2d if to_dpu else r.hw_d2c
+        if not hw or hw <= 0 or not log.calls[to_dpu]:
+            continue
+        ms = tr.row_ns(bus, log, to_dpu) / iters / 1e6
+        errs.append(((ms - hw) / hw, r))
+    return errs
+
+
+def mean_abs(errs) -> float:
+    return float(np.mean([abs(e) for e, _ in errs])) if errs else float("nan")
+
+
+def by_bench(errs) -> dict[str, float]:
+    groups: dict[str, list[float]] = {}
+    for e, r in errs:
+        groups.setdefault(r.bench, []).append(abs(e))
+    return {b: float(np.mean(v)) for b, v in groups.items()}
+
+
+def print_replay(bus: tr.Bus, title: str, tables: dict[str, list]) -> None:
+    print(f"\n{title}")
+    for name, rows in tables.items():
+        for to_dpu, label in ((True, "CPU-DPU"), (False, "DPU-CPU")):
+            errs = replay_errors(bus, rows, to_dpu)
+            if not errs:
+                continue
+            over = sorted(((v, b) for b, v in by_bench(errs).items() if v > 0.30), reverse=True)
+            worst = sorted(errs, key=lambda x: -abs(x[0]))[:3]
+            print(f"  {name:<12} {label}: MAE {mean_abs(errs) * 100:5.1f}% over {len(errs)} rows; "
+                  f"benchmarks above 30%: {', '.join(f'{b} {v * 100:.1f}%' for v, b in over) or 'none'}")
+            print("  " + " " * 12 + "   worst rows: " + ", ".join(
+                f"{r.bench} {r.dpus} DPUs {r.size} {e * 100:+.0f}%" for e, r in worst))
+
+
+def fit(bus: tr.Bus, rows) -> tr.Bus:
+    """The fitted constants, refitted on `rows` (the calibration rows): CPU-DPU and DPU-CPU
+    separately (no constant acts on both), each by the least mean absolute error, searched in
+    log space from the profile's values."""
+    groups = ((True, ["cpu_dpu_rank_fraction", "cpu_dpu_cached_speedup", "cpu_dpu_call_dpu_ns"]),
+              (False, ["dpu_cpu_call_dpu_ns", "mux_switch_ns"]))
+    for to_dpu, names in groups:
+        x0 = [math.log(max(getattr(bus, n), 1.0 if n.endswith("_ns") else 0.01)) for n in names]
+
+        def cost(x, names=names, to_dpu=to_dpu):
+            kw = {n: math.exp(v) for n, v in zip(names, x)}
+            if kw.get("cpu_dpu_cached_speedup", 1.0) < 1.0:
+                return 1e9  # bytes in the cache move no slower
+            return mean_abs(replay_errors(bus.with_(**kw), rows, to_dpu))
+
+        x, _ = tr.nelder_mead(cost, x0)
+        bus = bus.with_(**{n: math.exp(v) for n, v in zip(names, x)})
+    return bus
+
+
+def replay(hardware: str, do_fit: bool, check: bool) -> None:
+    profile = Path(hardware) if hardware.endswith(".toml") else ROOT / "profiles" / f"{hardware}.toml"
+    bus = tr.Bus.load(profile)
+    tables = {name: rows for name in ("calibration", "vpim") if (rows := logged_rows(name))}
+    if not tables:
+        print("\nno transfer logs (out/xfer/): run bench/fidelity/run.py --prim-only first")
+        return
+    if check:
+        if hardware == "upmem-v1a":
+            tr.self_check(bus)
+        # The replay against what the runs charged: the same model should give the same time.
+        for name, rows in tables.items():
+            worst = max((abs(tr.row_ns(bus, log, d) - log.charged[d]) / max(log.charged[d], 1.0), r.key)
+                        for r, _, log in rows for d in (True, False) if log.charged[d])
+            print(f"replay of {name} against its runs: largest difference {worst[0] * 100:.3f}% ({worst[1]})"
+                  " (differs only where the runs used other constants)")
+    print_replay(bus, f"the model replayed over each row's own transfers ({profile.name})", tables)
+    if do_fit and "calibration" in tables:
+        fitted = fit(bus, tables["calibration"])
+        print("\nrefitted on the calibration rows only (in-sample there; vPIM's rows judge):")
+        for n, section in tr.FITTED.items():
+            print(f"  [{section}] {n} = {getattr(fitted, n):.4g} (profile: {getattr(bus, n):.4g})")
+        print_replay(fitted, "with the refitted constants", tables)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--table", type=Path, default=TABLE)
+    ap.add_argument("--hardware", default="upmem-v1a", help="profile whose constants are replayed")
+    ap.add_argument("--fit", action="store_true", help="refit the fitted constants on the calibration rows")
+    ap.add_argument("--check", action="store_true", help="compare the replay with what the runs charged")
     a = ap.parse_args()
     if not a.table.is_file():
         sys.exit(f"{a.table} is missing: run bench/fidelity/run.py --prim-only first")
@@ -145,6 +257,7 @@ def main() -> int:
             per_bench, n2 = floor(rows, d, form, lambda r: (r["dpus"], r["benchmark"]))
             lead = f"{d:<9} {model * 100:>6.1f}%" if i == 0 else " " * 17
             print(f"{lead}  {form:<15} {per_dpus * 100:>8.1f}% ({n1} fits) {per_bench * 100:>21.1f}% ({n2} fits)")
+    replay(a.hardware, a.fit, a.check)
     return 0
 
 

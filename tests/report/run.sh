@@ -89,6 +89,31 @@ else
     ko "inter-DPU table" "$out"
 fi
 
+# OPENPIM_XFER_LOG: one line per rank operation of a transfer, as the bus model charged it
+# (bench/fidelity/transfer_floor.py replays them); their count and bytes are the report's, and
+# what they charged adds up to the bus time the report gives.
+if out=$(cd "$here" && OPENPIM_REPORT="$tmp/xlog.json" OPENPIM_XFER_LOG="$tmp/xfer.log" ./bin/host serial 2>&1) \
+    && got=$(python3 - "$tmp/xlog.json" "$tmp/xfer.log" 2>&1 <<'PY'
+import json, sys
+x = json.load(open(sys.argv[1]))["transfers"]
+lines = [l.split() for l in open(sys.argv[2]) if not l.startswith("#")]
+assert all(len(f) == 14 for f in lines), lines[:3]
+ops = sum(x[k] for k in ("serial_to_dpu", "parallel_to_dpu", "broadcast_to_dpu", "serial_from_dpu", "parallel_from_dpu"))
+assert len(lines) == ops, (len(lines), ops)
+for d, key, bus in (("to", "bytes_to_dpus", "bus_to_dpu_ns"), ("from", "bytes_from_dpus", "bus_from_dpu_ns")):
+    mine = [f for f in lines if f[3] == d]
+    assert sum(int(f[5]) * int(f[6]) for f in mine) == x[key], d
+    assert sum(int(f[11]) for f in mine) == x[bus], d
+serial = [f for f in lines if f[4] == "serial"]
+assert serial and all(f[6] == "1" for f in serial), serial[:3]
+print(f"{len(lines)} rank operations, {len(serial)} serial")
+PY
+); then
+    ok "transfer log ($got)"
+else
+    ko "transfer log" "${got:-$out}"
+fi
+
 # strictDma=true: the same tolerated DMA is a DPU fault that names the request.
 if out=$(cd "$here" && OPENPIM_QUIET=0 UPMEM_PROFILE_BASE=strictDma=true ./bin/host odd_dma 2>&1); then
     ko "strictDma=true makes the tolerated DMA a fault (the program succeeded)" "$out"

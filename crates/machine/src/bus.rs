@@ -26,9 +26,12 @@
 //! ```
 //! use openpim_machine::{BusModel, BusSpec, Direction, XferKind};
 //! let bus = BusModel::new(&BusSpec::upmem_default(), 64);
-//! // 1 MB to one DPU: 72 us + 1e6 B / 0.33 B/ns
+//! // 32 MB to one DPU: 72 us + 32e6 B / 0.33 B/ns (beyond the host's cache)
+//! let t = bus.rank_transfer_ns(XferKind::Serial, Direction::ToDpu, 32_000_000, 1);
+//! assert_eq!(t, 72_000 + 96_969_697);
+//! // 1 MB fits the host's cache: 1.97 times faster
 //! let t = bus.rank_transfer_ns(XferKind::Serial, Direction::ToDpu, 1_000_000, 1);
-//! assert_eq!(t, 72_000 + 3_030_304);
+//! assert_eq!(t, 72_000 + 1_538_225);
 //! ```
 
 use serde::Deserialize;
@@ -66,9 +69,31 @@ pub struct BusSpec {
     pub host_channels: u32,
     /// Peak bandwidth of one memory channel, GB/s.
     pub channel_gbps: f64,
+    /// What each DPU a call addresses adds to its fixed cost, host -> DPU, ns (a serial copy
+    /// addresses one DPU). Absent: 0.
+    #[serde(default)]
+    pub cpu_dpu_call_dpu_ns: u64,
+    /// What each DPU a call addresses adds to its fixed cost, DPU -> host, ns. Absent: 0.
+    #[serde(default)]
+    pub dpu_cpu_call_dpu_ns: u64,
+    /// Programs' full-rank host -> DPU rate as a fraction of `cpu_dpu_rank_gbps` (the
+    /// published figure is a repeated microbenchmark; see the profile). Absent: 1.
+    #[serde(default = "one")]
+    pub cpu_dpu_rank_fraction: f64,
+    /// The host's last-level cache, bytes: a host -> DPU call whose source bytes fit in it
+    /// moves `cpu_dpu_cached_speedup` times faster. Absent or 0: no such speedup.
+    #[serde(default)]
+    pub host_cache_bytes: u64,
+    /// See `host_cache_bytes`. Absent: 1.
+    #[serde(default = "one")]
+    pub cpu_dpu_cached_speedup: f64,
     /// Replaced by `cpu_dpu_call_ns` and `dpu_cpu_call_ns`; accepted only to say so.
     #[serde(default)]
     pub call_latency_ns: Option<u64>,
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 impl BusSpec {
@@ -90,6 +115,11 @@ impl BusSpec {
             rank_scaling_max_ranks: 31.536102,
             host_channels: 10,
             channel_gbps: 19.2,
+            cpu_dpu_call_dpu_ns: 0,
+            dpu_cpu_call_dpu_ns: 1_100,
+            cpu_dpu_rank_fraction: 0.437,
+            host_cache_bytes: 11 << 20,
+            cpu_dpu_cached_speedup: 1.97,
             call_latency_ns: None,
         }
     }
@@ -126,6 +156,18 @@ impl BusSpec {
                 self.rank_scaling_max_ranks
             ));
         }
+        if !(self.cpu_dpu_rank_fraction.is_finite() && self.cpu_dpu_rank_fraction > 0.0) {
+            return Err(format!(
+                "bus.cpu_dpu_rank_fraction = {}: must be > 0",
+                self.cpu_dpu_rank_fraction
+            ));
+        }
+        if !(self.cpu_dpu_cached_speedup.is_finite() && self.cpu_dpu_cached_speedup >= 1.0) {
+            return Err(format!(
+                "bus.cpu_dpu_cached_speedup = {}: must be >= 1 (bytes in the host's cache move no slower)",
+                self.cpu_dpu_cached_speedup
+            ));
+        }
         if self.host_channels == 0 {
             return Err("bus.host_channels must be > 0".into());
         }
@@ -133,7 +175,7 @@ impl BusSpec {
         let pairs = [
             (
                 "bus.cpu_dpu_rank_gbps",
-                self.cpu_dpu_rank_gbps,
+                self.cpu_dpu_rank_gbps * self.cpu_dpu_rank_fraction,
                 "bus.cpu_dpu_serial_gbps",
                 self.cpu_dpu_serial_gbps,
             ),
@@ -219,6 +261,12 @@ pub struct BusModel {
     latency_ns: [u64; 2],
     /// What each further rank of a call adds to its fixed cost: [to DPU, from DPU].
     rank_latency_ns: [u64; 2],
+    /// What each DPU of a rank's part of a call adds to its fixed cost: [to DPU, from DPU].
+    dpu_latency_ns: [u64; 2],
+    /// Host -> DPU calls whose source bytes are at most this many move `cached_speedup`
+    /// times faster (0: never).
+    cache_bytes: u64,
+    cached_speedup: f64,
     /// ns per byte of one DPU's stream: [to DPU, from DPU].
     serial_ns_per_byte: [f64; 2],
     /// Shared per-byte cost of a rank: [to DPU, from DPU, broadcast].
@@ -242,20 +290,24 @@ impl BusModel {
                 ((d / rank - 1.0 / serial) / (d - 1.0)).max(0.0)
             }
         };
+        let cpu_dpu_rank = spec.cpu_dpu_rank_gbps * spec.cpu_dpu_rank_fraction;
         BusModel {
             latency_ns: [spec.cpu_dpu_call_ns, spec.dpu_cpu_call_ns],
             rank_latency_ns: [spec.cpu_dpu_call_rank_ns, spec.dpu_cpu_call_rank_ns],
+            dpu_latency_ns: [spec.cpu_dpu_call_dpu_ns, spec.dpu_cpu_call_dpu_ns],
+            cache_bytes: spec.host_cache_bytes,
+            cached_speedup: spec.cpu_dpu_cached_speedup,
             serial_ns_per_byte: [
                 1.0 / spec.cpu_dpu_serial_gbps,
                 1.0 / spec.dpu_cpu_serial_gbps,
             ],
             shared_ns_per_byte: [
-                shared(spec.cpu_dpu_rank_gbps, spec.cpu_dpu_serial_gbps),
+                shared(cpu_dpu_rank, spec.cpu_dpu_serial_gbps),
                 shared(spec.dpu_cpu_rank_gbps, spec.dpu_cpu_serial_gbps),
                 shared(spec.broadcast_rank_gbps, spec.cpu_dpu_serial_gbps),
             ],
             rank_gbps: [
-                spec.cpu_dpu_rank_gbps,
+                cpu_dpu_rank,
                 spec.dpu_cpu_rank_gbps,
                 spec.broadcast_rank_gbps,
             ],
@@ -287,6 +339,41 @@ impl BusModel {
         }
     }
 
+    /// Whether a call's host-side bytes fit the host's last-level cache, so that they move at
+    /// the cached rate: host -> DPU only (the CPU reads the program's buffer and writes the
+    /// DIMMs; a DPU -> host call writes a buffer, no faster from cache), and only when all its
+    /// source bytes fit — a call streaming more than the cache from its start finds none of
+    /// them there (each byte is evicted before the stream comes back to it, as in a repeated
+    /// benchmark), so the knee is a step. `host_bytes`: the bytes the host reads (one buffer
+    /// for a broadcast or a serial copy, every DPU's buffer for a parallel push).
+    pub fn is_cached(&self, dir: Direction, host_bytes: u64) -> bool {
+        dir == Direction::ToDpu && self.cache_bytes > 0 && host_bytes <= self.cache_bytes
+    }
+
+    /// The host bytes a call reads for [`BusModel::is_cached`]: one buffer for a broadcast
+    /// or a serial copy, all the call's bytes for a parallel push.
+    fn host_bytes(kind: XferKind, bytes_per_dpu: u64, call_bytes: u64) -> u64 {
+        match kind {
+            XferKind::Parallel => call_bytes.max(bytes_per_dpu),
+            XferKind::Serial | XferKind::Broadcast => bytes_per_dpu,
+        }
+    }
+
+    /// The DPUs of a rank that a call's per-DPU fixed cost counts (one for a serial copy).
+    fn counted_dpus(kind: XferKind, dpus: u32) -> u64 {
+        match kind {
+            XferKind::Serial => 1,
+            _ => u64::from(dpus),
+        }
+    }
+
+    /// Fixed cost of one rank's part of a call: the call's ([`BusModel::call_fixed_ns`]) and
+    /// the rank's DPUs' share (the SDK prepares and polls each DPU it addresses), ns.
+    pub fn rank_fixed_ns(&self, kind: XferKind, dir: Direction, dpus: u32, ranks: u32) -> u64 {
+        self.call_fixed_ns(dir, ranks)
+            + Self::counted_dpus(kind, dpus) * self.dpu_latency_ns[dir.index()]
+    }
+
     /// Duration of a call on one rank moving `bytes_per_dpu` to/from each of `dpus` DPUs,
     /// fixed cost included, ns. A serial transfer is a one-DPU transfer (`dpus` is taken as 1).
     /// Zero bytes cost nothing.
@@ -300,11 +387,21 @@ impl BusModel {
         if bytes_per_dpu == 0 || dpus == 0 {
             return 0;
         }
-        self.latency_ns[dir.index()] + self.rank_bytes_ns(kind, dir, bytes_per_dpu, dpus)
+        let call_bytes = bytes_per_dpu * Self::counted_dpus(kind, dpus);
+        let cached = self.is_cached(dir, Self::host_bytes(kind, bytes_per_dpu, call_bytes));
+        self.rank_fixed_ns(kind, dir, dpus, 1)
+            + self.rank_bytes_ns(kind, dir, bytes_per_dpu, dpus, cached)
     }
 
     /// The bytes' part of a rank's transfer (no fixed cost), ns.
-    fn rank_bytes_ns(&self, kind: XferKind, dir: Direction, bytes_per_dpu: u64, dpus: u32) -> u64 {
+    fn rank_bytes_ns(
+        &self,
+        kind: XferKind,
+        dir: Direction,
+        bytes_per_dpu: u64,
+        dpus: u32,
+        cached: bool,
+    ) -> u64 {
         let extra = match kind {
             XferKind::Serial => 0.0,
             _ => f64::from(dpus.saturating_sub(1)),
@@ -312,6 +409,7 @@ impl BusModel {
         let n = bytes_per_dpu as f64;
         let t = n * self.serial_ns_per_byte[dir.index()]
             + n * extra * self.shared_ns_per_byte[Self::figure(kind, dir)];
+        let t = if cached { t / self.cached_speedup } else { t };
         t.ceil() as u64
     }
 
@@ -326,19 +424,27 @@ impl BusModel {
     }
 
     /// Host-wide lower bound of a call, ns: its fixed cost ([`BusModel::call_fixed_ns`]),
-    /// then all its bytes at [`BusModel::host_limit_gbps`]. Zero bytes cost nothing.
+    /// then all its bytes at [`BusModel::host_limit_gbps`] (faster by the cached speedup
+    /// when the call's bytes fit the host's cache). Zero bytes cost nothing.
     pub fn host_bound_ns(&self, kind: XferKind, dir: Direction, call: CallShape) -> u64 {
+        self.bound_ns(kind, dir, call, self.is_cached(dir, call.bytes))
+    }
+
+    fn bound_ns(&self, kind: XferKind, dir: Direction, call: CallShape, cached: bool) -> u64 {
         if call.bytes == 0 {
             return 0;
         }
         let ranks = call.ranks.max(1);
         let fixed = self.call_fixed_ns(dir, ranks);
-        fixed + (call.bytes as f64 / self.host_limit_gbps(kind, dir, ranks)).ceil() as u64
+        let speedup = if cached { self.cached_speedup } else { 1.0 };
+        let rate = self.host_limit_gbps(kind, dir, ranks) * speedup;
+        fixed + (call.bytes as f64 / rate).ceil() as u64
     }
 
     /// Duration of one rank's part of a call, ns: the call's fixed cost (paid before any
-    /// rank's bytes move), then the rank's own bytes, but at least the call's host-wide bound
-    /// ([`BusModel::host_bound_ns`]). Zero bytes cost nothing.
+    /// rank's bytes move) and the rank's DPUs' share of it, then the rank's own bytes, but at
+    /// least the call's host-wide bound ([`BusModel::host_bound_ns`]). Zero bytes cost
+    /// nothing.
     pub fn rank_in_call_ns(
         &self,
         kind: XferKind,
@@ -351,9 +457,10 @@ impl BusModel {
             return 0;
         }
         let ranks = call.ranks.max(1);
-        let own =
-            self.call_fixed_ns(dir, ranks) + self.rank_bytes_ns(kind, dir, bytes_per_dpu, dpus);
-        own.max(self.host_bound_ns(kind, dir, call))
+        let cached = self.is_cached(dir, Self::host_bytes(kind, bytes_per_dpu, call.bytes));
+        let own = self.rank_fixed_ns(kind, dir, dpus, ranks)
+            + self.rank_bytes_ns(kind, dir, bytes_per_dpu, dpus, cached);
+        own.max(self.bound_ns(kind, dir, call, cached))
     }
 
     /// Sustained bandwidth (GB/s) of a large transfer of `bytes_per_dpu` to `dpus` DPUs of
@@ -379,8 +486,96 @@ impl BusModel {
 mod tests {
     use super::*;
 
+    /// The published figures alone: no size-following constants (the hand-computed checks
+    /// below are of the published part of the model).
+    fn published_spec() -> BusSpec {
+        BusSpec {
+            cpu_dpu_call_dpu_ns: 0,
+            dpu_cpu_call_dpu_ns: 0,
+            cpu_dpu_rank_fraction: 1.0,
+            host_cache_bytes: 0,
+            cpu_dpu_cached_speedup: 1.0,
+            ..BusSpec::upmem_default()
+        }
+    }
+
     fn model() -> BusModel {
+        BusModel::new(&published_spec(), 64)
+    }
+
+    fn default_model() -> BusModel {
         BusModel::new(&BusSpec::upmem_default(), 64)
+    }
+
+    #[test]
+    fn cached_pushes_are_faster_by_the_speedup_and_the_knee_is_a_step() {
+        let m = default_model();
+        let p = model();
+        let bytes =
+            |n: u64| m.rank_transfer_ns(XferKind::Parallel, Direction::ToDpu, n, 16) - 72_000;
+        let published =
+            |n: u64| p.rank_transfer_ns(XferKind::Parallel, Direction::ToDpu, n, 16) - 72_000;
+        // 16 DPUs x 512 KiB = 8 MiB fits the 11 MiB cache: faster than out of the cache by
+        // the speedup, against the same form with the rank fraction applied.
+        let out = BusModel::new(
+            &BusSpec {
+                host_cache_bytes: 0,
+                ..BusSpec::upmem_default()
+            },
+            64,
+        );
+        let out_bytes =
+            out.rank_transfer_ns(XferKind::Parallel, Direction::ToDpu, 512 << 10, 16) - 72_000;
+        let ratio = out_bytes as f64 / bytes(512 << 10) as f64;
+        assert!((ratio - 1.97).abs() < 0.01, "{ratio}");
+        // Just past the cache (16 x 736 KiB = 11.5 MiB): no byte is cached, and per byte a
+        // call there is slower than one just inside.
+        let inside = bytes(704 << 10) as f64 / f64::from(704 << 10);
+        let outside = bytes(736 << 10) as f64 / f64::from(736 << 10);
+        assert!(outside > 1.9 * inside, "{inside} {outside}");
+        // Out of the cache, a full rank runs at the fraction of the published figure.
+        let full = m.rank_bandwidth_gbps(XferKind::Parallel, Direction::ToDpu, 32 << 20, 64);
+        assert!((full - 6.68 * 0.437).abs() < 0.01, "{full}");
+        // A single DPU's 32 MB (beyond the cache) keeps the published rate.
+        let one = m.rank_bandwidth_gbps(XferKind::Serial, Direction::ToDpu, 32 << 20, 1);
+        assert!((one - 0.33).abs() < 0.01, "{one}");
+        // Reads are never cached, and keep the published figures.
+        let rd = m.rank_bandwidth_gbps(XferKind::Parallel, Direction::FromDpu, 32 << 20, 64);
+        assert!((rd - 4.74).abs() < 0.01, "{rd}");
+        assert!(!m.is_cached(Direction::FromDpu, 8));
+        // The published model is the same form with neutral constants.
+        assert!(published(512 << 10) > bytes(512 << 10));
+    }
+
+    #[test]
+    fn a_read_pays_its_dpus_share_of_the_fixed_cost() {
+        let m = default_model();
+        // 8 bytes from 1, 16 and 64 DPUs of a rank: 108 us + 1.1 us per DPU (and the bytes).
+        let t = |k: u32| {
+            m.rank_in_call_ns(
+                XferKind::Parallel,
+                Direction::FromDpu,
+                8,
+                k,
+                call(1, 8 * u64::from(k)),
+            )
+        };
+        assert!(t(1) >= 109_100 && t(1) < 109_300, "{}", t(1));
+        assert!(t(64) - t(16) >= 48 * 1_100, "{} {}", t(16), t(64));
+        // A serial copy addresses one DPU whatever the set's size.
+        assert_eq!(
+            m.rank_transfer_ns(XferKind::Serial, Direction::FromDpu, 8, 64),
+            m.rank_transfer_ns(XferKind::Serial, Direction::FromDpu, 8, 1)
+        );
+        // Writes: no per-DPU cost (the fit gives none).
+        assert_eq!(
+            m.rank_fixed_ns(XferKind::Parallel, Direction::ToDpu, 64, 1),
+            72_000
+        );
+        assert_eq!(
+            m.rank_fixed_ns(XferKind::Parallel, Direction::FromDpu, 64, 1),
+            108_000 + 64 * 1_100
+        );
     }
 
     fn call(ranks: u32, bytes: u64) -> CallShape {
@@ -552,7 +747,7 @@ mod tests {
         let spec = BusSpec {
             host_channels: 1,
             channel_gbps: 10.0,
-            ..BusSpec::upmem_default()
+            ..published_spec()
         };
         let m = BusModel::new(&spec, 64);
         assert!((m.host_limit_gbps(XferKind::Parallel, Direction::ToDpu, 4) - 7.6578).abs() < 1e-3);

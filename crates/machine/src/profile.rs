@@ -641,7 +641,7 @@ mod tests {
             let want = LaunchSpec {
                 fixed_ns: 85_500,
                 per_rank_ns: 5_800,
-                mux_switch_ns: 36_000,
+                mux_switch_ns: 10_500,
             };
             assert_eq!(p.launch, Some(want), "{name}");
         }
@@ -650,7 +650,7 @@ mod tests {
             .unwrap();
         assert_eq!(p.launch_spec().fixed_ns, 25_000);
         // A profile written before the mux switch was modeled still loads: no switch cost.
-        let p = HardwareProfile::parse("pre-mux", &text.replace("mux_switch_ns = 36000\n", ""))
+        let p = HardwareProfile::parse("pre-mux", &text.replace("mux_switch_ns = 10500\n", ""))
             .unwrap();
         assert_eq!(p.launch_spec().mux_switch_ns, 0);
         assert_eq!(p.launch_spec().fixed_ns, 85_500);

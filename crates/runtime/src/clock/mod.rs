@@ -18,3 +18,4 @@ pub mod inter_dpu;
 pub mod report;
 pub mod stats;
 pub mod timeline;
+pub(crate) mod xfer_log;

@@ -37,6 +37,7 @@ use openpim_machine::{
 use crate::clock::cpu::thread_cpu_ns;
 use crate::clock::exchanges::InterDpuLog;
 use crate::clock::stats::{self, LaunchRecord};
+use crate::clock::xfer_log;
 
 /// When (host time) an operation was issued, and the shape of the whole call it belongs to
 /// (its ranks and bytes: the fixed cost per rank and the host-wide bus limits).
@@ -1083,6 +1084,20 @@ fn finish_issued(rank: u32, hw: &HardwareProfile, done: OpDone, issue: Issue) {
                     x.small_ops_ns += d;
                 }
                 s.note_transfer(serial_key);
+            });
+            xfer_log::record(&xfer_log::XferLine {
+                rank,
+                issue_ns: issue.at,
+                dir,
+                kind,
+                bytes_per_dpu: len as u64,
+                dpus,
+                call,
+                mux: mux > 0,
+                inter_dpu: issue.exchange.is_some(),
+                modeled_ns: modeled,
+                host_ns: host,
+                charged_ns: d,
             });
         }
         OpDone::Launch => {
