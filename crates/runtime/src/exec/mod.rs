@@ -17,6 +17,7 @@
 pub mod local;
 pub mod mpi;
 pub(crate) mod queue;
+pub(crate) mod queued;
 pub mod remote;
 
 use std::sync::Arc;
@@ -143,6 +144,19 @@ pub(crate) fn ranks_exhausted(what: &str, nr_ranks: u32, free: u32) -> crate::er
         requested: what.to_string(),
         reason,
     }
+}
+
+/// `UPMEM_PROFILE_BASE` then `profile`: the whole profile of an allocation, as this process
+/// reads it, for a backend whose ranks are held by another process (a daemon or an MPI
+/// worker does not see this process's environment).
+pub(crate) fn effective_profile(profile: &str) -> String {
+    let base = std::env::var(openpim_machine::PROFILE_BASE_ENV).unwrap_or_default();
+    [base.as_str(), profile]
+        .iter()
+        .filter(|p| !p.trim().is_empty())
+        .copied()
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// An allocated rank.

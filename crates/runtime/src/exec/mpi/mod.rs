@@ -20,20 +20,20 @@ mod link;
 mod shared;
 pub mod wire;
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
-use crate::clock::stats::{self, DpuRunStats};
+use crate::clock::stats::DpuRunStats;
 use crate::clock::timeline;
 use crate::error::{merge, Error, Result};
 use crate::exec::local::rank::{print_fault_line, Pending};
-use crate::exec::queue::{RankQueue, RunsOps};
+use crate::exec::queued::{
+    connected, lock, run_in_chunks, HostSide, Mirror, QueuedRank, RankTable,
+};
 use crate::exec::remote::protocol::{
-    RankOutcome, Reply, Request, WireError, WireItem, WireOp, WriteBufs,
+    wire_items_of, write_items_of, RankOutcome, Reply, Request, WireError, WireOp, WriteBufs,
 };
 use crate::exec::{
-    call_shape, AllocRequest, Backend, CallbackJob, RankInfo, RankOp, RankStatus, XferItem,
+    effective_profile, AllocRequest, Backend, CallbackJob, RankInfo, RankOp, RankStatus, XferItem,
 };
 use crate::program::Program;
 use crate::xfer::Place;
@@ -47,10 +47,6 @@ pub const MPI_ENV: &str = "OPENPIM_MPI";
 /// that the rank is busy (real time, not counted).
 const STATUS_PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// The gateway socket of this process's distributed run, if it is one.
 pub fn gateway_of_env() -> Option<String> {
     std::env::var(MPI_ENV).ok().filter(|s| !s.is_empty())
@@ -62,7 +58,7 @@ static SHARED: OnceLock<Arc<MpiBackend>> = OnceLock::new();
 pub struct MpiBackend {
     path: String,
     link: OnceLock<std::result::Result<Arc<Link>, String>>,
-    ranks: Mutex<HashMap<u32, Arc<MpiRank>>>,
+    ranks: RankTable<MpiRank>,
     /// The broadcast buffers the workers hold.
     shared: Arc<shared::SharedBuffers>,
 }
@@ -74,30 +70,18 @@ impl MpiBackend {
             Arc::new(MpiBackend {
                 path: path.to_string(),
                 link: OnceLock::new(),
-                ranks: Mutex::default(),
+                ranks: RankTable::new("MPI"),
                 shared: Arc::default(),
             })
         }))
     }
 
     fn link(&self) -> Result<Arc<Link>> {
-        match self.link.get_or_init(|| {
-            Link::connect(&self.path)
-                .map(Arc::new)
-                .map_err(|e| e.to_string())
-        }) {
-            Ok(l) => Ok(Arc::clone(l)),
-            Err(e) => Err(Error::System(
-                e.strip_prefix("system error: ").unwrap_or(e).to_string(),
-            )),
-        }
+        connected(&self.link, || Link::connect(&self.path))
     }
 
     fn rank(&self, id: u32) -> Arc<MpiRank> {
-        match lock(&self.ranks).get(&id) {
-            Some(r) => Arc::clone(r),
-            None => panic!("rank {id} is not allocated by the MPI backend"),
-        }
+        self.ranks.get(id)
     }
 }
 
@@ -116,12 +100,12 @@ impl MpiBackend {
     /// counted in the report's `mpi_traffic` as `collective: between workers`.
     pub fn collective(&self, slots: &[u32], body: &[u8]) -> Result<Vec<(u32, Vec<u8>)>> {
         let mut ranks: Vec<Arc<MpiRank>> = slots.iter().map(|s| self.rank(*s)).collect();
-        ranks.sort_by_key(|r| r.id);
-        ranks.dedup_by_key(|r| r.id);
+        ranks.sort_by_key(|r| r.host.id);
+        ranks.dedup_by_key(|r| r.host.id);
         for r in &ranks {
-            r.queue.wait_idle();
+            r.host.queue.wait_idle();
         }
-        let _ops: Vec<MutexGuard<'_, ()>> = ranks.iter().map(|r| lock(&r.op)).collect();
+        let _ops: Vec<MutexGuard<'_, ()>> = ranks.iter().map(|r| lock(&r.host.op)).collect();
         merge(ranks.iter().map(|r| r.flush()).collect())?;
         let link = self.link()?;
         let mut workers: Vec<u32> = ranks.iter().map(|r| r.worker).collect();
@@ -169,17 +153,6 @@ impl MpiBackend {
     }
 }
 
-/// `UPMEM_PROFILE_BASE` then `profile`: the whole profile, as the workers are to read it.
-fn effective_profile(profile: &str) -> String {
-    let base = std::env::var(openpim_machine::PROFILE_BASE_ENV).unwrap_or_default();
-    [base.as_str(), profile]
-        .iter()
-        .filter(|p| !p.trim().is_empty())
-        .copied()
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
 fn unexpected(r: &Reply) -> Error {
     Error::Internal(format!("unexpected reply from an MPI worker: {r:?}"))
 }
@@ -198,7 +171,7 @@ impl Backend for MpiBackend {
         let link = self.link()?;
         let machine = &req.machine;
         let nr_workers = link.workers.len() as u32;
-        let mut table = lock(&self.ranks);
+        let mut table = self.ranks.lock();
         let free: Vec<u32> = (0..machine.nr_ranks)
             .filter(|s| !table.contains_key(s))
             .collect();
@@ -253,15 +226,11 @@ impl Backend for MpiBackend {
                     table.insert(
                         slot,
                         Arc::new(MpiRank {
-                            id: slot,
                             worker,
                             machine: Arc::clone(machine),
                             link: Arc::clone(&link),
                             shared: Arc::clone(&self.shared),
-                            queue: RankQueue::new(slot),
-                            programs: Mutex::new(vec![None; n as usize]),
-                            faulted: AtomicBool::new(false),
-                            op: Mutex::new(()),
+                            host: HostSide::new(slot, n),
                             batch: Mutex::default(),
                         }),
                     );
@@ -284,195 +253,154 @@ impl Backend for MpiBackend {
     }
 
     fn free(&self, rank: u32) {
-        let r = lock(&self.ranks).remove(&rank);
-        if let Some(r) = &r {
-            r.queue.flush();
-        }
-        drop(r);
+        self.ranks.free(rank);
     }
 
     fn execute(&self, ops: Vec<(u32, RankOp)>) -> Result<()> {
-        if ops.is_empty() {
-            return Ok(());
-        }
-        let mut ops: Vec<(Arc<MpiRank>, RankOp)> = ops
-            .into_iter()
-            .map(|(id, op)| (self.rank(id), op))
-            .collect();
-        for (r, _) in &ops {
-            r.queue.wait_idle();
-        }
-        ops.sort_by_key(|(r, _)| r.id);
-        let held: Vec<Arc<MpiRank>> = ops.iter().map(|(r, _)| Arc::clone(r)).collect();
-        let _ops: Vec<MutexGuard<'_, ()>> = held.iter().map(|r| lock(&r.op)).collect();
         // Virtual time: the ranks' operations are issued now; the host waits for them.
-        let issue = timeline::issue_now(openpim_machine::CallShape {
-            ranks: ops.len() as u32,
-            bytes: ops.iter().map(|(_, op)| op.xfer_bytes()).sum(),
-        });
-        let ids: Vec<u32> = ops.iter().map(|(r, _)| r.id).collect();
-        let _join = timeline::JoinOnDrop(ids);
-        if ops.iter().all(|(_, op)| batchable(op)) {
-            let results = ops
-                .into_iter()
-                .map(|(r, op)| timeline::with_sync_issue(issue, || r.add_to_batch(op)))
-                .collect();
-            return merge(results);
-        }
-        // One message per worker, all sent before any reply is awaited.
-        let link = Arc::clone(&ops[0].0.link);
-        let mut wires: Vec<Option<WireOp>> = Vec::with_capacity(ops.len());
-        let prepared: Vec<(Arc<MpiRank>, Prepared)> = ops
-            .into_iter()
-            .map(|(r, op)| {
-                let (wire, p) = r.prepare(op);
-                wires.push(Some(r.after_batch(wire)));
-                (r, p)
-            })
-            .collect();
-        let mut by_worker: Vec<(u32, Vec<usize>)> = Vec::new();
-        for (k, (r, _)) in prepared.iter().enumerate() {
-            match by_worker.iter_mut().find(|(w, _)| *w == r.worker) {
-                Some((_, ks)) => ks.push(k),
-                None => by_worker.push((r.worker, vec![k])),
-            }
-        }
-        let sent: Vec<(Vec<usize>, Result<link::Pending>)> = by_worker
-            .into_iter()
-            .map(|(worker, ks)| {
-                let ops = ks
-                    .iter()
-                    .map(|&k| (prepared[k].0.id, wires[k].take().expect("once")))
+        self.ranks.execute(ops, |ops, issue| {
+            if ops.iter().all(|(_, op)| batchable(op)) {
+                let results = ops
+                    .into_iter()
+                    .map(|(r, op)| timeline::with_sync_issue(issue, || r.add_to_batch(op)))
                     .collect();
-                let msg = ToWorker::Call(Request::Exec { ops });
-                (ks, link.send(worker, &msg))
-            })
-            .collect();
-        let mut outcomes: Vec<Option<std::result::Result<RankOutcome, Error>>> =
-            (0..prepared.len()).map(|_| None).collect();
-        for (ks, pending) in sent {
-            match pending.and_then(link::Pending::wait) {
-                Ok(Reply::Exec { outcomes: os, .. }) if os.len() == ks.len() => {
-                    for (k, o) in ks.into_iter().zip(os) {
-                        outcomes[k] = Some(Ok(o));
-                    }
+                return merge(results);
+            }
+            // One message per worker, all sent before any reply is awaited.
+            let link = Arc::clone(&ops[0].0.link);
+            let mut wires: Vec<Option<WireOp>> = Vec::with_capacity(ops.len());
+            let prepared: Vec<(Arc<MpiRank>, Prepared)> = ops
+                .into_iter()
+                .map(|(r, op)| {
+                    let (wire, p) = r.prepare(op);
+                    wires.push(Some(r.after_batch(wire)));
+                    (r, p)
+                })
+                .collect();
+            let mut by_worker: Vec<(u32, Vec<usize>)> = Vec::new();
+            for (k, (r, _)) in prepared.iter().enumerate() {
+                match by_worker.iter_mut().find(|(w, _)| *w == r.worker) {
+                    Some((_, ks)) => ks.push(k),
+                    None => by_worker.push((r.worker, vec![k])),
                 }
-                Ok(other) => {
-                    for k in ks {
-                        outcomes[k] = Some(Err(unexpected(&other)));
+            }
+            let sent: Vec<(Vec<usize>, Result<link::Pending>)> = by_worker
+                .into_iter()
+                .map(|(worker, ks)| {
+                    let ops = ks
+                        .iter()
+                        .map(|&k| (prepared[k].0.host.id, wires[k].take().expect("once")))
+                        .collect();
+                    let msg = ToWorker::Call(Request::Exec { ops });
+                    (ks, link.send(worker, &msg))
+                })
+                .collect();
+            let mut outcomes: Vec<Option<std::result::Result<RankOutcome, Error>>> =
+                (0..prepared.len()).map(|_| None).collect();
+            for (ks, pending) in sent {
+                match pending.and_then(link::Pending::wait) {
+                    Ok(Reply::Exec { outcomes: os, .. }) if os.len() == ks.len() => {
+                        for (k, o) in ks.into_iter().zip(os) {
+                            outcomes[k] = Some(Ok(o));
+                        }
                     }
-                }
-                Err(e) => {
-                    // The same error for each (a dead worker), variant and message kept.
-                    let w = WireError::from_error(&e);
-                    for k in ks {
-                        outcomes[k] = Some(Err(w.to_error()));
+                    Ok(other) => {
+                        for k in ks {
+                            outcomes[k] = Some(Err(unexpected(&other)));
+                        }
+                    }
+                    Err(e) => {
+                        // The same error for each (a dead worker), variant and message kept.
+                        let w = WireError::from_error(&e);
+                        for k in ks {
+                            outcomes[k] = Some(Err(w.to_error()));
+                        }
                     }
                 }
             }
-        }
-        let results = prepared
-            .into_iter()
-            .zip(outcomes)
-            .map(|((r, p), o)| {
-                let o = o.expect("every operation answered");
-                timeline::with_sync_issue(issue, || r.complete(p, o))
-            })
-            .collect();
-        merge(results)
+            let results = prepared
+                .into_iter()
+                .zip(outcomes)
+                .map(|((r, p), o)| {
+                    let o = o.expect("every operation answered");
+                    timeline::with_sync_issue(issue, || r.complete(p, o))
+                })
+                .collect();
+            merge(results)
+        })
     }
 
     fn enqueue(&self, ops: Vec<(u32, RankOp)>) -> Result<()> {
-        timeline::set_call_shape(call_shape(&ops));
-        let queued = ops.into_iter().try_for_each(|(id, op)| {
-            let r = self.rank(id);
-            r.queue.enqueue(Arc::clone(&r) as Arc<dyn RunsOps>, op)
-        });
-        timeline::set_call_shape(Default::default());
-        queued
+        self.ranks.enqueue(ops)
     }
 
     fn spawn_detached(&self, rank: u32, job: CallbackJob, ranks: Vec<u32>) -> Result<()> {
-        self.rank(rank).queue.spawn_detached(job, ranks)
+        self.ranks.spawn_detached(rank, job, ranks)
     }
 
     fn wait_idle(&self, rank: u32) {
-        self.rank(rank).queue.wait_idle();
+        self.ranks.wait_idle(rank);
     }
 
     fn sync(&self, rank: u32) -> Result<()> {
-        self.rank(rank).queue.sync()
+        self.ranks.sync(rank)
     }
 
     fn status(&self, rank: u32) -> RankStatus {
-        let r = self.rank(rank);
-        RankStatus {
-            idle: r.queue.is_idle(),
-            faulted: r.faulted.load(Ordering::Acquire),
-        }
+        self.ranks.status(rank)
     }
 
     fn polled_status(&self, rank: u32, _ran_past: &dyn Fn(u64) -> bool) -> RankStatus {
         // A worker does not report a launch's progress while it runs: the wait is bounded
         // in real time instead, as through a daemon.
-        let r = self.rank(rank);
-        RankStatus {
-            idle: r.queue.settle(&|| false, Some(STATUS_PATIENCE)),
-            faulted: r.faulted.load(Ordering::Acquire),
-        }
+        self.ranks.polled_status(rank, STATUS_PATIENCE)
     }
 
     fn programs(&self, rank: u32, first: u32, count: u32) -> Vec<Option<Arc<Program>>> {
-        let r = self.rank(rank);
-        let p = lock(&r.programs);
-        p[first as usize..(first + count) as usize].to_vec()
+        self.ranks.programs(rank, first, count)
     }
 
     fn log(&self, rank: u32, dpu: u32) -> Result<Vec<u8>> {
-        let r = self.rank(rank);
-        let _op = lock(&r.op);
-        // (A batched write's error is reported by the rank's next operation.)
-        let _ = r.flush();
-        let msg = ToWorker::Call(Request::Log { rank: r.id, dpu });
-        match r.link.call(r.worker, &msg) {
-            Ok(Reply::Bytes(b)) => Ok(b),
-            Ok(other) => Err(unexpected(&other)),
-            Err(e) => Err(e),
-        }
+        self.ranks.flushed(rank, |r| {
+            let msg = ToWorker::Call(Request::Log {
+                rank: r.host.id,
+                dpu,
+            });
+            match r.link.call(r.worker, &msg) {
+                Ok(Reply::Bytes(b)) => Ok(b),
+                Ok(other) => Err(unexpected(&other)),
+                Err(e) => Err(e),
+            }
+        })
     }
 
     fn run_stats(&self, rank: u32, first: u32, count: u32) -> Vec<Option<DpuRunStats>> {
-        let r = self.rank(rank);
-        let _op = lock(&r.op);
-        let _ = r.flush();
-        let msg = ToWorker::Call(Request::RunStats {
-            rank: r.id,
-            first,
-            count,
-        });
-        match r.link.call(r.worker, &msg) {
-            Ok(Reply::Stats(s)) if s.len() == count as usize => s,
-            _ => vec![None; count as usize],
-        }
+        self.ranks.flushed(rank, |r| {
+            let msg = ToWorker::Call(Request::RunStats {
+                rank: r.host.id,
+                first,
+                count,
+            });
+            match r.link.call(r.worker, &msg) {
+                Ok(Reply::Stats(s)) if s.len() == count as usize => s,
+                _ => vec![None; count as usize],
+            }
+        })
     }
 }
 
 /// A rank a worker runs for this process.
 struct MpiRank {
-    /// The rank's slot (this process's name for it, and the worker's).
-    id: u32,
     /// The worker holding it (index in the worker table).
     worker: u32,
     machine: Arc<openpim_machine::MachineConfig>,
     link: Arc<Link>,
     /// The run's broadcast buffers (the backend's).
     shared: Arc<shared::SharedBuffers>,
-    queue: RankQueue,
-    /// The DPUs' programs as the worker has them (the loads and IRAM writes sent).
-    programs: Mutex<Vec<Option<Arc<Program>>>>,
-    faulted: AtomicBool,
-    /// Held by each operation on the rank from its preparation to its completion.
-    op: Mutex<()>,
+    /// The queue, the program mirror (the loads and IRAM writes sent to the worker), the
+    /// operation lock; its id is the rank's slot (this process's name for it, and the
+    /// worker's).
+    host: HostSide,
     /// Small writes placed on the clock but not sent yet: they travel with the rank's next
     /// operation (nothing can observe a DPU's memory before it), as the remote backend's.
     batch: Mutex<(Vec<WireOp>, usize)>,
@@ -498,8 +426,8 @@ impl Drop for MpiRank {
         // The worker wipes the rank; a worker that is gone has nothing left to wipe.
         let _ = self
             .link
-            .call(self.worker, &ToWorker::Close { slot: self.id });
-        timeline::rank_released(self.id);
+            .call(self.worker, &ToWorker::Close { slot: self.host.id });
+        timeline::rank_released(self.host.id);
     }
 }
 
@@ -514,12 +442,6 @@ struct Prepared {
     mirror: Mirror,
 }
 
-enum Mirror {
-    None,
-    Load(Arc<Program>, Vec<u32>),
-    Iram(Vec<(u32, u32, Vec<u8>)>),
-}
-
 impl MpiRank {
     /// An operation as its message: a write's distinct buffers copied into it (a broadcast
     /// travels once per worker), a read's destinations kept for the reply.
@@ -531,51 +453,25 @@ impl MpiRank {
         let mut mirror = Mirror::None;
         let wire = match op {
             RankOp::Load { program, dpus } => {
-                let wire = WireOp::Load {
-                    elf: program.elf().to_vec(),
-                    origin: program.origin().map(str::to_string),
-                    dpus: dpus.clone(),
-                };
+                let wire = WireOp::load(&program, &dpus);
                 mirror = Mirror::Load(program, dpus);
                 wire
             }
             RankOp::Write { len, items } => {
-                let mut srcs: Vec<*mut u8> = Vec::new();
-                let mut iram = Vec::new();
-                let wire_items = items
-                    .iter()
-                    .map(|i| {
-                        let buf = srcs.iter().position(|p| *p == i.buf.0).unwrap_or_else(|| {
-                            srcs.push(i.buf.0);
-                            srcs.len() - 1
-                        });
-                        if let Place::Iram(a) = i.place {
-                            // SAFETY: the unsafe API that accepted `i.buf` requires it to be
-                            // valid for reads of `len` bytes until this transfer has run.
-                            let src =
-                                unsafe { std::slice::from_raw_parts(i.buf.0.cast_const(), len) };
-                            iram.push((i.dpu, a.0, src.to_vec()));
-                        }
-                        WireItem {
-                            dpu: i.dpu,
-                            place: i.place,
-                            buf: buf as u32,
-                        }
-                    })
-                    .collect();
+                let (wire_items, srcs) = write_items_of(&items);
+                // SAFETY: the unsafe API that accepted the items' buffers requires them to be
+                // valid for reads of `len` bytes until this transfer has run.
+                mirror = unsafe { Mirror::of_write(len, &items) };
                 // SAFETY: as above, for every distinct buffer.
                 let src = |p: *mut u8| unsafe { std::slice::from_raw_parts(p.cast_const(), len) };
                 // One buffer for several DPUs: broadcast to every worker once, named here.
-                if srcs.len() == 1 && items.len() > 1 && iram.is_empty() {
+                if srcs.len() == 1 && items.len() > 1 && matches!(mirror, Mirror::None) {
                     shared_use = self.shared.take(&self.link, src(srcs[0]));
                 }
                 let bufs = match &shared_use {
                     Some(u) => WriteBufs::Shared(vec![u.key]),
                     None => WriteBufs::Inline(srcs.iter().map(|p| src(*p).to_vec()).collect()),
                 };
-                if !iram.is_empty() {
-                    mirror = Mirror::Iram(iram);
-                }
                 WireOp::Write {
                     len: len as u32,
                     items: wire_items,
@@ -583,15 +479,7 @@ impl MpiRank {
                 }
             }
             RankOp::Read { len, items } => {
-                let wire_items = items
-                    .iter()
-                    .enumerate()
-                    .map(|(k, i)| WireItem {
-                        dpu: i.dpu,
-                        place: i.place,
-                        buf: k as u32,
-                    })
-                    .collect();
+                let wire_items = wire_items_of(&items);
                 read_into = items;
                 read_len = len;
                 WireOp::Read {
@@ -625,7 +513,7 @@ impl MpiRank {
             Ok(o) => o,
             Err(e) => {
                 // Keep the clock's bookkeeping of the issued operation straight.
-                timeline::finish(self.id, hw, timeline::OpDone::Other);
+                timeline::finish(self.host.id, hw, timeline::OpDone::Other);
                 return Err(e);
             }
         };
@@ -637,16 +525,12 @@ impl MpiRank {
             print_fault_line(e);
         }
         if result.is_ok() {
-            if let Err(e) = self.mirror(p.mirror) {
-                timeline::finish(self.id, hw, timeline::OpDone::Other);
+            if let Err(e) = self.host.mirror(p.mirror) {
+                timeline::finish(self.host.id, hw, timeline::OpDone::Other);
                 return Err(e);
             }
         }
-        if let Some(mut record) = o.facts.launch {
-            record.rank = self.id;
-            self.faulted.store(record.faults > 0, Ordering::Release);
-            stats::record_launch(record);
-        }
+        self.host.record_launch(o.facts.launch);
         let host_ns = match &p.pending {
             Pending::Xfer { len, items, .. } => {
                 let topology = &hw.topology;
@@ -665,7 +549,7 @@ impl MpiRank {
             }
             _ => 0,
         };
-        timeline::finish(self.id, hw, p.pending.done_after(host_ns));
+        timeline::finish(self.host.id, hw, p.pending.done_after(host_ns));
         result
     }
 
@@ -683,29 +567,6 @@ impl MpiRank {
             // writes of `len` bytes until this transfer has run, which is now.
             let dst = unsafe { std::slice::from_raw_parts_mut(item.buf.0, len) };
             dst.copy_from_slice(chunk);
-        }
-        Ok(())
-    }
-
-    /// The program mirror after a load or IRAM writes.
-    fn mirror(&self, m: Mirror) -> Result<()> {
-        let mut programs = lock(&self.programs);
-        match m {
-            Mirror::None => {}
-            Mirror::Load(program, dpus) => {
-                for d in dpus {
-                    if let Some(slot) = programs.get_mut(d as usize) {
-                        *slot = Some(Arc::clone(&program));
-                    }
-                }
-            }
-            Mirror::Iram(writes) => {
-                for (dpu, offset, bytes) in writes {
-                    if let Some(Some(old)) = programs.get(dpu as usize) {
-                        programs[dpu as usize] = Some(old.with_patched_text(offset, &bytes)?);
-                    }
-                }
-            }
         }
         Ok(())
     }
@@ -746,6 +607,12 @@ impl MpiRank {
         ops.push(wire);
         WireOp::Batch(ops)
     }
+}
+
+impl QueuedRank for MpiRank {
+    fn host(&self) -> &HostSide {
+        &self.host
+    }
 
     /// Sends the batched writes now; the first error among them.
     fn flush(&self) -> Result<()> {
@@ -758,7 +625,7 @@ impl MpiRank {
             return Ok(());
         }
         let msg = ToWorker::Call(Request::Exec {
-            ops: vec![(self.id, WireOp::Batch(ops))],
+            ops: vec![(self.host.id, WireOp::Batch(ops))],
         });
         match self.link.call(self.worker, &msg)? {
             Reply::Exec { mut outcomes, .. } if outcomes.len() == 1 => outcomes
@@ -769,7 +636,6 @@ impl MpiRank {
             other => Err(unexpected(&other)),
         }
     }
-
     /// Runs one operation on the worker and waits for it (from the rank's queue).
     fn run_one(&self, op: RankOp) -> Result<()> {
         if batchable(&op) {
@@ -778,7 +644,7 @@ impl MpiRank {
         let (wire, p) = self.prepare(op);
         let wire = self.after_batch(wire);
         let msg = ToWorker::Call(Request::Exec {
-            ops: vec![(self.id, wire)],
+            ops: vec![(self.host.id, wire)],
         });
         let outcome = match self.link.call(self.worker, &msg) {
             Ok(Reply::Exec { mut outcomes, .. }) if outcomes.len() == 1 => {
@@ -789,53 +655,21 @@ impl MpiRank {
         };
         self.complete(p, outcome)
     }
-}
 
-impl RunsOps for MpiRank {
-    fn run_op(&self, op: RankOp) -> Result<()> {
-        match op {
-            RankOp::Callback(job) => self.queue.run_callback(job),
-            op => {
-                let _op = lock(&self.op);
-                self.run_one(op)
-            }
-        }
-    }
-
-    fn run_ops(&self, ops: Vec<RankOp>) -> Vec<Result<()>> {
-        let _op = lock(&self.op);
-        self.run_queued(ops)
+    /// Small writes at the head of the operations join the batch; the others travel in one
+    /// message per [`crate::exec::queued::MAX_QUEUE_BYTES`] (the worker runs them in
+    /// order), instead of one round trip each.
+    fn run_queued(&self, ops: Vec<RankOp>) -> Vec<Result<()>> {
+        run_in_chunks(
+            ops,
+            batchable,
+            |op| self.add_to_batch(op),
+            |chunk| self.send_queue(chunk),
+        )
     }
 }
-
-/// Transfers' bytes in one message of queued operations at most.
-const MAX_QUEUE_BYTES: usize = 64 << 20;
 
 impl MpiRank {
-    /// Operations queued on the rank, in order, each whatever the outcome of the ones before:
-    /// small writes at their head join the batch; the others travel in one message per
-    /// [`MAX_QUEUE_BYTES`] (the worker runs them in order), instead of one round trip each.
-    fn run_queued(&self, ops: Vec<RankOp>) -> Vec<Result<()>> {
-        let mut results = Vec::with_capacity(ops.len());
-        let mut chunk: Vec<RankOp> = Vec::new();
-        let mut bytes = 0;
-        for op in ops {
-            if chunk.is_empty() && batchable(&op) {
-                results.push(self.add_to_batch(op));
-                continue;
-            }
-            let b = op.xfer_bytes() as usize;
-            if !chunk.is_empty() && bytes + b > MAX_QUEUE_BYTES {
-                results.extend(self.send_queue(std::mem::take(&mut chunk)));
-                bytes = 0;
-            }
-            bytes += b;
-            chunk.push(op);
-        }
-        results.extend(self.send_queue(chunk));
-        results
-    }
-
     /// Sends operations in one message and completes each, in order.
     fn send_queue(&self, ops: Vec<RankOp>) -> Vec<Result<()>> {
         match ops.len() {
@@ -850,7 +684,7 @@ impl MpiRank {
         let first = wires.remove(0);
         wires.insert(0, self.after_batch(first));
         let msg = ToWorker::Call(Request::Queue {
-            rank: self.id,
+            rank: self.host.id,
             ops: wires,
         });
         let outcomes: Vec<std::result::Result<RankOutcome, Error>> =

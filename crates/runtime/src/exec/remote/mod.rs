@@ -17,31 +17,26 @@ pub mod protocol;
 pub mod ring;
 pub mod staging;
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use openpim_machine::{MachineConfig, SystemConfig};
 
-use crate::clock::stats::{self, DpuRunStats};
+use crate::clock::stats::DpuRunStats;
 use crate::clock::timeline;
 use crate::error::{merge, Error, Result};
 use crate::exec::local::rank::{print_fault_line, Pending};
-use crate::exec::queue::{RankQueue, RunsOps};
+use crate::exec::queued::{
+    connected, lock, run_in_chunks, HostSide, Mirror, QueuedRank, RankTable,
+};
 use crate::exec::{
-    call_shape, AllocRequest, Backend, CallbackJob, RankInfo, RankOp, RankStatus, XferItem,
+    effective_profile, AllocRequest, Backend, CallbackJob, RankInfo, RankOp, RankStatus, XferItem,
 };
 use crate::program::Program;
-use crate::xfer::Place;
 use conn::{unexpected, Conn};
 use fastpath::{batchable, in_place_bytes, switches, Batch, ReadCache, ReadPlan};
-use protocol::{RankOutcome, Reply, Request, WireItem, WireOp, WriteBufs};
+use protocol::{wire_items_of, write_items_of, RankOutcome, Reply, Request, WireOp, WriteBufs};
 use ring::path_cpu_ns as thread_cpu_ns;
 use staging::{grown_size, Region, MAX_STAGING};
-
-/// Transfers' bytes in one message of queued operations at most (beyond, the queue's
-/// operations go in several: their bytes may travel in the message).
-const MAX_QUEUE_BYTES: usize = 64 << 20;
 
 /// How long `dpu_status` waits, at most, for a rank's queued operations through a daemon
 /// before answering that the rank is busy (real time, not counted: see
@@ -52,15 +47,11 @@ const REMOTE_STATUS_PATIENCE: std::time::Duration = std::time::Duration::from_se
 /// same for one allocation).
 pub const SERVER_ENV: &str = "OPENPIM_SERVER";
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// The ranks of a daemon (one per process and socket: [`RemoteBackend::shared`]).
 pub struct RemoteBackend {
     path: String,
     conn: OnceLock<std::result::Result<Arc<Conn>, String>>,
-    ranks: Mutex<HashMap<u32, Arc<RemoteRank>>>,
+    ranks: RankTable<RemoteRank>,
 }
 
 impl std::fmt::Debug for RemoteBackend {
@@ -80,30 +71,14 @@ impl RemoteBackend {
         let b = Arc::new(RemoteBackend {
             path: path.to_string(),
             conn: OnceLock::new(),
-            ranks: Mutex::new(HashMap::new()),
+            ranks: RankTable::new("remote"),
         });
         all.push(Arc::clone(&b));
         b
     }
 
     fn conn(&self) -> Result<Arc<Conn>> {
-        match self.conn.get_or_init(|| {
-            Conn::connect(&self.path)
-                .map(Arc::new)
-                .map_err(|e| e.to_string())
-        }) {
-            Ok(c) => Ok(Arc::clone(c)),
-            Err(e) => Err(Error::System(
-                e.strip_prefix("system error: ").unwrap_or(e).to_string(),
-            )),
-        }
-    }
-
-    fn rank(&self, id: u32) -> Arc<RemoteRank> {
-        match lock(&self.ranks).get(&id) {
-            Some(r) => Arc::clone(r),
-            None => panic!("rank {id} is not allocated by the remote backend"),
-        }
+        connected(&self.conn, || Conn::connect(&self.path))
     }
 
     /// The daemon's rank table (for `openpim pool`).
@@ -122,18 +97,6 @@ pub fn server_of(config: &SystemConfig) -> Option<String> {
         .server
         .clone()
         .or_else(|| std::env::var(SERVER_ENV).ok().filter(|s| !s.is_empty()))
-}
-
-/// `UPMEM_PROFILE_BASE` then `profile`: the whole profile of an allocation, as the tenant
-/// reads it (the daemon does not see the tenant's environment).
-fn effective_profile(profile: &str) -> String {
-    let base = std::env::var(openpim_machine::PROFILE_BASE_ENV).unwrap_or_default();
-    [base.as_str(), profile]
-        .iter()
-        .filter(|p| !p.trim().is_empty())
-        .copied()
-        .collect::<Vec<_>>()
-        .join(",")
 }
 
 /// The machine a tenant's profile gets on a daemon whose machine `daemon_keys` fix
@@ -203,7 +166,7 @@ impl Backend for RemoteBackend {
     fn alloc(&self, req: &AllocRequest) -> Result<Vec<RankInfo>> {
         let conn = self.conn()?;
         // The program's machine holds its ranks' number at most, as in process.
-        let held = lock(&self.ranks).len() as u32;
+        let held = self.ranks.lock().len() as u32;
         let free = req.machine.nr_ranks.saturating_sub(held);
         let want = req.ranks.unwrap_or(free);
         if want == 0 || want > free {
@@ -223,7 +186,7 @@ impl Backend for RemoteBackend {
             return Err(unexpected(&reply));
         };
         let hw = &req.machine.hardware;
-        let mut table = lock(&self.ranks);
+        let mut table = self.ranks.lock();
         Ok(got
             .into_iter()
             .map(|(slot, nr_dpus)| {
@@ -232,18 +195,14 @@ impl Backend for RemoteBackend {
                     .expect("a free number");
                 timeline::rank_allocated(id, nr_dpus, hw);
                 let rank = Arc::new(RemoteRank {
-                    id,
+                    host: HostSide::new(id, nr_dpus),
                     slot,
                     machine: Arc::clone(&req.machine),
                     conn: Arc::clone(&conn),
-                    queue: RankQueue::new(id),
-                    programs: Mutex::new(vec![None; nr_dpus as usize]),
-                    faulted: AtomicBool::new(false),
                     nr_dpus,
                     batch: Mutex::default(),
                     cache: Mutex::default(),
                     staging: Mutex::default(),
-                    op: Mutex::default(),
                 });
                 table.insert(id, rank);
                 RankInfo { id, nr_dpus }
@@ -252,194 +211,152 @@ impl Backend for RemoteBackend {
     }
 
     fn free(&self, rank: u32) {
-        // The rank is released (on the daemon too) when its last queued operation is done;
-        // transfers waiting in its queue run now.
-        let r = lock(&self.ranks).remove(&rank);
-        if let Some(r) = &r {
-            r.queue.flush();
-        }
-        drop(r);
+        self.ranks.free(rank);
     }
 
     fn execute(&self, ops: Vec<(u32, RankOp)>) -> Result<()> {
-        if ops.is_empty() {
-            return Ok(());
-        }
-        let mut ops: Vec<(Arc<RemoteRank>, RankOp)> = ops
-            .into_iter()
-            .map(|(id, op)| (self.rank(id), op))
-            .collect();
-        for (r, _) in &ops {
-            r.queue.wait_idle();
-        }
-        ops.sort_by_key(|(r, _)| r.id);
-        // In the ranks' order, so that two calls on overlapping ranks cannot deadlock.
-        let held: Vec<Arc<RemoteRank>> = ops.iter().map(|(r, _)| Arc::clone(r)).collect();
-        let _ops: Vec<MutexGuard<'_, ()>> = held.iter().map(|r| lock(&r.op)).collect();
-        let issue = timeline::issue_now(call_shape_of(&ops));
-        let ids: Vec<u32> = ops.iter().map(|(r, _)| r.id).collect();
-        let _join = timeline::JoinOnDrop(ids);
-        if ops.len() == 1 {
-            // One rank: as a queued operation runs (the batch, the read-ahead cache).
-            let (r, op) = ops.pop().expect("one operation");
-            return timeline::with_sync_issue(issue, || r.run_one(op));
-        }
-        if ops.iter().all(|(r, op)| batchable(op, r.conn.in_place)) {
-            let results = ops
+        self.ranks.execute(ops, |mut ops, issue| {
+            if ops.len() == 1 {
+                // One rank: as a queued operation runs (the batch, the read-ahead cache).
+                let (r, op) = ops.pop().expect("one operation");
+                return timeline::with_sync_issue(issue, || r.run_one(op));
+            }
+            if ops.iter().all(|(r, op)| batchable(op, r.conn.in_place)) {
+                let results = ops
+                    .into_iter()
+                    .map(|(r, op)| timeline::with_sync_issue(issue, || r.add_to_batch(op)))
+                    .collect();
+                return merge(results);
+            }
+            for (r, op) in &ops {
+                // Each rank's batch rides along with its operation, unless the operation's
+                // bytes need the staging region's room.
+                if !r.batch_has_room(op.xfer_bytes() as usize) {
+                    r.flush()?;
+                }
+                if !matches!(op, RankOp::Read { .. }) {
+                    lock(&r.cache).invalidate();
+                }
+            }
+            let conn = Arc::clone(&ops[0].0.conn);
+            let mut wires = Vec::with_capacity(ops.len());
+            let prepared: Vec<(Arc<RemoteRank>, Prepared)> = ops
                 .into_iter()
-                .map(|(r, op)| timeline::with_sync_issue(issue, || r.add_to_batch(op)))
+                .map(|(r, op)| {
+                    let (wire, mut p) = r.prepare(op, thread_cpu_ns());
+                    let batch = std::mem::take(&mut *lock(&r.batch));
+                    let wire = if batch.ops.is_empty() {
+                        wire
+                    } else {
+                        p.carried_ns += batch.copy_ns;
+                        let mut ops = batch.ops;
+                        ops.push(wire);
+                        WireOp::Batch(ops)
+                    };
+                    wires.push((r.slot, wire));
+                    (r, p)
+                })
                 .collect();
-            return merge(results);
-        }
-        for (r, op) in &ops {
-            // Each rank's batch rides along with its operation, unless the operation's
-            // bytes need the staging region's room.
-            if !r.batch_has_room(op.xfer_bytes() as usize) {
-                r.flush()?;
+            let request = Request::Exec { ops: wires };
+            let called = conn.call(&request);
+            for (r, _) in &prepared {
+                lock(&r.staging).used = 0;
             }
-            if !matches!(op, RankOp::Read { .. }) {
-                lock(&r.cache).invalidate();
+            let reply = called?;
+            let Reply::Exec {
+                outcomes, ipc_ns, ..
+            } = reply
+            else {
+                return Err(unexpected(&reply));
+            };
+            if outcomes.len() != prepared.len() {
+                return Err(Error::Internal(format!(
+                    "the daemon answered {} operations for {}",
+                    outcomes.len(),
+                    prepared.len()
+                )));
             }
-        }
-        let conn = Arc::clone(&ops[0].0.conn);
-        let mut wires = Vec::with_capacity(ops.len());
-        let prepared: Vec<(Arc<RemoteRank>, Prepared)> = ops
-            .into_iter()
-            .map(|(r, op)| {
-                let (wire, mut p) = r.prepare(op, thread_cpu_ns());
-                let batch = std::mem::take(&mut *lock(&r.batch));
-                let wire = if batch.ops.is_empty() {
-                    wire
-                } else {
-                    p.carried_ns += batch.copy_ns;
-                    let mut ops = batch.ops;
-                    ops.push(wire);
-                    WireOp::Batch(ops)
-                };
-                wires.push((r.slot, wire));
-                (r, p)
-            })
-            .collect();
-        let request = Request::Exec { ops: wires };
-        let called = conn.call(&request);
-        for (r, _) in &prepared {
-            lock(&r.staging).used = 0;
-        }
-        let reply = called?;
-        let Reply::Exec {
-            outcomes, ipc_ns, ..
-        } = reply
-        else {
-            return Err(unexpected(&reply));
-        };
-        if outcomes.len() != prepared.len() {
-            return Err(Error::Internal(format!(
-                "the daemon answered {} operations for {}",
-                outcomes.len(),
-                prepared.len()
-            )));
-        }
-        let results = prepared
-            .into_iter()
-            .zip(outcomes)
-            .map(|((r, p), o)| timeline::with_sync_issue(issue, || r.complete(p, o, ipc_ns)))
-            .collect();
-        merge(results)
+            let results = prepared
+                .into_iter()
+                .zip(outcomes)
+                .map(|((r, p), o)| timeline::with_sync_issue(issue, || r.complete(p, o, ipc_ns)))
+                .collect();
+            merge(results)
+        })
     }
 
     fn enqueue(&self, ops: Vec<(u32, RankOp)>) -> Result<()> {
-        timeline::set_call_shape(call_shape(&ops));
-        let queued = ops.into_iter().try_for_each(|(id, op)| {
-            let r = self.rank(id);
-            r.queue.enqueue(Arc::clone(&r) as Arc<dyn RunsOps>, op)
-        });
-        timeline::set_call_shape(Default::default());
-        queued
+        self.ranks.enqueue(ops)
     }
 
     fn spawn_detached(&self, rank: u32, job: CallbackJob, ranks: Vec<u32>) -> Result<()> {
-        self.rank(rank).queue.spawn_detached(job, ranks)
+        self.ranks.spawn_detached(rank, job, ranks)
     }
 
     fn wait_idle(&self, rank: u32) {
-        self.rank(rank).queue.wait_idle();
+        self.ranks.wait_idle(rank);
     }
 
     fn sync(&self, rank: u32) -> Result<()> {
-        self.rank(rank).queue.sync()
+        self.ranks.sync(rank)
     }
 
     fn status(&self, rank: u32) -> RankStatus {
-        let r = self.rank(rank);
-        RankStatus {
-            idle: r.queue.is_idle(),
-            faulted: r.faulted.load(Ordering::Acquire),
-        }
+        self.ranks.status(rank)
     }
 
     fn polled_status(&self, rank: u32, _ran_past: &dyn Fn(u64) -> bool) -> RankStatus {
         // The daemon does not report a launch's progress while it runs: the wait for the
         // rank's queued operations is bounded in real time instead.
-        let r = self.rank(rank);
-        RankStatus {
-            idle: r.queue.settle(&|| false, Some(REMOTE_STATUS_PATIENCE)),
-            faulted: r.faulted.load(Ordering::Acquire),
-        }
+        self.ranks.polled_status(rank, REMOTE_STATUS_PATIENCE)
     }
 
     fn programs(&self, rank: u32, first: u32, count: u32) -> Vec<Option<Arc<Program>>> {
-        let r = self.rank(rank);
-        let p = lock(&r.programs);
-        p[first as usize..(first + count) as usize].to_vec()
+        self.ranks.programs(rank, first, count)
     }
 
     fn log(&self, rank: u32, dpu: u32) -> Result<Vec<u8>> {
-        let r = self.rank(rank);
-        let _op = lock(&r.op);
-        let _ = r.flush();
-        match r.conn.call(&Request::Log { rank: r.slot, dpu }) {
-            Ok(Reply::Bytes(b)) => Ok(b),
-            Err(e @ Error::LogBufferTooSmall { .. }) => Err(e),
-            // (A daemon gone away reports itself at the next operation.)
-            _ => Ok(Vec::new()),
-        }
+        self.ranks.flushed(rank, |r| {
+            match r.conn.call(&Request::Log { rank: r.slot, dpu }) {
+                Ok(Reply::Bytes(b)) => Ok(b),
+                Err(e @ Error::LogBufferTooSmall { .. }) => Err(e),
+                // (A daemon gone away reports itself at the next operation.)
+                _ => Ok(Vec::new()),
+            }
+        })
     }
 
     fn run_stats(&self, rank: u32, first: u32, count: u32) -> Vec<Option<DpuRunStats>> {
-        let r = self.rank(rank);
-        let _op = lock(&r.op);
-        let _ = r.flush();
-        match r.conn.call(&Request::RunStats {
-            rank: r.slot,
-            first,
-            count,
-        }) {
-            Ok(Reply::Stats(s)) if s.len() == count as usize => s,
-            _ => vec![None; count as usize],
-        }
-    }
-}
-
-fn call_shape_of(ops: &[(Arc<RemoteRank>, RankOp)]) -> openpim_machine::CallShape {
-    openpim_machine::CallShape {
-        ranks: ops.len() as u32,
-        bytes: ops.iter().map(|(_, op)| op.xfer_bytes()).sum(),
+        self.ranks.flushed(rank, |r| {
+            match r.conn.call(&Request::RunStats {
+                rank: r.slot,
+                first,
+                count,
+            }) {
+                Ok(Reply::Stats(s)) if s.len() == count as usize => s,
+                _ => vec![None; count as usize],
+            }
+        })
     }
 }
 
 /// A rank the daemon runs for this process.
 struct RemoteRank {
-    /// The rank as this process names it: ranks are numbered per process from 0, as the
-    /// ranks of an in-process machine (vPIM's guests see their own rank devices the same way).
-    id: u32,
+    /// The queue, the program mirror (the loads and IRAM writes sent to the daemon), the
+    /// operation lock; its id is the rank as this process names it: ranks are numbered per
+    /// process from 0, as the ranks of an in-process machine (vPIM's guests see their own
+    /// rank devices the same way).
+    ///
+    /// The operation lock is held by each remote operation on the rank from its preparation
+    /// to its completion: they share the batch and the staging region (threads of a program
+    /// may call on DPUs of one rank at once; the daemon runs a rank's operations one at a
+    /// time anyway). The methods below the entry points (`run_op`, `execute`, `log`,
+    /// `run_stats`, drop) expect it held.
+    host: HostSide,
     /// The rank in the daemon's server.
     slot: u32,
     machine: Arc<MachineConfig>,
     conn: Arc<Conn>,
-    queue: RankQueue,
-    /// The DPUs' programs as the daemon has them (the loads and IRAM writes sent).
-    programs: Mutex<Vec<Option<Arc<Program>>>>,
-    faulted: AtomicBool,
     nr_dpus: u32,
     /// Writes not sent yet ([`fastpath`]).
     batch: Mutex<Batch>,
@@ -447,12 +364,6 @@ struct RemoteRank {
     cache: Mutex<ReadCache>,
     /// The zero-copy staging region ([`staging`]).
     staging: Mutex<Staged>,
-    /// Held by each remote operation on the rank from its preparation to its completion:
-    /// they share the batch and the staging region (threads of a program may call on DPUs of
-    /// one rank at once; the daemon runs a rank's operations one at a time anyway). The
-    /// methods below the entry points (`run_op`, `execute`, `log`, `run_stats`, drop)
-    /// expect it held.
-    op: Mutex<()>,
 }
 
 /// A rank's staging region and how much of it is in use (by the batch, or by the one
@@ -469,10 +380,10 @@ impl Drop for RemoteRank {
     fn drop(&mut self) {
         // The daemon wipes the rank and gives it to the next tenant; a daemon that is gone has
         // released it already.
-        let _op = lock(&self.op);
+        let _op = lock(&self.host.op);
         let _ = self.flush();
         let _ = self.conn.call(&Request::Free { rank: self.slot });
-        timeline::rank_released(self.id);
+        timeline::rank_released(self.host.id);
     }
 }
 
@@ -498,12 +409,6 @@ struct Prepared {
 
 /// What an operation's preparation makes: its request, and what its reply needs.
 type PreparedOp = (WireOp, Prepared);
-
-enum Mirror {
-    None,
-    Load(Arc<Program>, Vec<u32>),
-    Iram(Vec<(u32, u32, Vec<u8>)>),
-}
 
 impl RemoteRank {
     /// Reserves `bytes` of the staging region (creating or growing it when nothing is in
@@ -562,38 +467,16 @@ impl RemoteRank {
         let mut st = lock(&self.staging);
         let wire = match op {
             RankOp::Load { program, dpus } => {
-                let wire = WireOp::Load {
-                    elf: program.elf().to_vec(),
-                    origin: program.origin().map(str::to_string),
-                    dpus: dpus.clone(),
-                };
+                let wire = WireOp::load(&program, &dpus);
                 mirror = Mirror::Load(program, dpus);
                 wire
             }
             RankOp::Write { len, items } => {
                 // DPUs given the same host buffer share one (a broadcast is sent once).
-                let mut srcs: Vec<*mut u8> = Vec::new();
-                let mut iram = Vec::new();
-                let wire_items = items
-                    .iter()
-                    .map(|i| {
-                        let buf = srcs.iter().position(|p| *p == i.buf.0).unwrap_or_else(|| {
-                            srcs.push(i.buf.0);
-                            srcs.len() - 1
-                        });
-                        // SAFETY: the unsafe API that accepted `i.buf` requires it to be
-                        // valid for reads of `len` bytes until this transfer has run.
-                        let src = unsafe { std::slice::from_raw_parts(i.buf.0.cast_const(), len) };
-                        if let Place::Iram(a) = i.place {
-                            iram.push((i.dpu, a.0, src.to_vec()));
-                        }
-                        WireItem {
-                            dpu: i.dpu,
-                            place: i.place,
-                            buf: buf as u32,
-                        }
-                    })
-                    .collect();
+                let (wire_items, srcs) = write_items_of(&items);
+                // SAFETY: the unsafe API that accepted the items' buffers requires them to be
+                // valid for reads of `len` bytes until this transfer has run.
+                mirror = unsafe { Mirror::of_write(len, &items) };
                 // SAFETY: as above, for every distinct buffer.
                 let src = |p: *mut u8| unsafe { std::slice::from_raw_parts(p.cast_const(), len) };
                 let in_place = self.conn.in_place && in_place_bytes(len, &items);
@@ -622,9 +505,6 @@ impl RemoteRank {
                     }
                     None => WriteBufs::Inline(srcs.iter().map(|p| src(*p).to_vec()).collect()),
                 };
-                if !iram.is_empty() {
-                    mirror = Mirror::Iram(iram);
-                }
                 WireOp::Write {
                     len: len as u32,
                     items: wire_items,
@@ -705,20 +585,24 @@ impl RemoteRank {
     }
 }
 
-/// A transfer's items on the wire, buffers numbered in order (a read's reply order).
-fn wire_items_of(items: &[XferItem]) -> Vec<WireItem> {
-    items
-        .iter()
-        .enumerate()
-        .map(|(k, i)| WireItem {
-            dpu: i.dpu,
-            place: i.place,
-            buf: k as u32,
-        })
-        .collect()
-}
+impl QueuedRank for RemoteRank {
+    fn host(&self) -> &HostSide {
+        &self.host
+    }
 
-impl RemoteRank {
+    /// Sends the batched writes; their remote-path cost goes on the rank's timeline now.
+    fn flush(&self) -> Result<()> {
+        let batch = std::mem::take(&mut *lock(&self.batch));
+        if batch.ops.is_empty() {
+            return Ok(());
+        }
+        let cpu0 = thread_cpu_ns();
+        let (o, ipc) = self.send(WireOp::Batch(batch.ops))?;
+        let ns = thread_cpu_ns().saturating_sub(cpu0) + ipc + batch.copy_ns;
+        timeline::remote_overhead(self.host.id, openpim_machine::Phase::CpuDpu, ns);
+        o.result.map_err(|w| w.to_error())
+    }
+
     /// Runs one operation through the daemon (from the rank's queue, or a synchronous call
     /// of one rank): a small write into the batch, a small read through the read-ahead
     /// cache, anything else after the batch.
@@ -752,7 +636,7 @@ impl RemoteRank {
         if !self.batch_has_room(op.xfer_bytes() as usize) {
             if let Err(e) = self.flush() {
                 // Keep the clock's bookkeeping of the queued operation straight.
-                timeline::finish_remote(self.id, hw, timeline::OpDone::Other, 0);
+                timeline::finish_remote(self.host.id, hw, timeline::OpDone::Other, 0);
                 return Err(e);
             }
         }
@@ -760,13 +644,38 @@ impl RemoteRank {
         let (o, ipc) = match self.send_after_batch(wire) {
             Ok(r) => r,
             Err(e) => {
-                timeline::finish_remote(self.id, hw, timeline::OpDone::Other, 0);
+                timeline::finish_remote(self.host.id, hw, timeline::OpDone::Other, 0);
                 return Err(e);
             }
         };
         self.complete(p, o, ipc)
     }
 
+    /// Runs operations queued on the rank one after the other (no callback among them): the
+    /// small writes at their head join the batch as usual; the others go to the daemon in
+    /// one message ([`Request::Queue`]), each run whatever the outcome of the ones before,
+    /// as the rank's queue runs them in process.
+    fn run_queued(&self, ops: Vec<RankOp>) -> Vec<Result<()>> {
+        if !switches().queue {
+            return ops.into_iter().map(|op| self.run_one(op)).collect();
+        }
+        run_in_chunks(
+            ops,
+            |op| batchable(op, self.conn.in_place),
+            |op| self.add_to_batch(op),
+            |chunk| match chunk.len() {
+                1 => chunk.into_iter().map(|op| self.run_one(op)).collect(),
+                _ => self.send_queue(chunk),
+            },
+        )
+    }
+
+    fn may_wait(&self, op: &RankOp) -> bool {
+        switches().queue && matches!(op, RankOp::Read { .. } | RankOp::Write { .. })
+    }
+}
+
+impl RemoteRank {
     /// Sends one operation with the batched writes before it (one message); its outcome
     /// (or a batched write's error), the daemon's remote-path CPU time plus the batch's
     /// copies.
@@ -814,7 +723,12 @@ impl RemoteRank {
             self.flush()?;
         }
         let (wire, p) = self.prepare(op, thread_cpu_ns());
-        timeline::finish_remote(self.id, &self.machine.hardware, p.pending.done_after(0), 0);
+        timeline::finish_remote(
+            self.host.id,
+            &self.machine.hardware,
+            p.pending.done_after(0),
+            0,
+        );
         let full = {
             let mut b = lock(&self.batch);
             b.ops.push(wire);
@@ -829,19 +743,6 @@ impl RemoteRank {
         }
     }
 
-    /// Sends the batched writes; their remote-path cost goes on the rank's timeline now.
-    fn flush(&self) -> Result<()> {
-        let batch = std::mem::take(&mut *lock(&self.batch));
-        if batch.ops.is_empty() {
-            return Ok(());
-        }
-        let cpu0 = thread_cpu_ns();
-        let (o, ipc) = self.send(WireOp::Batch(batch.ops))?;
-        let ns = thread_cpu_ns().saturating_sub(cpu0) + ipc + batch.copy_ns;
-        timeline::remote_overhead(self.id, openpim_machine::Phase::CpuDpu, ns);
-        o.result.map_err(|w| w.to_error())
-    }
-
     /// A small MRAM read through the read-ahead cache.
     fn read_through_cache(&self, len: usize, items: Vec<XferItem>, plan: ReadPlan) -> Result<()> {
         let hw = &self.machine.hardware;
@@ -854,8 +755,8 @@ impl RemoteRank {
                 // Nothing moves on the bus (the fetch that brought the bytes was charged):
                 // the copy from the cache is the read's whole cost.
                 let ns = thread_cpu_ns().saturating_sub(cpu);
-                timeline::finish_remote(self.id, hw, timeline::OpDone::Other, 0);
-                timeline::remote_overhead(self.id, openpim_machine::Phase::DpuCpu, ns);
+                timeline::finish_remote(self.host.id, hw, timeline::OpDone::Other, 0);
+                timeline::remote_overhead(self.host.id, openpim_machine::Phase::DpuCpu, ns);
                 return Ok(());
             }
             ReadPlan::Fetch { len } => len,
@@ -885,7 +786,7 @@ impl RemoteRank {
         let (mut o, ipc) = match self.send_after_batch(wire) {
             Ok(r) => r,
             Err(e) => {
-                timeline::finish_remote(self.id, hw, timeline::OpDone::Other, 0);
+                timeline::finish_remote(self.host.id, hw, timeline::OpDone::Other, 0);
                 return Err(e);
             }
         };
@@ -961,7 +862,7 @@ impl RemoteRank {
             .result
             .map_err(|w| match w.to_error() {
                 Error::DpuFault { mut first, count } => {
-                    first.rank = self.id;
+                    first.rank = self.host.id;
                     Error::DpuFault { first, count }
                 }
                 e => e,
@@ -971,83 +872,20 @@ impl RemoteRank {
             print_fault_line(e);
         }
         if result.is_ok() {
-            let mut programs = lock(&self.programs);
-            match p.mirror {
-                Mirror::None => {}
-                Mirror::Load(program, dpus) => {
-                    for d in dpus {
-                        if let Some(slot) = programs.get_mut(d as usize) {
-                            *slot = Some(Arc::clone(&program));
-                        }
-                    }
-                }
-                Mirror::Iram(writes) => {
-                    for (dpu, offset, bytes) in writes {
-                        if let Some(Some(old)) = programs.get(dpu as usize) {
-                            match old.with_patched_text(offset, &bytes) {
-                                Ok(new) => programs[dpu as usize] = Some(new),
-                                Err(e) => {
-                                    drop(programs);
-                                    timeline::finish_remote(
-                                        self.id,
-                                        &self.machine.hardware,
-                                        timeline::OpDone::Other,
-                                        ipc_ns,
-                                    );
-                                    return Err(e);
-                                }
-                            }
-                        }
-                    }
-                }
+            if let Err(e) = self.host.mirror(p.mirror) {
+                timeline::finish_remote(
+                    self.host.id,
+                    &self.machine.hardware,
+                    timeline::OpDone::Other,
+                    ipc_ns,
+                );
+                return Err(e);
             }
         }
-        if let Some(mut record) = o.facts.launch {
-            record.rank = self.id;
-            self.faulted.store(record.faults > 0, Ordering::Release);
-            stats::record_launch(record);
-        }
+        self.host.record_launch(o.facts.launch);
         let done = p.pending.done_after(o.facts.host_ns);
-        timeline::finish_remote(self.id, &self.machine.hardware, done, ipc_ns);
+        timeline::finish_remote(self.host.id, &self.machine.hardware, done, ipc_ns);
         result
-    }
-
-    /// Runs operations queued on the rank one after the other (no callback among them): the
-    /// small writes at their head join the batch as usual; the others go to the daemon in
-    /// one message ([`Request::Queue`]), each run whatever the outcome of the ones before,
-    /// as the rank's queue runs them in process.
-    fn run_queued(&self, ops: Vec<RankOp>) -> Vec<Result<()>> {
-        if !switches().queue {
-            return ops.into_iter().map(|op| self.run_one(op)).collect();
-        }
-        let mut results = Vec::with_capacity(ops.len());
-        let mut rest = Vec::new();
-        for op in ops {
-            if rest.is_empty() && batchable(&op, self.conn.in_place) {
-                results.push(self.add_to_batch(op));
-            } else {
-                rest.push(op);
-            }
-        }
-        // At most MAX_QUEUE_BYTES of transfers per message (their bytes may travel in it).
-        let mut chunk: Vec<RankOp> = Vec::new();
-        let mut bytes = 0;
-        let send = |chunk: Vec<RankOp>, results: &mut Vec<Result<()>>| match chunk.len() {
-            0 => {}
-            1 => results.extend(chunk.into_iter().map(|op| self.run_one(op))),
-            _ => results.extend(self.send_queue(chunk)),
-        };
-        for op in rest {
-            let b = op.xfer_bytes() as usize;
-            if !chunk.is_empty() && bytes + b > MAX_QUEUE_BYTES {
-                send(std::mem::take(&mut chunk), &mut results);
-                bytes = 0;
-            }
-            bytes += b;
-            chunk.push(op);
-        }
-        send(chunk, &mut results);
-        results
     }
 
     /// Sends operations in one message and completes each. The message's remote-path cost
@@ -1062,7 +900,7 @@ impl RemoteRank {
             let w = protocol::WireError::from_error(e);
             (0..n)
                 .map(|_| {
-                    timeline::finish_remote(self.id, hw, timeline::OpDone::Other, 0);
+                    timeline::finish_remote(self.host.id, hw, timeline::OpDone::Other, 0);
                     Err(w.to_error())
                 })
                 .collect()
@@ -1123,26 +961,5 @@ impl RemoteRank {
                 self.account(p, o, landed, ns)
             })
             .collect()
-    }
-}
-
-impl RunsOps for RemoteRank {
-    fn run_op(&self, op: RankOp) -> Result<()> {
-        match op {
-            RankOp::Callback(job) => self.queue.run_callback(job),
-            op => {
-                let _op = lock(&self.op);
-                self.run_one(op)
-            }
-        }
-    }
-
-    fn run_ops(&self, ops: Vec<RankOp>) -> Vec<Result<()>> {
-        let _op = lock(&self.op);
-        self.run_queued(ops)
-    }
-
-    fn may_wait(&self, op: &RankOp) -> bool {
-        switches().queue && matches!(op, RankOp::Read { .. } | RankOp::Write { .. })
     }
 }

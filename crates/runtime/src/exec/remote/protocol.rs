@@ -1274,6 +1274,51 @@ impl WireError {
     }
 }
 
+impl WireOp {
+    /// A load's message: the program's ELF and where it came from, for `dpus`.
+    pub(crate) fn load(program: &crate::program::Program, dpus: &[u32]) -> WireOp {
+        WireOp::Load {
+            elf: program.elf().to_vec(),
+            origin: program.origin().map(str::to_string),
+            dpus: dpus.to_vec(),
+        }
+    }
+}
+
+/// A write's items on the wire, DPUs given the same host buffer sharing one (a broadcast
+/// is sent once): the items, and the distinct buffers in the order the items number them.
+pub(crate) fn write_items_of(items: &[crate::exec::XferItem]) -> (Vec<WireItem>, Vec<*mut u8>) {
+    let mut srcs: Vec<*mut u8> = Vec::new();
+    let wire_items = items
+        .iter()
+        .map(|i| {
+            let buf = srcs.iter().position(|p| *p == i.buf.0).unwrap_or_else(|| {
+                srcs.push(i.buf.0);
+                srcs.len() - 1
+            });
+            WireItem {
+                dpu: i.dpu,
+                place: i.place,
+                buf: buf as u32,
+            }
+        })
+        .collect();
+    (wire_items, srcs)
+}
+
+/// A transfer's items on the wire, buffers numbered in order (a read's reply order).
+pub(crate) fn wire_items_of(items: &[crate::exec::XferItem]) -> Vec<WireItem> {
+    items
+        .iter()
+        .enumerate()
+        .map(|(k, i)| WireItem {
+            dpu: i.dpu,
+            place: i.place,
+            buf: k as u32,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
