@@ -389,9 +389,33 @@ def main() -> int:
     return 0 if failed == 0 else 1
 
 
+def conformance_errors_case(work: Path) -> None:
+    """The conformance suite's error cases (faults, refusals, printf, the log budget) under
+    `openpim run --mpi 2`: each must end as in process. Among them, the program sets
+    OPENPIM_LOG_BUDGET itself before its first allocation, after the job started: the budget
+    must reach the workers that hold the logs."""
+    label = "the conformance suite's error cases on 2 workers (the program's own log budget too)"
+    folder = work / "errors"
+    shutil.copytree(ROOT / "tests" / "conformance" / "errors", folder,
+                    ignore=shutil.ignore_patterns("bin"))
+    r = run(["make", "-s"], folder)
+    if r.returncode != 0:
+        return result(False, label, "building tests/conformance/errors failed", r.stdout + r.stderr)
+    r = run([str(OPENPIM), "run", "--mpi", "2", "--", "./bin/host"], folder)
+    out = r.stdout + r.stderr
+    failures = [line.strip() for line in r.stdout.splitlines() if line.strip().startswith("FAIL")]
+    if r.returncode != 0 or failures or "cases passed, 0 failed" not in r.stdout:
+        return result(False, label, f"exit {r.returncode}; {failures[:3]}", out)
+    if "PASS printf logs of all DPUs bounded by OPENPIM_LOG_BUDGET" not in r.stdout:
+        return result(False, label, "the log budget case did not run", out)
+    passed_line = next(l for l in r.stdout.splitlines() if "cases passed" in l)
+    result(True, f"{label}: {passed_line.strip()}")
+
+
 def common_cases(work: Path) -> None:
     """The `make test` cases."""
     refusal_cases(HERE)
+    conformance_errors_case(work)
     va = build_prim(work, "VA")
     va_cmd = ["./bin/host_code", "-w", "0", "-e", "1", "-i", "2621440", "-x", "1"]
     compare("PrIM VA", va, va_cmd, 4, 2, "OK")

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use openpim_collectives::distributed::RankMemory;
 use openpim_machine::{map, DpuAddress, SystemConfig};
+use openpim_runtime::exec::local::logs::LogAccount;
 use openpim_runtime::exec::local::served::{par_map, ServedRank};
 use openpim_runtime::exec::mpi::wire::ToWorker;
 use openpim_runtime::exec::remote::protocol::{
@@ -29,6 +30,10 @@ pub type Buffers = HashMap<u128, Arc<Vec<u8>>>;
 pub struct Ranks {
     ranks: Mutex<HashMap<u32, Arc<ServedRank>>>,
     kept: Mutex<Buffers>,
+    /// The account the ranks' printf logs are charged to, under the program's budget (the
+    /// one its `Open` requests carry): all of this worker's ranks share it, as all of a local
+    /// run's ranks share the process's.
+    logs: Mutex<Option<Arc<LogAccount>>>,
 }
 
 /// The keys of the shared buffers `op`'s writes name.
@@ -82,6 +87,15 @@ impl Ranks {
             .collect()
     }
 
+    /// The account of the program's logs, of `budget` bytes (made at the first `Open`).
+    fn log_account(&self, budget: u64) -> Arc<LogAccount> {
+        let mut logs = lock(&self.logs);
+        match &*logs {
+            Some(a) if a.budget() == budget => Arc::clone(a),
+            _ => Arc::clone(logs.insert(LogAccount::with_budget(budget))),
+        }
+    }
+
     /// Answers one request (`Ping` and `Shutdown` are the caller's: they answer `Unit`).
     pub fn handle(&self, msg: ToWorker) -> Reply {
         self.handle_with(msg, &Buffers::new())
@@ -93,6 +107,7 @@ impl Ranks {
             ToWorker::Open {
                 slot,
                 nr_dpus,
+                log_budget,
                 profile,
             } => {
                 // A slot opened again replaces its rank (wiped first).
@@ -103,6 +118,7 @@ impl Ranks {
                     .and_then(|m| ServedRank::new(slot, nr_dpus, Arc::new(m)));
                 match made {
                     Ok(r) => {
+                        r.charge_logs_to(self.log_account(log_budget));
                         lock(&self.ranks).insert(slot, Arc::new(r));
                         Reply::Unit
                     }
@@ -446,6 +462,7 @@ mod tests {
         let open = ToWorker::Open {
             slot: 1,
             nr_dpus: 4,
+            log_budget: 1 << 20,
             profile: "nrRanks=2,nrDpusPerRank=4".into(),
         };
         assert_eq!(ranks.handle(open), Reply::Unit);
@@ -464,6 +481,7 @@ mod tests {
         let bad = ranks.handle(ToWorker::Open {
             slot: 0,
             nr_dpus: 4,
+            log_budget: 1 << 20,
             profile: "hardware=no-such-profile".into(),
         });
         assert!(matches!(bad, Reply::Error(_)), "{bad:?}");

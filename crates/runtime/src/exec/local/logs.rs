@@ -28,12 +28,29 @@ pub const DEFAULT_LOG_BUDGET: u64 = 4 << 30;
 pub struct LogAccount {
     /// Bytes of log held now.
     held: AtomicU64,
+    /// The account's own budget, when it is not this process's (`None`: [`budget`]).
+    limit: Option<u64>,
 }
 
 impl LogAccount {
     /// A fresh account of the whole budget.
     pub fn new() -> Arc<LogAccount> {
         Arc::default()
+    }
+
+    /// A fresh account of `limit` bytes: another process's budget (an MPI worker charges its
+    /// ranks' logs to the program's `OPENPIM_LOG_BUDGET`, which the program may have set
+    /// after the job started, as a local run reads it at the first allocation).
+    pub fn with_budget(limit: u64) -> Arc<LogAccount> {
+        Arc::new(LogAccount {
+            held: AtomicU64::new(0),
+            limit: Some(limit),
+        })
+    }
+
+    /// The budget this account's logs are bounded by.
+    pub fn budget(&self) -> u64 {
+        self.limit.unwrap_or_else(budget)
     }
 
     /// The process's account (every rank's, unless charged to another).
@@ -48,7 +65,13 @@ impl LogAccount {
     }
 }
 
-/// The budget, read once; a bad value is reported once on stderr and the default is used
+/// This process's budget (`OPENPIM_LOG_BUDGET` when first asked): what the MPI backend gives
+/// its workers for the program's logs.
+pub fn process_budget() -> u64 {
+    budget()
+}
+
+/// This process's budget, read once; a bad value is reported once on stderr and the default is used
 /// (the logs are a diagnostic: a typo must not stop the program).
 fn budget() -> u64 {
     static BUDGET: OnceLock<u64> = OnceLock::new();
@@ -100,7 +123,7 @@ impl DpuLog {
         self.clear();
         self.log = match log {
             LaunchLog::Text(bytes) => {
-                let mut kept = charge(&account.held, bytes, budget());
+                let mut kept = charge(&account.held, bytes, account.budget());
                 kept.shrink_to_fit();
                 LaunchLog::Text(kept)
             }

@@ -212,6 +212,7 @@ impl Backend for MpiBackend {
                 let msg = ToWorker::Open {
                     slot,
                     nr_dpus: n,
+                    log_budget: crate::exec::local::logs::process_budget(),
                     profile: profile.clone(),
                 };
                 (slot, n, worker, link.send(worker, &msg))

@@ -23,6 +23,9 @@ pub enum ToWorker {
     Open {
         slot: u32,
         nr_dpus: u32,
+        /// The program's printf log budget (`OPENPIM_LOG_BUDGET` as the program read it at
+        /// its first allocation), which the worker's ranks' logs are bounded by.
+        log_budget: u64,
         profile: String,
     },
     /// Wipe and release rank `slot`.
@@ -104,11 +107,13 @@ impl ToWorker {
             ToWorker::Open {
                 slot,
                 nr_dpus,
+                log_budget,
                 profile,
             } => {
                 out.push(0);
                 out.extend_from_slice(&slot.to_le_bytes());
                 out.extend_from_slice(&nr_dpus.to_le_bytes());
+                out.extend_from_slice(&log_budget.to_le_bytes());
                 out.extend_from_slice(profile.as_bytes());
             }
             ToWorker::Close { slot } => {
@@ -190,7 +195,8 @@ impl ToWorker {
             Some(0) => Ok(ToWorker::Open {
                 slot: u32_at(1)?,
                 nr_dpus: u32_at(5)?,
-                profile: String::from_utf8(buf.get(9..).unwrap_or_default().to_vec())
+                log_budget: u64::from(u32_at(9)?) | (u64::from(u32_at(13)?) << 32),
+                profile: String::from_utf8(buf.get(17..).unwrap_or_default().to_vec())
                     .map_err(|_| DecodeError::BadText)?,
             }),
             Some(1) => Ok(ToWorker::Close { slot: u32_at(1)? }),
@@ -362,6 +368,7 @@ mod tests {
             ToWorker::Open {
                 slot: 3,
                 nr_dpus: 64,
+                log_budget: 5 << 30,
                 profile: "nrRanks=4,hardware=upmem-v1a".into(),
             },
             ToWorker::Close { slot: 7 },
