@@ -56,6 +56,15 @@ def timed(cmd: list[str], cwd: Path, extra: dict[str, str]) -> tuple[float, int,
     return time.monotonic() - start, r.returncode, r.stdout
 
 
+def ntt_study_in_temp() -> None:
+    """`ntt_study` in a folder of its own, removed after."""
+    work = Path(tempfile.mkdtemp(prefix="openpim-bench-mpi-"))
+    try:
+        ntt_study(work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -66,11 +75,7 @@ def main() -> int:
                     help="only the NTT at 2,048 DPUs and its projection")
     args = ap.parse_args()
     if args.ntt_only:
-        work = Path(tempfile.mkdtemp(prefix="openpim-bench-mpi-"))
-        try:
-            ntt_study(work)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
+        ntt_study_in_temp()
         return 0
     names = args.only.split(",") if args.only else list(programs.PRIM_64)
     ranks = (args.dpus + 63) // 64
@@ -158,11 +163,7 @@ def main() -> int:
     if va:
         project(*va, args.dpus)
     if not args.no_ntt:
-        work = Path(tempfile.mkdtemp(prefix="openpim-bench-mpi-"))
-        try:
-            ntt_study(work)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
+        ntt_study_in_temp()
     return 0
 
 

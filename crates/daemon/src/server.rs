@@ -1027,14 +1027,7 @@ impl Rank<'_> {
                         })
                         .collect(),
                 };
-                let items = items
-                    .iter()
-                    .map(|i| XferItem {
-                        dpu: i.dpu,
-                        place: i.place,
-                        buf: HostPtr(ptrs[i.buf as usize]),
-                    })
-                    .collect::<Vec<_>>();
+                let items = items.iter().map(|i| i.to_xfer(&ptrs)).collect::<Vec<_>>();
                 usage
                     .bytes
                     .fetch_add(u64::from(len) * items.len() as u64, Ordering::Relaxed);

@@ -313,14 +313,7 @@ fn write_from(
     items: &[WireItem],
     ptrs: &[*mut u8],
 ) -> (Result<()>, OpFacts) {
-    let items = items
-        .iter()
-        .map(|i| XferItem {
-            dpu: i.dpu,
-            place: i.place,
-            buf: HostPtr(ptrs[i.buf as usize]),
-        })
-        .collect();
+    let items = items.iter().map(|i| i.to_xfer(ptrs)).collect();
     served.run(RankOp::Write {
         len: len as usize,
         items,

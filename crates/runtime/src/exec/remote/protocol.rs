@@ -20,7 +20,7 @@ use openpim_machine::{IramAddr, MramAddr, WramAddr};
 pub use crate::clock::cpu::thread_cpu_ns;
 use crate::clock::stats::{DpuRunStats, LaunchRecord};
 use crate::error::{Error, FaultInfo};
-use crate::exec::OpFacts;
+use crate::exec::{HostPtr, OpFacts, XferItem};
 use crate::xfer::Place;
 
 /// Protocol version: a daemon refuses a tenant of another version.
@@ -61,6 +61,18 @@ pub struct WireItem {
     /// Host -> DPU: which of the operation's buffers the DPU gets (DPUs given the same host
     /// buffer share one: a broadcast is sent once). DPU -> host: the item's index.
     pub buf: u32,
+}
+
+impl WireItem {
+    /// The item as a transfer of the rank's operation, its buffer among `bufs` (the
+    /// operation's host buffers, by [`WireItem::buf`]), where the serving side holds them.
+    pub fn to_xfer(&self, bufs: &[*mut u8]) -> XferItem {
+        XferItem {
+            dpu: self.dpu,
+            place: self.place,
+            buf: HostPtr(bufs[self.buf as usize]),
+        }
+    }
 }
 
 /// One rank's operation on the wire (callbacks never leave the tenant).
