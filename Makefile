@@ -67,6 +67,7 @@ test: build
 	tests/memory/run.sh
 	tests/remote/run.sh
 	$(if $(MPI_FEATURES),tests/mpi/run.py,@echo "SKIP tests/mpi (no OpenMPI: scripts/setup.sh installs it)")
+	$(if $(MPI_FEATURES),tests/mpi/hosts.py,@echo "SKIP tests/mpi/hosts.py (no OpenMPI)")
 	$(if $(MPI_FEATURES),tests/mpi/cluster.py --if-root,@echo "SKIP tests/mpi/cluster.py (no OpenMPI)")
 	python3 -m pytest -q python/tests
 	tests/programs/run.py
@@ -87,6 +88,7 @@ fuzz-remote:
 # local run (docs/scale-out.md).
 test-mpi: build
 	tests/mpi/run.py --all
+	tests/mpi/hosts.py
 	tests/mpi/cluster.py
 
 test-programs: build

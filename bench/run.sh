@@ -57,6 +57,13 @@ if [ "${BENCH_SKIP_SUITE:-0}" != 1 ]; then
   printf '%-58s %8.1f s  (%s)\n' "conformance suite wall time" "$(calc "$t1-$t0")" "$summary"
 fi
 
+# 3b. The host side of small SDK calls, CPU ns each (bench/speed/host/calls.c: PrIM TRNS's step
+#     1 makes 12.6 M dpu_prepare_xfer and 196,608 small dpu_push_xfer at 64 DPUs).
+calls=$(./bin/calls_host bin/tiny_dpu 20000)
+printf '%-58s %8.1f ns\n' "host side: one DPU_FOREACH step" "$(echo "$calls" | field step_ns)"
+printf '%-58s %8.1f ns\n' "host side: dpu_prepare_xfer (with its DPU_FOREACH step)" "$(echo "$calls" | field prepare_ns)"
+printf '%-58s %8.1f ns\n' "host side: dpu_push_xfer of 8 bytes to each of 64 DPUs" "$(echo "$calls" | field push_ns)"
+
 # 4. The host-side byte interleaving of transfers, GB/s per rank (its own table; ~2.2 GB).
 if [ "${BENCH_SKIP_INTERLEAVE:-0}" != 1 ]; then
   printf '\n'

@@ -6,8 +6,8 @@
 //! admitted against the memory the host can give now ([`host_available`]) and refused with
 //! an SDK error when it could not fit.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
 use super::region::MramRegion;
 use super::store::{
@@ -27,8 +27,10 @@ pub struct AnonStore {
     mram_bytes: usize,
     counters: StoreCounters,
     /// The host's available memory, read at most every few milliseconds (reading
-    /// /proc/meminfo at every DPU of every operation would cost more than the check saves).
-    cache: Mutex<Option<(Instant, u64)>>,
+    /// /proc/meminfo at every DPU of every operation would cost more than the check saves):
+    /// when it was read (`coarse_ms`; 0: never) and what it was.
+    cache_at: AtomicU64,
+    cache_bytes: AtomicU64,
     /// Address and length of every region handed out, to measure what is resident (the
     /// runtime keeps regions mapped for the process's life; `mincore` on a range that was
     /// unmapped meanwhile just fails and counts nothing).
@@ -40,22 +42,40 @@ impl AnonStore {
         AnonStore {
             mram_bytes: mram_bytes as usize,
             counters: StoreCounters::default(),
-            cache: Mutex::new(None),
+            cache_at: AtomicU64::new(0),
+            cache_bytes: AtomicU64::new(0),
             handed_out: Mutex::new(Vec::new()),
         }
     }
 
     fn available(&self) -> u64 {
-        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        match *cache {
-            Some((at, v)) if at.elapsed() < Duration::from_millis(5) => v,
-            _ => {
-                let v = host_available();
-                *cache = Some((Instant::now(), v));
-                v
-            }
+        let now = coarse_ms();
+        let at = self.cache_at.load(Ordering::Acquire);
+        if at != 0 && now.wrapping_sub(at) < CACHE_MS {
+            return self.cache_bytes.load(Ordering::Relaxed);
         }
+        // (Two threads may both read it: the later store wins, either is fresh.)
+        let v = host_available();
+        self.cache_bytes.store(v, Ordering::Relaxed);
+        self.cache_at.store(now.max(1), Ordering::Release);
+        v
     }
+}
+
+/// How long a reading of the host's available memory is used, ms.
+const CACHE_MS: u64 = 5;
+
+/// A monotonic clock in milliseconds that costs a few nanoseconds (`CLOCK_MONOTONIC_COARSE`,
+/// ticking every few ms): it is asked at every DPU of every MRAM write, where a precise
+/// clock's ~25 ns per reading was a tenth of a small transfer's host-side cost.
+fn coarse_ms() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC_COARSE exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
+    ts.tv_sec as u64 * 1000 + ts.tv_nsec as u64 / 1_000_000
 }
 
 /// Memory the host can give this process now: the smallest of the kernel's `MemAvailable`,
