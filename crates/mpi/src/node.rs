@@ -244,6 +244,9 @@ struct InFlight {
     conn: u64,
     id: u64,
     worker: u32,
+    /// A collective's host step: the program's requests to every worker holding its ranks
+    /// are one collective, doomed when one of those workers dies.
+    collective: bool,
 }
 
 /// What the gateway's socket threads hand to its MPI thread.
@@ -353,6 +356,7 @@ fn gateway(t: &mut Transport, socket: &str, timeout: Duration) -> Result<(), Str
                         conn,
                         id,
                         worker: SHARE_ALL,
+                        collective: false,
                     };
                     let refuse =
                         |why: Error| encode_reply(&Reply::Error(WireError::from_error(&why)));
@@ -388,7 +392,12 @@ fn gateway(t: &mut Transport, socket: &str, timeout: Duration) -> Result<(), Str
                     body,
                 }) => {
                     busy = true;
-                    let f = InFlight { conn, id, worker };
+                    let f = InFlight {
+                        conn,
+                        id,
+                        worker,
+                        collective: ToWorker::is_collective(&body),
+                    };
                     match peers.get(worker as usize) {
                         None => {
                             let e = Error::Internal(format!("no MPI worker {worker}"));
@@ -447,10 +456,7 @@ fn gateway(t: &mut Transport, socket: &str, timeout: Duration) -> Result<(), Str
             if p.dead.is_some() || !check {
                 continue;
             }
-            let gone_here = p.info.host == my_host
-                // SAFETY: kill with signal 0 only checks that the process exists.
-                && unsafe { libc::kill(p.info.pid as libc::pid_t, 0) } != 0
-                && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+            let gone_here = p.info.host == my_host && process_gone(p.info.pid);
             let silent = p.pinged.is_some_and(|at| now.duration_since(at) > timeout);
             if gone_here || silent {
                 let why = format!(
@@ -476,9 +482,20 @@ fn gateway(t: &mut Transport, socket: &str, timeout: Duration) -> Result<(), Str
                 died.push(k as u32);
                 let e = Error::System(why);
                 let r = encode_reply(&Reply::Error(WireError::from_error(&e)));
+                // Its requests fail, and so do the other workers' parts of a collective it
+                // took part in: a living worker may be stuck in MPI on the dead one's lines
+                // (OpenMPI's shared-memory copy from a process that is gone can hang), and
+                // the program must not wait for the heartbeat's bound to hear of the death.
+                let doomed: Vec<u64> = in_flight
+                    .values()
+                    .filter(|f| f.worker == k as u32 && f.collective)
+                    .map(|f| f.conn)
+                    .collect();
                 let lost: Vec<u64> = in_flight
                     .iter()
-                    .filter(|(_, f)| f.worker == k as u32)
+                    .filter(|(_, f)| {
+                        f.worker == k as u32 || (f.collective && doomed.contains(&f.conn))
+                    })
                     .map(|(g, _)| *g)
                     .collect();
                 for g in lost {
@@ -527,6 +544,24 @@ fn gateway(t: &mut Transport, socket: &str, timeout: Duration) -> Result<(), Str
     }
     let _ = std::fs::remove_file(socket);
     if peers.iter().any(|p| p.dead.is_some()) {
+        // A living worker may be stuck in MPI on the dead one's message (OpenMPI's
+        // shared-memory copy from a process that is gone can hang): it would not end on the
+        // shutdown, and the job would last until the launcher's patience ran out. The living
+        // workers of this machine get a moment to end, then are ended.
+        let local: Vec<u32> = peers
+            .iter()
+            .filter(|p| p.dead.is_none() && p.info.host == my_host)
+            .map(|p| p.info.pid)
+            .collect();
+        let end = Instant::now() + STUCK_WORKER_GRACE;
+        while Instant::now() < end && local.iter().any(|&pid| !process_gone(pid)) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        for pid in local.into_iter().filter(|&pid| !process_gone(pid)) {
+            eprintln!("openpim: MPI worker (pid {pid}) did not end after another one died: ended");
+            // SAFETY: a signal to a process of this job, by its pid.
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+        }
         // MPI_Finalize waits for every process of the job; one is dead.
         let _ = std::io::stderr().flush();
         std::process::exit(3);
@@ -580,4 +615,25 @@ fn accept(listener: UnixListener, table: &str, tx: &Sender<FromHost>) {
             let _ = tx.send(FromHost::Closed(conn));
         });
     }
+}
+
+/// How long the living workers of this machine have to end after the shutdown of a job in which
+/// a worker died.
+const STUCK_WORKER_GRACE: Duration = Duration::from_secs(2);
+
+/// Whether the process `pid` of this machine has ended: it no longer exists, or it is a zombie
+/// (ended, not yet reaped by its parent: a worker killed with -9 stays one until OpenMPI's
+/// daemon reaps it, which under load took long enough for the heartbeat's bound to end the
+/// run first).
+fn process_gone(pid: u32) -> bool {
+    // SAFETY: kill with signal 0 only checks that the process exists.
+    if unsafe { libc::kill(pid as libc::pid_t, 0) } != 0 {
+        return std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+    }
+    // "PID (COMM) STATE ...": the state follows the last ')' (the command may hold one).
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state == "Z" || state == "X")
+    })
 }

@@ -15,6 +15,9 @@ use std::io::{Read, Write};
 
 use crate::exec::remote::protocol::{DecodeError, Enc, Reply, Request, WireOp};
 
+/// The tag of an encoded [`ToWorker::Collective`].
+const COLLECTIVE_TAG: u8 = 8;
+
 /// A request for a worker.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToWorker {
@@ -143,7 +146,7 @@ impl ToWorker {
                 }
             }
             ToWorker::Collective { body } => {
-                out.push(8);
+                out.push(COLLECTIVE_TAG);
                 out.extend_from_slice(body);
             }
             ToWorker::PeerDied { worker } => {
@@ -152,6 +155,12 @@ impl ToWorker {
             }
         }
         out
+    }
+
+    /// Whether an encoded message is a [`ToWorker::Collective`] (looked at by the gateway,
+    /// which relays messages without decoding them).
+    pub fn is_collective(encoded: &[u8]) -> bool {
+        encoded.first() == Some(&COLLECTIVE_TAG)
     }
 
     /// The kind of request, as the report's MPI traffic names it.
@@ -226,7 +235,7 @@ impl ToWorker {
                         .collect(),
                 })
             }
-            Some(8) => Ok(ToWorker::Collective {
+            Some(&COLLECTIVE_TAG) => Ok(ToWorker::Collective {
                 body: buf[1..].to_vec(),
             }),
             Some(9) => Ok(ToWorker::PeerDied { worker: u32_at(1)? }),
