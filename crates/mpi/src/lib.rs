@@ -11,6 +11,7 @@
 //! start, and [`run_node`] says how to get them.
 
 pub mod launch;
+pub mod order;
 pub mod peers;
 pub mod serve;
 

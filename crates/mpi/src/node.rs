@@ -20,6 +20,7 @@ use openpim_runtime::exec::mpi::wire::{
 use openpim_runtime::exec::remote::protocol::{Reply, WireError};
 use openpim_runtime::Error;
 
+use crate::order::{slots_of, RankOrder};
 use crate::peers::{Mailbox, WorkerPeers};
 use crate::serve::Ranks;
 use crate::transport::Transport;
@@ -110,7 +111,7 @@ pub fn run(socket: &str) -> Result<(), String> {
 }
 
 /// A worker: its ranks, each request answered on a thread of its own (ranks of different
-/// calls run at once), the heartbeat answered at once; messages from other workers (a
+/// calls run at once; one rank's requests in arrival order: [`RankOrder`]), the heartbeat answered at once; messages from other workers (a
 /// collective's lines) go to the mailbox its host steps take them from. Returns whether the
 /// gateway reported another worker dead.
 fn worker(t: &mut Transport, bound: Duration) -> bool {
@@ -122,6 +123,7 @@ fn worker(t: &mut Transport, bound: Duration) -> bool {
     let me = t.rank() as u32 - 1;
     // What the request threads send: (destination MPI rank, message).
     let (tx, rx) = channel::<(i32, Vec<u8>)>();
+    let mut order = RankOrder::default();
     let mut backoff = Backoff::new();
     loop {
         let mut busy = false;
@@ -194,8 +196,14 @@ fn worker(t: &mut Transport, bound: Duration) -> bool {
                     Ok(shared) => {
                         let ranks = Arc::clone(&ranks);
                         let tx = tx.clone();
+                        // Taken now, in arrival order: the request runs after the earlier
+                        // ones on its ranks (a batch the program did not wait for).
+                        let mut turn = order.admit(&slots_of(&req));
                         std::thread::spawn(move || {
+                            turn.wait();
                             let reply = ranks.handle_with(req, &shared);
+                            // The rank's next request may run once this one's reply is on
+                            // its way (the turn ends when the thread does).
                             let _ = tx.send((0, framed(id, &encode_reply(&reply))));
                         });
                     }
