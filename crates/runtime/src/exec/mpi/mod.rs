@@ -540,18 +540,27 @@ impl MpiRank {
         }
         self.host.record_launch(o.facts.launch);
         let host_ns = match &p.pending {
-            Pending::Xfer { len, items, .. } => {
+            Pending::Xfer { dir, len, items } => {
                 let topology = &hw.topology;
-                let broadcast = items.len() > 1 && items.iter().all(|i| i.buf == items[0].buf);
+                let kind = crate::exec::local::rank::classify(items);
+                let bus_ns = timeline::modeled_xfer_ns(
+                    self.host.id,
+                    hw,
+                    *dir,
+                    kind,
+                    *len,
+                    items.len() as u32,
+                );
                 // SAFETY: the transfer's contract: every item's buffer is valid for `len`
                 // bytes until the transfer has run, which is now.
                 unsafe {
-                    crate::exec::local::interleave::interleave(
+                    crate::exec::local::interleave::measured_for(
+                        bus_ns,
                         *len,
                         items,
                         topology.dpus_per_rank,
                         topology.chips_per_rank,
-                        broadcast,
+                        kind == openpim_machine::XferKind::Broadcast,
                     )
                 }
             }
