@@ -107,33 +107,34 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
-    /// A rank's requests run in arrival order even when the earlier one is slower; another
-    /// rank's request does not wait for them.
+    /// A rank's later request waits for the earlier one, however long it takes; another
+    /// rank's request does not; a request on both ranks waits for both.
     #[test]
     fn one_rank_in_order_others_beside() {
         let mut order = RankOrder::default();
         let log = Arc::new(Mutex::new(Vec::new()));
-        let spawn = |mut t: Turn, name: &'static str, ms: u64, log: &Arc<Mutex<Vec<&str>>>| {
-            let log = Arc::clone(log);
+        let first = order.admit(&[0]);
+        let later = |mut t: Turn, name: &'static str| {
+            let log = Arc::clone(&log);
             std::thread::spawn(move || {
                 t.wait();
-                std::thread::sleep(Duration::from_millis(ms));
                 lock(&log).push(name);
             })
         };
-        let a = spawn(order.admit(&[0]), "slot 0 first", 200, &log);
-        let b = spawn(order.admit(&[0]), "slot 0 second", 0, &log);
-        let c = spawn(order.admit(&[1]), "slot 1", 0, &log);
-        let d = spawn(order.admit(&[0, 1]), "slots 0 and 1", 0, &log);
-        for h in [a, b, c, d] {
-            h.join().unwrap();
-        }
-        let log = lock(&log).clone();
-        assert_eq!(log[0], "slot 1", "{log:?}");
+        let second = later(order.admit(&[0]), "slot 0 second");
+        // Slot 1 runs while slot 0's first request is still running.
+        let mut other = order.admit(&[1]);
+        other.wait();
+        drop(other);
+        let both = later(order.admit(&[0, 1]), "slots 0 and 1");
+        std::thread::sleep(Duration::from_millis(50));
+        lock(&log).push("slot 0 first");
+        drop(first);
+        second.join().unwrap();
+        both.join().unwrap();
         assert_eq!(
-            &log[1..],
-            &["slot 0 first", "slot 0 second", "slots 0 and 1"],
-            "{log:?}"
+            *lock(&log),
+            ["slot 0 first", "slot 0 second", "slots 0 and 1"]
         );
     }
 

@@ -1,0 +1,148 @@
+//! How an MPI process's one MPI thread waits for work.
+//!
+//! Only that thread calls MPI (`MPI_THREAD_FUNNELED`), so it cannot block in MPI and in a
+//! channel at once: it polls both. Work comes from two sides. From MPI (another process's
+//! message) it can only be polled: the loop yields a few turns, then sleeps briefly while
+//! traffic is recent, and up to a millisecond once it is not, so that a process waiting for
+//! work leaves the cores to the others. From this process's own threads (the gateway's socket
+//! readers with the program's requests, a worker's request threads with their replies) it need
+//! not be: they [`Waking::send`], which wakes the sleeping loop at once. Before, a reply
+//! finished on a worker waited for the end of the MPI thread's sleep — up to a millisecond
+//! after a long launch — and so did every request the program sent.
+
+use std::sync::mpsc::{SendError, Sender};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A flag the MPI thread sleeps on: set by a thread that gave it work.
+#[derive(Default)]
+pub struct Wakeup {
+    due: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Wakeup {
+    /// There is work: the sleeping loop wakes (or does not sleep on its next turn).
+    pub fn notify(&self) {
+        *lock(&self.due) = true;
+        self.cv.notify_one();
+    }
+
+    /// Sleeps up to `d`, less if [`Wakeup::notify`] was called meanwhile or since the last
+    /// wait.
+    fn wait(&self, d: Duration) {
+        let mut due = lock(&self.due);
+        if !*due {
+            due = self
+                .cv
+                .wait_timeout(due, d)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        *due = false;
+    }
+}
+
+/// A channel's sender that wakes the MPI thread reading the channel.
+pub struct Waking<T> {
+    tx: Sender<T>,
+    wake: Arc<Wakeup>,
+}
+
+impl<T> Clone for Waking<T> {
+    fn clone(&self) -> Self {
+        Waking {
+            tx: self.tx.clone(),
+            wake: Arc::clone(&self.wake),
+        }
+    }
+}
+
+impl<T> Waking<T> {
+    pub fn new(tx: Sender<T>, wake: Arc<Wakeup>) -> Waking<T> {
+        Waking { tx, wake }
+    }
+
+    /// Sends `v` and wakes the reader.
+    pub fn send(&self, v: T) -> Result<(), SendError<T>> {
+        let r = self.tx.send(v);
+        self.wake.notify();
+        r
+    }
+}
+
+/// The MPI thread's wait when it found nothing to do (see the module's comment).
+pub struct Backoff {
+    idle_turns: u32,
+    last_busy: Instant,
+    wake: Arc<Wakeup>,
+}
+
+impl Backoff {
+    pub fn new(wake: Arc<Wakeup>) -> Backoff {
+        Backoff {
+            idle_turns: 0,
+            last_busy: Instant::now(),
+            wake,
+        }
+    }
+
+    /// The loop did something this turn.
+    pub fn busy(&mut self) {
+        self.idle_turns = 0;
+        self.last_busy = Instant::now();
+    }
+
+    /// The loop found nothing to do this turn.
+    pub fn idle(&mut self) {
+        self.idle_turns = self.idle_turns.saturating_add(1);
+        if self.idle_turns < 50 {
+            std::thread::yield_now();
+        } else if self.last_busy.elapsed() < Duration::from_millis(200) {
+            self.wake.wait(Duration::from_micros(20));
+        } else {
+            self.wake.wait(Duration::from_millis(1));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc::channel;
+
+    /// A send from another thread ends the MPI thread's sleep at once, and one sent before
+    /// the sleep is not lost (the sleep does not start).
+    #[test]
+    fn a_send_wakes_the_sleeping_loop() {
+        let wake = Arc::new(Wakeup::default());
+        let (tx, rx) = channel::<u32>();
+        let waking = Waking::new(tx, Arc::clone(&wake));
+        let sender = {
+            let waking = waking.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(50));
+                waking.send(7).unwrap();
+            })
+        };
+        let start = Instant::now();
+        wake.wait(Duration::from_secs(30));
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the send did not wake it"
+        );
+        sender.join().unwrap();
+        assert_eq!(rx.try_recv(), Ok(7));
+        waking.send(8).unwrap();
+        let start = Instant::now();
+        wake.wait(Duration::from_secs(30));
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "an earlier send was lost"
+        );
+    }
+}
