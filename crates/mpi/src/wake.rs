@@ -3,8 +3,8 @@
 //! Only that thread calls MPI (`MPI_THREAD_FUNNELED`), so it cannot block in MPI and in a
 //! channel at once: it polls both. Work comes from two sides. From MPI (another process's
 //! message) it can only be polled: the loop yields a few turns, then sleeps briefly while
-//! traffic is recent, and up to a millisecond once it is not, so that a process waiting for
-//! work leaves the cores to the others. From this process's own threads (the gateway's socket
+//! traffic is recent, longer the longer it has been idle, up to a millisecond, so that a process waiting for
+//! work leaves the cores to the others ([`sleep_after`]). From this process's own threads (the gateway's socket
 //! readers with the program's requests, a worker's request threads with their replies) it need
 //! not be: they [`Waking::send`], which wakes the sleeping loop at once. Before, a reply
 //! finished on a worker waited for the end of the MPI thread's sleep — up to a millisecond
@@ -75,6 +75,18 @@ impl<T> Waking<T> {
     }
 }
 
+/// How many idle turns the loop yields before it sleeps.
+const YIELDS: u32 = 50;
+
+/// How long the loop sleeps once it has been idle for `idle`: a tenth of it, between 20 us
+/// and 1 ms. So a message that arrives after a wait of any length is found within about
+/// 10 % of that wait (20 us while traffic flows), and a loop idle for long wakes 1,000 times a
+/// second, not 50,000 (each wake-up is a few microseconds of a core the workers need; the
+/// loops of the gateway and every worker woke every 20 us for 200 ms after each message).
+fn sleep_after(idle: Duration) -> Duration {
+    (idle / 10).clamp(Duration::from_micros(20), Duration::from_millis(1))
+}
+
 /// The MPI thread's wait when it found nothing to do (see the module's comment).
 pub struct Backoff {
     idle_turns: u32,
@@ -107,12 +119,10 @@ impl Backoff {
     /// The loop found nothing to do this turn.
     pub fn idle(&mut self) {
         self.idle_turns = self.idle_turns.saturating_add(1);
-        if self.idle_turns < 50 {
+        if self.idle_turns < YIELDS {
             std::thread::yield_now();
-        } else if self.last_busy.elapsed() < Duration::from_millis(200) {
-            self.wake.wait(Duration::from_micros(20));
         } else {
-            self.wake.wait(Duration::from_millis(1));
+            self.wake.wait(sleep_after(self.last_busy.elapsed()));
         }
     }
 }
@@ -121,6 +131,19 @@ impl Backoff {
 mod tests {
     use super::*;
     use std::sync::mpsc::channel;
+
+    #[test]
+    fn sleeps_grow_with_the_idle_time() {
+        assert_eq!(sleep_after(Duration::ZERO), Duration::from_micros(20));
+        assert_eq!(
+            sleep_after(Duration::from_millis(3)),
+            Duration::from_micros(300)
+        );
+        assert_eq!(
+            sleep_after(Duration::from_secs(5)),
+            Duration::from_millis(1)
+        );
+    }
 
     /// A send from another thread ends the MPI thread's sleep at once, and one sent before
     /// the sleep is not lost (the sleep does not start).
