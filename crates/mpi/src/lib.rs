@@ -14,6 +14,7 @@ pub mod launch;
 pub mod order;
 pub mod peers;
 pub mod serve;
+pub mod threads;
 pub mod wake;
 
 #[cfg(feature = "mpi")]

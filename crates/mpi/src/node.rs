@@ -23,6 +23,7 @@ use openpim_runtime::Error;
 use crate::order::{slots_of, RankOrder};
 use crate::peers::{Mailbox, WorkerPeers};
 use crate::serve::Ranks;
+use crate::threads::Threads;
 use crate::transport::Transport;
 use crate::wake::{Backoff, Wakeup, Waking};
 use crate::{timeout, STOP_WORKER, TIMEOUT_ENV};
@@ -79,8 +80,8 @@ pub fn run(socket: &str) -> Result<(), String> {
     r
 }
 
-/// A worker: its ranks, each request answered on a thread of its own (ranks of different
-/// calls run at once; one rank's requests in arrival order: [`RankOrder`]), the heartbeat answered at once; messages from other workers (a
+/// A worker: its ranks, each request answered on a thread of its own ([`Threads`]: ranks of
+/// different calls run at once; one rank's requests in arrival order: [`RankOrder`]), the heartbeat answered at once; messages from other workers (a
 /// collective's lines) go to the mailbox its host steps take them from. Returns whether the
 /// gateway reported another worker dead.
 fn worker(t: &mut Transport, bound: Duration) -> bool {
@@ -95,6 +96,7 @@ fn worker(t: &mut Transport, bound: Duration) -> bool {
     let (tx, rx) = channel::<(i32, Vec<u8>)>();
     let tx = Waking::new(tx, Arc::clone(&wake));
     let mut order = RankOrder::default();
+    let threads = Arc::new(Threads::default());
     let mut backoff = Backoff::new(wake);
     loop {
         let mut busy = false;
@@ -170,7 +172,7 @@ fn worker(t: &mut Transport, bound: Duration) -> bool {
                         // Taken now, in arrival order: the request runs after the earlier
                         // ones on its ranks (a batch the program did not wait for).
                         let mut turn = order.admit(&slots_of(&req));
-                        std::thread::spawn(move || {
+                        threads.run(move || {
                             turn.wait();
                             let reply = ranks.handle_with(req, &shared);
                             // The rank's next request may run once this one's reply is on
