@@ -17,7 +17,10 @@ each judged by its own check and compared with the local run (for the collective
 also: their host steps ran in the workers — small `collective` requests, no more bytes through
 the gateway than the program's own transfers and loads, the lines between the workers): phases.dpu_kernel_ns, cpu_dpu_ns, dpu_cpu_ns, inter_dpu_ns, every launch's cycles,
 instructions and DMA fields, the transfers' counts, bytes and modeled bus times must be equal,
-and the report's workers[] must list 2 workers of 2 rank slots; VA again with OpenMPI's TCP
+and the report's workers[] must list 2 workers of 2 rank slots; PrIM TRNS at 64 DPUs on 4
+workers, twice, its 16 MiB write batches sent without waiting (the same comparison: neither
+the MPI path's wall time nor an outlier of the interleaving's measurement may reach the
+timing fields); VA again with OpenMPI's TCP
 transport forced (OMPI_MCA_btl=tcp,self); a DPU fault on a worker (same SDK code, same fault
 line as in process); a worker killed with -9 (the program's next call fails with
 DPU_ERR_SYSTEM naming the worker, within the bound, and no process is left); the refusals
