@@ -7,6 +7,8 @@ the same programs in process.
                                collectives on 4 workers and the study's NTT at 2,048 DPUs on 4
                                workers (`make test-mpi`)
     tests/mpi/run.py --ntt     only the NTT case
+    tests/mpi/run.py --trns 10 only PrIM TRNS at 64 DPUs on 4 workers (batches in flight),
+                               10 times (5 without a number) against the local run
     tests/mpi/run.py --prim GEMV,SEL   only the PrIM matrix, for these benchmarks
 
 Cases: PrIM VA (copied from ../shared/third_party, built by its own Makefile) and PID-Comm's
@@ -15,7 +17,10 @@ each judged by its own check and compared with the local run (for the collective
 also: their host steps ran in the workers — small `collective` requests, no more bytes through
 the gateway than the program's own transfers and loads, the lines between the workers): phases.dpu_kernel_ns, cpu_dpu_ns, dpu_cpu_ns, inter_dpu_ns, every launch's cycles,
 instructions and DMA fields, the transfers' counts, bytes and modeled bus times must be equal,
-and the report's workers[] must list 2 workers of 2 rank slots; VA again with OpenMPI's TCP
+and the report's workers[] must list 2 workers of 2 rank slots; PrIM TRNS at 64 DPUs on 4
+workers, twice, its 16 MiB write batches sent without waiting (the same comparison: neither
+the MPI path's wall time nor an outlier of the interleaving's measurement may reach the
+timing fields); VA again with OpenMPI's TCP
 transport forced (OMPI_MCA_btl=tcp,self); a DPU fault on a worker (same SDK code, same fault
 line as in process); a worker killed with -9 (the program's next call fails with
 DPU_ERR_SYSTEM naming the worker, within the bound, and no process is left); the refusals
@@ -219,12 +224,12 @@ def compare(name: str, cwd: Path, cmd: list[str], ranks: int, workers: int, ok_t
     return dist
 
 
-def build_prim(work: Path, bench: str) -> Path:
-    """A copy of PrIM `bench` built by its own Makefile for 256 DPUs."""
+def build_prim(work: Path, bench: str, dpus: int = 256) -> Path:
+    """A copy of PrIM `bench` built by its own Makefile for `dpus` DPUs."""
     make_vars, _ = programs.PRIM_64[bench]
-    dest = work / bench
+    dest = work / f"{bench}-{dpus}"
     shutil.copytree(programs.THIRD_PARTY / "prim-benchmarks" / bench, dest, symlinks=True)
-    r = run(["make", "-j2", "NR_DPUS=256", "NR_TASKLETS=16", *make_vars.split()], dest)
+    r = run(["make", "-j2", f"NR_DPUS={dpus}", "NR_TASKLETS=16", *make_vars.split()], dest)
     if r.returncode != 0:
         raise RuntimeError(f"building PrIM {bench} failed:\n{r.stdout}{r.stderr}")
     return dest
@@ -399,6 +404,10 @@ def main() -> int:
         if "--ntt" in argv:
             ntt_case(work)
             only = []
+        elif "--trns" in argv:
+            at = argv.index("--trns") + 1
+            trns_case(work, int(argv[at]) if at < len(argv) and argv[at].isdigit() else 5)
+            only, full = [], False
         elif only is None:
             common_cases(work)
         if full and only is None:
@@ -460,10 +469,25 @@ def common_cases(work: Path) -> None:
             {"OPENPIM_COLLECTIVES_PR": "always"}, collective_bytes=2 * 2 * (64 << 10))
     compare("PrIM VA", va, va_cmd, 4, 2, "OK", {"OMPI_MCA_btl": "tcp,self"},
             label="PrIM VA at 256 DPUs on 2 workers over TCP (OMPI_MCA_btl=tcp,self)")
+    trns_case(work, 2)
     fault_case(coll)
     kill_case(work)
     kill_case(work, signal.SIGSTOP)
     kill_case(work, collectives=True)
+
+
+def trns_case(work: Path, repeats: int) -> None:
+    """PrIM TRNS at 64 DPUs (one rank) on 4 workers, `repeats` times against as many local
+    runs: 16,384 small writes of 4 KiB, sent in 4 batches of 16 MiB without waiting for the
+    worker (one in flight) while the program measures the next writes' host-side
+    interleaving. Its timing fields must be the local run's every time: no wall time of the
+    MPI path, and no outlier of a measurement, may reach them."""
+    trns = build_prim(work, "TRNS", 64)
+    cmd = ["./bin/host_code", "-w", "0", "-e", "1", "-p", "64", "-o", "1024", "-x", "1"]
+    for k in range(repeats):
+        compare("PrIM TRNS", trns, cmd, 4, 4, "OK", kinds=("batched writes",),
+                label=f"PrIM TRNS at 64 DPUs on 4 workers (batches in flight), run {k + 1} "
+                      f"of {repeats}")
 
 
 def ntt_case(work: Path) -> None:

@@ -11,8 +11,11 @@
 //! start, and [`run_node`] says how to get them.
 
 pub mod launch;
+pub mod order;
 pub mod peers;
 pub mod serve;
+pub mod threads;
+pub mod wake;
 
 #[cfg(feature = "mpi")]
 mod node;

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::io::Write;
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::sync::mpsc::{channel, Sender, TryRecvError};
+use std::sync::mpsc::{channel, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -20,9 +20,12 @@ use openpim_runtime::exec::mpi::wire::{
 use openpim_runtime::exec::remote::protocol::{Reply, WireError};
 use openpim_runtime::Error;
 
+use crate::order::{slots_of, RankOrder};
 use crate::peers::{Mailbox, WorkerPeers};
 use crate::serve::Ranks;
+use crate::threads::Threads;
 use crate::transport::Transport;
+use crate::wake::{Backoff, Wakeup, Waking};
 use crate::{timeout, STOP_WORKER, TIMEOUT_ENV};
 
 /// How often the gateway pings each worker.
@@ -31,38 +34,6 @@ const HEARTBEAT: Duration = Duration::from_millis(500);
 /// How often the gateway looks at its workers' liveness (a dead one on this machine, a
 /// silent one, a ping due).
 const LIVENESS_EVERY: Duration = Duration::from_millis(5);
-
-/// How a polling loop waits when it found nothing to do: MPI's own waits spin, and a process
-/// waiting for work should leave the cores to the others; but while messages flow (a program
-/// making many small calls), each wait adds to every round trip. So: yield a few turns, then
-/// sleep briefly while traffic is recent, and up to a millisecond once it is not.
-struct Backoff {
-    idle_turns: u32,
-    last_busy: Instant,
-}
-
-impl Backoff {
-    fn new() -> Backoff {
-        Backoff {
-            idle_turns: 0,
-            last_busy: Instant::now(),
-        }
-    }
-    fn busy(&mut self) {
-        self.idle_turns = 0;
-        self.last_busy = Instant::now();
-    }
-    fn idle(&mut self) {
-        self.idle_turns = self.idle_turns.saturating_add(1);
-        if self.idle_turns < 50 {
-            std::thread::yield_now();
-        } else if self.last_busy.elapsed() < Duration::from_millis(200) {
-            std::thread::sleep(Duration::from_micros(20));
-        } else {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-    }
-}
 
 fn framed(id: u64, body: &[u8]) -> Vec<u8> {
     let mut m = Vec::with_capacity(8 + body.len());
@@ -109,8 +80,8 @@ pub fn run(socket: &str) -> Result<(), String> {
     r
 }
 
-/// A worker: its ranks, each request answered on a thread of its own (ranks of different
-/// calls run at once), the heartbeat answered at once; messages from other workers (a
+/// A worker: its ranks, each request answered on a thread of its own ([`Threads`]: ranks of
+/// different calls run at once; one rank's requests in arrival order: [`RankOrder`]), the heartbeat answered at once; messages from other workers (a
 /// collective's lines) go to the mailbox its host steps take them from. Returns whether the
 /// gateway reported another worker dead.
 fn worker(t: &mut Transport, bound: Duration) -> bool {
@@ -121,8 +92,12 @@ fn worker(t: &mut Transport, bound: Duration) -> bool {
     let mailbox = Arc::new(Mailbox::default());
     let me = t.rank() as u32 - 1;
     // What the request threads send: (destination MPI rank, message).
+    let wake = Arc::new(Wakeup::default());
     let (tx, rx) = channel::<(i32, Vec<u8>)>();
-    let mut backoff = Backoff::new();
+    let tx = Waking::new(tx, Arc::clone(&wake));
+    let mut order = RankOrder::default();
+    let threads = Arc::new(Threads::default());
+    let mut backoff = Backoff::new(wake);
     loop {
         let mut busy = false;
         while let Ok((dest, msg)) = rx.try_recv() {
@@ -194,8 +169,14 @@ fn worker(t: &mut Transport, bound: Duration) -> bool {
                     Ok(shared) => {
                         let ranks = Arc::clone(&ranks);
                         let tx = tx.clone();
-                        std::thread::spawn(move || {
+                        // Taken now, in arrival order: the request runs after the earlier
+                        // ones on its ranks (a batch the program did not wait for).
+                        let mut turn = order.admit(&slots_of(&req));
+                        threads.run(move || {
+                            turn.wait();
                             let reply = ranks.handle_with(req, &shared);
+                            // The rank's next request may run once this one's reply is on
+                            // its way (the turn ends when the thread does).
                             let _ = tx.send((0, framed(id, &encode_reply(&reply))));
                         });
                     }
@@ -268,7 +249,8 @@ fn gateway(t: &mut Transport, socket: &str, timeout: Duration) -> Result<(), Str
     let n = t.size() as u32 - 1;
     let mut peers: Vec<Option<Peer>> = (0..n).map(|_| None).collect();
     let start = Instant::now();
-    let mut backoff = Backoff::new();
+    let wake = Arc::new(Wakeup::default());
+    let mut backoff = Backoff::new(Arc::clone(&wake));
     while peers.iter().any(Option::is_none) {
         if start.elapsed() > timeout {
             let missing: Vec<String> = peers
@@ -311,6 +293,7 @@ fn gateway(t: &mut Transport, socket: &str, timeout: Duration) -> Result<(), Str
     let listener =
         UnixListener::bind(socket).map_err(|e| format!("cannot listen on {socket}: {e}"))?;
     let (tx, rx) = channel::<FromHost>();
+    let tx = Waking::new(tx, wake);
     {
         let tx = tx.clone();
         let table = table.clone();
@@ -570,7 +553,7 @@ fn gateway(t: &mut Transport, socket: &str, timeout: Duration) -> Result<(), Str
 }
 
 /// Accepts the host program's connections (and the launcher's stop request).
-fn accept(listener: UnixListener, table: &str, tx: &Sender<FromHost>) {
+fn accept(listener: UnixListener, table: &str, tx: &Waking<FromHost>) {
     let mut next: u64 = 1;
     for stream in listener.incoming() {
         let Ok(mut stream) = stream else { continue };

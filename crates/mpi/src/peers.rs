@@ -9,11 +9,12 @@
 //! waits in the mailbox.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::mpsc::Sender;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use openpim_collectives::distributed::Peers;
+
+use crate::wake::Waking;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -88,7 +89,7 @@ pub struct WorkerPeers {
     /// This worker's index (MPI rank - 1).
     pub me: u32,
     /// To the MPI thread: (destination MPI rank, message).
-    pub out: Sender<(i32, Vec<u8>)>,
+    pub out: Waking<(i32, Vec<u8>)>,
     pub mailbox: Arc<Mailbox>,
     /// How long a step waits for another worker's lines (the heartbeat's bound: a worker
     /// that sends nothing for that long is dead, and the gateway fails the request).

@@ -839,6 +839,39 @@ fn current_issue_uncharged() -> bool {
     SYNC_ISSUE.with(|c| c.get()).is_some_and(|i| i.uncharged)
 }
 
+/// The bus time [`finish`] will charge a transfer of `rank` that is about to finish on this
+/// thread (its issue looked at, not taken): the bound above which its measured host-side
+/// interleaving would count ([`crate::exec::local::interleave::measured_for`]).
+pub(crate) fn modeled_xfer_ns(
+    rank: u32,
+    hw: &HardwareProfile,
+    dir: Direction,
+    kind: XferKind,
+    len: usize,
+    dpus: u32,
+) -> Nanos {
+    let call = match SYNC_ISSUE.with(|c| c.get()) {
+        Some(i) => i.call,
+        None => with_state(|s| {
+            s.issues
+                .get(&rank)
+                .and_then(|q| q.front())
+                .map(|i| i.call)
+                .unwrap_or_default()
+        }),
+    };
+    let call = if call.bytes == 0 {
+        CallShape {
+            ranks: 1,
+            bytes: len as u64 * u64::from(dpus),
+        }
+    } else {
+        call
+    };
+    hw.bus_model()
+        .rank_in_call_ns(kind, dir, len as u64, dpus, call)
+}
+
 /// The issue of the operation about to run on `rank` on this thread.
 fn current_issue(rank: u32) -> Issue {
     if let Some(i) = SYNC_ISSUE.with(|c| c.get()) {

@@ -561,6 +561,50 @@ pub(crate) unsafe fn interleave(
     }
 }
 
+/// How many times a transfer's interleaving is measured, at most, before a time above the
+/// bus model is believed.
+const TRIES: u32 = 3;
+
+/// The host-side interleaving of a transfer, performed and measured as the time the clock
+/// charges it when it exceeds the transfer's modeled bus time `bus_ns`: measured again (up to
+/// [`TRIES`] times, the smallest kept) while it exceeds it. A measurement can only be
+/// inflated — by an interrupt, a hypervisor taking the virtual CPU, the caches and TLB
+/// refilled after another process ran on the core (4 KiB that take 0.2 us took 20-34 us a few
+/// times per 16,000 transfers on the development machine, in process and on MPI workers
+/// alike) — and one such outlier above the bus time would change the run's timing fields
+/// (the transfer takes the longer of the two). A host really slower than the bus is slower
+/// on every try; an outlier does not repeat. Below `bus_ns` the time does not count, so one
+/// measurement is enough.
+///
+/// # Safety
+/// As [`interleave`].
+pub(crate) unsafe fn measured_for(
+    bus_ns: u64,
+    len: usize,
+    items: &[XferItem],
+    dpus_per_rank: u32,
+    chips: u32,
+    broadcast: bool,
+) -> u64 {
+    // SAFETY: the caller's contract, for every measurement.
+    least_above(bus_ns, || unsafe {
+        interleave(len, items, dpus_per_rank, chips, broadcast)
+    })
+}
+
+/// `measure()` once, then again while the smallest so far exceeds `bound` ([`TRIES`] in all
+/// at most): the smallest.
+fn least_above(bound: u64, mut measure: impl FnMut() -> u64) -> u64 {
+    let mut best = measure();
+    for _ in 1..TRIES {
+        if best <= bound {
+            break;
+        }
+        best = best.min(measure());
+    }
+    best
+}
+
 /// [`interleave`] with a given kernel, handing each chunk of bus words to `sink` (the
 /// group's index in its chip, the chunk's first word offset, its lines).
 ///
@@ -993,6 +1037,25 @@ mod tests {
              reads' own cost, subtracted: {} ns thread CPU clock, {} ns wall clock)",
             o.cpu, o.wall
         );
+    }
+
+    #[test]
+    fn an_outlier_above_the_bus_time_is_measured_again() {
+        let scripted = |times: &[u64], bound: u64| {
+            let mut it = times.iter();
+            let mut calls = 0;
+            let got = least_above(bound, || {
+                calls += 1;
+                *it.next().expect("no more measurements than scripted")
+            });
+            (got, calls)
+        };
+        // Below the bus time: one measurement, whatever it is.
+        assert_eq!(scripted(&[500], 1_000), (500, 1));
+        // One outlier above it: measured again, the outlier gone.
+        assert_eq!(scripted(&[90_000, 200], 72_000), (200, 2));
+        // A host really slower than the bus: slower every time, the smallest counts.
+        assert_eq!(scripted(&[9_000, 8_000, 8_500], 1_000), (8_000, 3));
     }
 
     #[test]

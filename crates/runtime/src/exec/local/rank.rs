@@ -161,7 +161,7 @@ pub(crate) enum Reporting {
 }
 
 /// How a transfer's items use the bus.
-fn classify(items: &[XferItem]) -> XferKind {
+pub(crate) fn classify(items: &[XferItem]) -> XferKind {
     if items.len() <= 1 {
         XferKind::Serial
     } else if items.iter().all(|i| i.buf == items[0].buf) {
@@ -402,17 +402,27 @@ impl LocalRank {
     /// interleaving the real SDK performs is performed (and measured) now.
     fn done(&self, pending: Pending) -> OpDone {
         let host_ns = match &pending {
-            Pending::Xfer { len, items, .. } => {
-                let topology = &self.machine.hardware.topology;
+            Pending::Xfer { dir, len, items } => {
+                let hw = &self.machine.hardware;
+                let kind = classify(items);
+                let bus_ns = crate::clock::timeline::modeled_xfer_ns(
+                    self.id,
+                    hw,
+                    *dir,
+                    kind,
+                    *len,
+                    items.len() as u32,
+                );
                 // SAFETY: the operation that just ran had the same contract: every item's
                 // buffer is valid for `len` bytes until the transfer has run, which is now.
                 unsafe {
-                    super::interleave::interleave(
+                    super::interleave::measured_for(
+                        bus_ns,
                         *len,
                         items,
-                        topology.dpus_per_rank,
-                        topology.chips_per_rank,
-                        classify(items) == XferKind::Broadcast,
+                        hw.topology.dpus_per_rank,
+                        hw.topology.chips_per_rank,
+                        kind == XferKind::Broadcast,
                     )
                 }
             }

@@ -233,6 +233,7 @@ impl Backend for MpiBackend {
                             shared: Arc::clone(&self.shared),
                             host: HostSide::new(slot, n),
                             batch: Mutex::default(),
+                            in_flight: Mutex::default(),
                         }),
                     );
                     infos.push(RankInfo {
@@ -324,7 +325,9 @@ impl Backend for MpiBackend {
                 .zip(outcomes)
                 .map(|((r, p), o)| {
                     let o = o.expect("every operation answered");
-                    timeline::with_sync_issue(issue, || r.complete(p, o))
+                    let done = timeline::with_sync_issue(issue, || r.complete(p, o));
+                    // A batch sent before this operation failed: its error is this one's.
+                    merge(vec![r.settle(), done])
                 })
                 .collect();
             merge(results)
@@ -405,6 +408,10 @@ struct MpiRank {
     /// Small writes placed on the clock but not sent yet: they travel with the rank's next
     /// operation (nothing can observe a DPU's memory before it), as the remote backend's.
     batch: Mutex<(Vec<WireOp>, usize)>,
+    /// A full batch sent without waiting for it (at most one: the next full batch waits for
+    /// it first). The worker applies it before the rank's later requests (it runs one rank's
+    /// requests in arrival order); its error is reported by the rank's next operation.
+    in_flight: Mutex<Option<link::Pending>>,
 }
 
 /// A batch is sent once it holds this many bytes.
@@ -533,18 +540,27 @@ impl MpiRank {
         }
         self.host.record_launch(o.facts.launch);
         let host_ns = match &p.pending {
-            Pending::Xfer { len, items, .. } => {
+            Pending::Xfer { dir, len, items } => {
                 let topology = &hw.topology;
-                let broadcast = items.len() > 1 && items.iter().all(|i| i.buf == items[0].buf);
+                let kind = crate::exec::local::rank::classify(items);
+                let bus_ns = timeline::modeled_xfer_ns(
+                    self.host.id,
+                    hw,
+                    *dir,
+                    kind,
+                    *len,
+                    items.len() as u32,
+                );
                 // SAFETY: the transfer's contract: every item's buffer is valid for `len`
                 // bytes until the transfer has run, which is now.
                 unsafe {
-                    crate::exec::local::interleave::interleave(
+                    crate::exec::local::interleave::measured_for(
+                        bus_ns,
                         *len,
                         items,
                         topology.dpus_per_rank,
                         topology.chips_per_rank,
-                        broadcast,
+                        kind == openpim_machine::XferKind::Broadcast,
                     )
                 }
             }
@@ -591,9 +607,50 @@ impl MpiRank {
             b.1 >= BATCH_BYTES
         };
         if full {
-            self.flush()
+            // The worker applies it while the program fills the next one.
+            self.send_batch()
         } else {
             Ok(())
+        }
+    }
+
+    /// Sends the batched writes without waiting for them, after the batch in flight has been
+    /// answered (one in flight per rank: the program's memory for batches stays bounded);
+    /// that batch's error, if any.
+    fn send_batch(&self) -> Result<()> {
+        let ops = {
+            let mut b = lock(&self.batch);
+            b.1 = 0;
+            std::mem::take(&mut b.0)
+        };
+        let before = self.settle();
+        if ops.is_empty() {
+            return before;
+        }
+        let msg = ToWorker::Call(Request::Exec {
+            ops: vec![(self.host.id, WireOp::Batch(ops))],
+        });
+        match self.link.send(self.worker, &msg) {
+            Ok(p) => {
+                *lock(&self.in_flight) = Some(p);
+                before
+            }
+            Err(e) => merge(vec![before, Err(e)]),
+        }
+    }
+
+    /// Waits for the batch in flight, if any: its error.
+    fn settle(&self) -> Result<()> {
+        let Some(p) = lock(&self.in_flight).take() else {
+            return Ok(());
+        };
+        match p.wait()? {
+            Reply::Exec { mut outcomes, .. } if outcomes.len() == 1 => outcomes
+                .pop()
+                .expect("one")
+                .result
+                .map_err(|w| w.to_error()),
+            other => Err(unexpected(&other)),
         }
     }
 
@@ -615,27 +672,11 @@ impl QueuedRank for MpiRank {
         &self.host
     }
 
-    /// Sends the batched writes now; the first error among them.
+    /// Sends the batched writes now and waits until the worker has applied every batch;
+    /// the first error among them.
     fn flush(&self) -> Result<()> {
-        let ops = {
-            let mut b = lock(&self.batch);
-            b.1 = 0;
-            std::mem::take(&mut b.0)
-        };
-        if ops.is_empty() {
-            return Ok(());
-        }
-        let msg = ToWorker::Call(Request::Exec {
-            ops: vec![(self.host.id, WireOp::Batch(ops))],
-        });
-        match self.link.call(self.worker, &msg)? {
-            Reply::Exec { mut outcomes, .. } if outcomes.len() == 1 => outcomes
-                .pop()
-                .expect("one")
-                .result
-                .map_err(|w| w.to_error()),
-            other => Err(unexpected(&other)),
-        }
+        let sent = self.send_batch();
+        merge(vec![sent, self.settle()])
     }
     /// Runs one operation on the worker and waits for it (from the rank's queue).
     fn run_one(&self, op: RankOp) -> Result<()> {
@@ -654,7 +695,9 @@ impl QueuedRank for MpiRank {
             Ok(other) => Err(unexpected(&other)),
             Err(e) => Err(e),
         };
-        self.complete(p, outcome)
+        let done = self.complete(p, outcome);
+        // The batch in flight was applied before this operation (its reply came first).
+        merge(vec![self.settle(), done])
     }
 
     /// Small writes at the head of the operations join the batch; the others travel in one
@@ -702,10 +745,15 @@ impl MpiRank {
                     (0..n).map(|_| Err(w.to_error())).collect()
                 }
             };
-        prepared
+        let mut results: Vec<Result<()>> = prepared
             .into_iter()
             .zip(outcomes)
             .map(|(p, o)| self.complete(p, o))
-            .collect()
+            .collect();
+        // A batch in flight before them failed: the first operation reports it.
+        if let Err(e) = self.settle() {
+            results[0] = merge(vec![Err(e), std::mem::replace(&mut results[0], Ok(()))]);
+        }
+        results
     }
 }
