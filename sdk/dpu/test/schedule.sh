@@ -101,6 +101,21 @@ else
     ko "-S builds" "$(cat "$out/s.log")"
 fi
 
+# what a user sees of the counting: nothing (no remarks, no debug sections without -g), and
+# the program's own warnings once
+if "$shim" "${flags[@]}" -c "$src" -o "$out/quiet.o" 2>"$out/quiet.log"; then
+    if [[ -s $out/quiet.log ]]; then ko "the counting prints nothing" "$(head -n 3 "$out/quiet.log")"; else ok "the counting prints nothing"; fi
+    n=$(riscv64-unknown-elf-readelf -S "$out/quiet.o" | grep -c '\.debug_')
+    if ((n == 0)); then ok "no debug sections without -g"; else ko "no debug sections without -g (got $n)"; fi
+else
+    ko "-c builds" "$(cat "$out/quiet.log")"
+fi
+{ cat "$src"; printf 'int unused_warning(int x)\n{\n    int y;\n    return x;\n}\n'; } >"$out/warn.c"
+"$shim" -O2 -Wall -c "$out/warn.c" -o "$out/warn.o" 2>"$out/warn.log"
+w=$(grep -c "unused variable 'y'" "$out/warn.log")
+r=$(grep -c 'remark' "$out/warn.log")
+if ((w == 1 && r == 0)); then ok "a warning is shown once, no remark"; else ko "a warning is shown once, no remark" "$(cat "$out/warn.log")"; fi
+
 echo "== programs that do not spill: the code of OPENPIM_DPU_SCHEDULE=off"
 for p in "arith|-O2|arith.c" "sync16|-O2 -DNR_TASKLETS=16|sync_stress.c" "seqread|-O3|seqread_test.c" \
     "headers_lto|-O3 -flto -DNR_TASKLETS=16|all_headers.c"; do
