@@ -2,7 +2,8 @@
 # The DPU toolchain's fingerprint, and bin/ folders kept fresh for it.
 #
 #   scripts/dpu-toolchain.sh hash           the fingerprint: the DPU compiler chosen
-#                                           (OPENPIM_DPU_COMPILER) and the contents of the SDK's
+#                                           (OPENPIM_DPU_COMPILER), its scheduling
+#                                           (OPENPIM_DPU_SCHEDULE) and the contents of the SDK's
 #                                           compiler shims, headers and DPU runtime sources (not
 #                                           the runtime's own tests, sdk/dpu/test)
 #   scripts/dpu-toolchain.sh fresh DIR...   removes the files in DIR/bin when its programs were
@@ -22,6 +23,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 hash() {
     (
         echo "compiler=${OPENPIM_DPU_COMPILER:-default}"
+        # the shim's scheduling choice (auto unless set) changes clang's code
+        [[ ${OPENPIM_DPU_SCHEDULE:-auto} == auto ]] || echo "schedule=$OPENPIM_DPU_SCHEDULE"
         cd "$root" && find sdk/bin sdk/include sdk/dpu \( -path sdk/dpu/build -o -path sdk/dpu/test \) -prune -o -type f -print |
             LC_ALL=C sort | xargs sha256sum
     ) | sha256sum | cut -c1-16

@@ -266,6 +266,13 @@ else
     ko "clang and gcc builds run" "$(grep -E '^(FAIL|     )' <<<"$log")"
 fi
 
+echo "== the scheduler where it removes spills (schedule.sh)"
+if log=$("$here/schedule.sh" 2>&1); then
+    ok "clang's scheduling rule ($(grep -c '^ok' <<<"$log") checks)"
+else
+    ko "clang's scheduling rule" "$(grep -E '^(FAIL|     )' <<<"$log")"
+fi
+
 echo "== dpu-pkg-config"
 # libdpu, then the virtual-clock library when it is built (docs/usage.md, "The virtual clock")
 libs="-L$root/target/release -Wl,-rpath,$root/target/release -ldpu"
