@@ -23,7 +23,6 @@ Prints PASS/FAIL lines and "N passed, M failed"; exit status 1 if any failed.
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import sys
 import tempfile
@@ -31,15 +30,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-
-
-def load_mpi_run():
-    """tests/mpi/run.py as a module: its environment, `compare` and its pass/fail counts."""
-    spec = importlib.util.spec_from_file_location("mpi_run", HERE / "run.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["mpi_run"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+sys.path.insert(0, str(HERE))
+from cluster import load_mpi_tests  # noqa: E402  (tests/mpi/run.py as a module)
 
 
 # The Python host: every DPU adds its tag to its own input; the host checks each DPU's output
@@ -115,7 +107,7 @@ def python_case(mpi, work: Path) -> None:
 
 
 def main() -> int:
-    mpi = load_mpi_run()
+    mpi = load_mpi_tests()
     probe = mpi.run([str(mpi.OPENPIM), "worker", "--socket", "/nonexistent/x"], HERE)
     if "built without MPI" in probe.stderr:
         print("FAIL this openpim has no MPI backend (make build with OpenMPI installed)")
