@@ -6,19 +6,10 @@
 # tasklet configuration, no libgcc integer mul/div, error handling of the shim).
 #   sdk/dpu/test/check.sh            (exit status 0 when every check passes)
 set -u
-here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
-root=$(cd -- "$here/../../.." && pwd -P)
-clang=$root/sdk/bin/dpu-upmem-dpurte-clang
+source "$(dirname -- "${BASH_SOURCE[0]}")/lib.sh" check
+clang=$shim
 pkg=$root/sdk/bin/dpu-pkg-config
-progs=$here/progs
 elf() { python3 "$here/elfcheck.py" "$@"; }
-out=$(mktemp -d "${TMPDIR:-/tmp}/dpu-check.XXXXXX")
-trap 'rm -rf -- "$out"' EXIT
-
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); printf 'ok   %s\n' "$1"; }
-ko() { fail=$((fail + 1)); printf 'FAIL %s\n' "$1"; [[ $# -gt 1 ]] && printf '     %s\n' "${@:2}"; }
 check() { # check NAME COMMAND...
     local name=$1 log
     shift

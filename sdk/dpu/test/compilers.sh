@@ -8,17 +8,7 @@
 set -u
 # Each compiler with its default command (an OPENPIM_DPU_CC meant for one would break the other).
 unset OPENPIM_DPU_CC OPENPIM_DPU_LD
-here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
-root=$(cd -- "$here/../../.." && pwd -P)
-shim=$root/sdk/bin/dpu-upmem-dpurte-clang
-progs=$here/progs
-out=$(mktemp -d "${TMPDIR:-/tmp}/dpu-compilers.XXXXXX")
-trap 'rm -rf -- "$out"' EXIT
-
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); printf 'ok   %s\n' "$1"; }
-ko() { fail=$((fail + 1)); printf 'FAIL %s\n' "$1"; [[ $# -gt 1 ]] && printf '     %s\n' "${@:2}"; }
+source "$(dirname -- "${BASH_SOURCE[0]}")/lib.sh" compilers
 
 # name|flags|source|expected first line (a shell pattern)
 programs=(

@@ -13,17 +13,7 @@
 set -u
 unset OPENPIM_DPU_CC OPENPIM_DPU_LD OPENPIM_DPU_SCHEDULE
 export OPENPIM_DPU_COMPILER=clang
-here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
-root=$(cd -- "$here/../../.." && pwd -P)
-shim=$root/sdk/bin/dpu-upmem-dpurte-clang
-progs=$here/progs
-out=$(mktemp -d "${TMPDIR:-/tmp}/dpu-schedule.XXXXXX")
-trap 'rm -rf -- "$out"' EXIT
-
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); printf 'ok   %s\n' "$1"; }
-ko() { fail=$((fail + 1)); printf 'FAIL %s\n' "$1"; [[ $# -gt 1 ]] && printf '     %s\n' "${@:2}"; }
+source "$(dirname -- "${BASH_SOURCE[0]}")/lib.sh" schedule
 
 objdump=$(command -v llvm-objdump-13 || command -v riscv64-unknown-elf-objdump) ||
     { echo "FAIL no objdump (llvm-objdump-13 or riscv64-unknown-elf-objdump)"; exit 1; }
