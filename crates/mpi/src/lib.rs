@@ -23,6 +23,7 @@ mod node;
 pub mod transport;
 
 use std::os::unix::net::UnixStream;
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use openpim_runtime::exec::mpi::wire::{read_frame, write_frame};
@@ -75,4 +76,10 @@ pub fn request_stop(socket: &str) -> std::io::Result<()> {
     let mut s = UnixStream::connect(socket)?;
     let _ = read_frame(&mut s)?;
     write_frame(&mut s, 0, &STOP_WORKER.to_le_bytes(), &[])
+}
+
+/// A mutex's guard, also when a thread panicked holding it (the data stays usable: every
+/// critical section of this crate leaves it consistent).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }

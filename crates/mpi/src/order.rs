@@ -8,15 +8,12 @@
 //! request on any of its ranks has finished. Requests on different ranks never wait for one
 //! another; a request on several ranks waits for each of them.
 
+use crate::lock;
 use std::collections::HashMap;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex};
 
 use openpim_runtime::exec::mpi::wire::ToWorker;
 use openpim_runtime::exec::remote::protocol::Request;
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// Set once a request has finished (or was dropped: a thread that panicked still ends its
 /// turn, or the rank's later requests would wait forever).

@@ -8,17 +8,14 @@
 //! the step that takes it has started here (the other worker got its request first): it
 //! waits in the mailbox.
 
+use crate::lock;
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use openpim_collectives::distributed::Peers;
 
 use crate::wake::Waking;
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// Messages from other workers, by (step, sender's worker index), and the workers known dead.
 #[derive(Default)]

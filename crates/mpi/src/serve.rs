@@ -4,8 +4,9 @@
 //! operation did to the caller instead of a clock): the host program's process keeps the
 //! virtual clock and places every operation from the facts this returns. No MPI here.
 
+use crate::lock;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use openpim_collectives::distributed::RankMemory;
 use openpim_machine::{map, DpuAddress, SystemConfig};
@@ -17,10 +18,6 @@ use openpim_runtime::exec::remote::protocol::{
 };
 use openpim_runtime::exec::OpFacts;
 use openpim_runtime::{Error, HostPtr, Place, Program, RankOp, Result, XferItem};
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// Buffers broadcast to every worker (`ToWorker::Shared`), by key.
 pub type Buffers = HashMap<u128, Arc<Vec<u8>>>;

@@ -6,18 +6,15 @@
 //! makes thousands of them: PrIM NW), so a finished thread waits for the next request instead
 //! of ending, and ends after [`IDLE_END`] without one.
 
+use crate::lock;
 use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How long a thread without a request waits before it ends.
 const IDLE_END: Duration = Duration::from_secs(10);
 
 type Job = Box<dyn FnOnce() + Send>;
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// The waiting threads, each by its id and the sender of its next job.
 #[derive(Default)]

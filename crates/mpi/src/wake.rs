@@ -10,13 +10,10 @@
 //! finished on a worker waited for the end of the MPI thread's sleep — up to a millisecond
 //! after a long launch — and so did every request the program sent.
 
+use crate::lock;
 use std::sync::mpsc::{SendError, Sender};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// A flag the MPI thread sleeps on: set by a thread that gave it work.
 #[derive(Default)]
