@@ -187,12 +187,20 @@ def print_replay(bus: tr.Bus, title: str, tables: dict[str, list]) -> None:
                 f"{r.bench} {r.dpus} DPUs {r.size} {e * 100:+.0f}%" for e, r in worst))
 
 
-def fit(bus: tr.Bus, rows) -> tr.Bus:
-    """The fitted constants, refitted on `rows` (the calibration rows): CPU-DPU and DPU-CPU
-    separately (no constant acts on both), each by the least mean absolute error, searched in
-    log space from the profile's values."""
-    groups = ((True, ["cpu_dpu_rank_fraction", "cpu_dpu_cached_speedup", "cpu_dpu_call_dpu_ns"]),
+# The constants the built-in profiles fit, by direction (no constant acts on both).
+FIT_GROUPS = ((True, ["cpu_dpu_rank_fraction", "cpu_dpu_cached_speedup", "cpu_dpu_call_dpu_ns"]),
               (False, ["dpu_cpu_call_dpu_ns", "mux_switch_ns"]))
+# Tried and not adopted: programs' full-rank read rate as a fraction of the published one,
+# fitted with the other DPU-CPU constants. On the calibration rows it comes out about 0.26
+# (DPU-CPU MAE 21.0 -> 14.1 %, in-sample), but vPIM's large parallel reads (VA, SCAN-*) then
+# come out 55-131 % too slow instead of 39-58 % too fast: it does not carry over
+# (docs/fidelity.md, "The transfer model's form"). Printed by --fit so that the next fit shows it.
+REJECTED_GROUPS = ((False, ["dpu_cpu_rank_fraction", "dpu_cpu_call_dpu_ns", "mux_switch_ns"]),)
+
+
+def fit(bus: tr.Bus, rows, groups=FIT_GROUPS) -> tr.Bus:
+    """`groups`' constants, refitted on `rows` (the calibration rows): each direction by the
+    least mean absolute error, searched in log space from the profile's values."""
     for to_dpu, names in groups:
         x0 = [math.log(max(getattr(bus, n), 1.0 if n.endswith("_ns") else 0.01)) for n in names]
 
@@ -200,6 +208,8 @@ def fit(bus: tr.Bus, rows) -> tr.Bus:
             kw = {n: math.exp(v) for n, v in zip(names, x)}
             if kw.get("cpu_dpu_cached_speedup", 1.0) < 1.0:
                 return 1e9  # bytes in the cache move no slower
+            if any(v > 1.0 for n, v in kw.items() if n.endswith("_fraction")):
+                return 1e9  # programs reach at most the published microbenchmark's rate
             return mean_abs(replay_errors(bus.with_(**kw), rows, to_dpu))
 
         x, _ = tr.nelder_mead(cost, x0)
@@ -230,6 +240,11 @@ def replay(hardware: str, do_fit: bool, check: bool) -> None:
         for n, section in tr.FITTED.items():
             print(f"  [{section}] {n} = {getattr(fitted, n):.4g} (profile: {getattr(bus, n):.4g})")
         print_replay(fitted, "with the refitted constants", tables)
+        tried = fit(bus, tables["calibration"], REJECTED_GROUPS)
+        names = [n for _, ns in REJECTED_GROUPS for n in ns]
+        print("\ntried, not adopted: " + ", ".join(f"{n} = {getattr(tried, n):.4g}" for n in names)
+              + " (fitted the same way)")
+        print_replay(tried, "with those constants", tables)
 
 
 def main() -> int:

@@ -43,6 +43,7 @@ class Bus:
     cpu_dpu_call_dpu_ns: float = 0.0
     dpu_cpu_call_dpu_ns: float = 0.0
     cpu_dpu_rank_fraction: float = 1.0
+    dpu_cpu_rank_fraction: float = 1.0
     host_cache_bytes: float = 0.0
     cpu_dpu_cached_speedup: float = 1.0
     mux_switch_ns: float = 0.0
@@ -130,7 +131,8 @@ def op_ns(b: Bus, o: Op) -> float:
         per_dpu = b.cpu_dpu_call_dpu_ns
     else:
         call_fixed = b.dpu_cpu_call_ns + (ranks - 1) * b.dpu_cpu_call_rank_ns
-        b1, full, per_dpu = b.dpu_cpu_serial_gbps, b.dpu_cpu_rank_gbps, b.dpu_cpu_call_dpu_ns
+        b1, per_dpu = b.dpu_cpu_serial_gbps, b.dpu_cpu_call_dpu_ns
+        full = b.dpu_cpu_rank_gbps * b.dpu_cpu_rank_fraction
     serial = o.kind == "serial"
     counted = 1 if serial else o.k
     host_bytes = max(o.call_bytes, o.n) if o.kind == "parallel" else o.n

@@ -632,12 +632,23 @@ impl MachineConfig {
             bus.host_channels,
             bus.channel_gbps
         );
+        let _ = writeln!(
+            s,
+            "bus, how the rate follows size: programs' full-rank rate x{} CPU-DPU, x{} DPU-CPU; a CPU-DPU call whose bytes fit {} KiB of host cache x{} faster; +{} / +{} us per DPU a call addresses",
+            bus.cpu_dpu_rank_fraction,
+            bus.dpu_cpu_rank_fraction,
+            bus.host_cache_bytes >> 10,
+            bus.cpu_dpu_cached_speedup,
+            bus.cpu_dpu_call_dpu_ns as f64 / 1000.0,
+            bus.dpu_cpu_call_dpu_ns as f64 / 1000.0
+        );
         let launch = hw.launch_spec();
         let _ = writeln!(
             s,
-            "launch: host-side cost {} us per dpu_launch + {} us per rank (0: not modeled)",
+            "launch: host-side cost {} us per dpu_launch + {} us per rank (0: not modeled); the first host access to a rank's MRAM after a launch +{} us (the mux switched back)",
             launch.fixed_ns as f64 / 1000.0,
-            launch.per_rank_ns as f64 / 1000.0
+            launch.per_rank_ns as f64 / 1000.0,
+            launch.mux_switch_ns as f64 / 1000.0
         );
         let cost = &hw.cost;
         let _ = writeln!(
