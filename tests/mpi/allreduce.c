@@ -1,6 +1,6 @@
 /* Collectives for the MPI backend's test (tests/mpi/run.py): PID-Comm's AllReduce (sum) and
- * AlltoAll along x of a 16x16x1 hypercube of 256 DPUs, then AllReduce, ReduceScatter and
- * AllGather along y (across the ranks), 1 KiB of int32 per DPU, pushed and read back in
+ * AlltoAll along x of a 16x16x1 hypercube of 256 DPUs (16x4x1 of 64 in bin/allreduce64), then
+ * AllReduce, ReduceScatter and AllGather along y (across the ranks), 1 KiB of int32 per DPU, pushed and read back in
  * entangled order and checked against the CPU. Prints "AllReduce OK", "AlltoAll OK", "AllReduce
  * y OK", "ReduceScatter y OK" and "AllGather y OK", or the first mismatch. */
 #include <dpu.h>
@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define NR_DPUS 256
+#ifndef NR_DPUS
+#define NR_DPUS 256 /* bin/allreduce64: 64, one rank (split over the workers) */
+#endif
 #define X 16
 #define WORDS 256
 

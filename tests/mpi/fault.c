@@ -1,5 +1,6 @@
-/* A DPU fault for the MPI backend's test (tests/mpi/run.py): 128 DPUs on 2 ranks, DPUs 70 and
- * 71 (rank 1) fault. Prints the launch's error code and the fault line on stderr. */
+/* A DPU fault for the MPI backend's test (tests/mpi/run.py): 128 DPUs on 2 ranks, DPUs 100
+ * and 101 (DPUs 36 and 37 of rank 1: in the second half of the rank, which a split rank's
+ * second part holds) fault. Prints the launch's error code and the fault line on stderr. */
 #include <dpu.h>
 #include <stdio.h>
 
@@ -12,7 +13,7 @@ int main(void)
     DPU_ASSERT(dpu_broadcast_to(set, "where", 0, &where, 4, DPU_XFER_DEFAULT));
     DPU_FOREACH(set, dpu, i)
     {
-        DPU_ASSERT(dpu_copy_to(dpu, "bad", 0, (i == 70 || i == 71) ? &one : &zero, 4));
+        DPU_ASSERT(dpu_copy_to(dpu, "bad", 0, (i == 100 || i == 101) ? &one : &zero, 4));
     }
     dpu_error_t e = dpu_launch(set, DPU_SYNCHRONOUS);
     printf("launch: %s\n", dpu_error_to_string(e));

@@ -124,7 +124,8 @@ def first_difference(a, b, path="") -> str:
 def compare(name: str, cwd: Path, cmd: list[str], ranks: int, workers: int, ok_text: str,
             extra: dict[str, str] | None = None, label: str = "",
             kinds: tuple[str, ...] = (), collective_bytes: int | None = None,
-            mpi_args: tuple[str, ...] = (), measured: bool = False) -> dict | None:
+            mpi_args: tuple[str, ...] = (), measured: bool = False,
+            parts: list[list[tuple[int, int, int]]] | None = None) -> dict | None:
     """Runs `cmd` in process and on `workers` MPI workers (`openpim run` given `mpi_args`
     too); checks both outputs and reports (and that the MPI run's traffic has messages of each
     of `kinds`; with `collective_bytes`, that its collectives ran in the workers: small
@@ -133,6 +134,8 @@ def compare(name: str, cwd: Path, cmd: list[str], ranks: int, workers: int, ok_t
     phases hold measured host time (asynchronous calls overlapping its host code: two local
     runs differ there too), it runs in process twice: a phase the two local runs disagree on
     must be within `measured_bound` of their mean on the workers, every other field equal.
+    `parts`: the parts of split ranks each worker must list in workers[].rank_parts, as (slot,
+    first DPU, DPUs) (none by default: every allocation of these cases spans the workers).
     Returns the MPI run's report when the case passed."""
     label = label or f"{name} at {ranks * 64} DPUs on {workers} workers"
     reports = []
@@ -187,6 +190,10 @@ def compare(name: str, cwd: Path, cmd: list[str], ranks: int, workers: int, ok_t
     got = [w["rank_slots"] for w in dist.get("workers", [])]
     if got != want or [w["mpi_rank"] for w in dist["workers"]] != list(range(1, workers + 1)):
         return result(False, label, f"workers[] holds {got}, expected {want}")
+    held = [[(p["slot"], p["first_dpu"], p["dpus"]) for p in w.get("rank_parts", [])]
+            for w in dist["workers"]]
+    if held != (parts or [[] for _ in range(workers)]):
+        return result(False, label, f"workers[] holds the parts {held}, expected {parts}")
     a, b = timing(local), timing(dist)
     for k in varying:
         # (Compared within its bound above.)
@@ -218,7 +225,8 @@ def compare(name: str, cwd: Path, cmd: list[str], ranks: int, workers: int, ok_t
             return result(False, label, f"{gateway} bytes crossed the gateway, more than the "
                           f"program's transfers ({limit}), its loads ({loads}) and 1 MiB: the "
                           f"collectives' data went through it")
-    result(True, f"{label}: equal timing fields{measured_note}, workers {got} "
+    split = f", parts {held}" if parts else ""
+    result(True, f"{label}: equal timing fields{measured_note}, workers {got}{split} "
            f"(wall {t_local:.1f} s local, {t_mpi:.1f} s MPI; gateway {gateway / 2**20:.1f} MiB, "
            f"between workers {between / 2**20:.1f} MiB)")
     return dist
@@ -336,17 +344,22 @@ def kill_case(work: Path, sig: int = signal.SIGKILL, collectives: bool = False,
     result(True, f"{label} ({took:.1f} s; '{line.strip()[:110]}')")
 
 
-def fault_case(work: Path) -> None:
-    label = "a DPU fault on a worker: same SDK code and fault line as in process"
+def fault_case(work: Path, workers: int = 2) -> None:
+    """DPUs 36 and 37 of rank 1 fault (tests/mpi/fault.c): on 2 workers each rank is whole on
+    one; on 4 each of the 2 ranks is split in two and the faults are in a second part, which
+    must name them as the whole rank does."""
+    label = (f"a DPU fault on a worker ({'a part of a split rank' if workers > 2 else 'whole ranks'}, "
+             f"{workers} workers): same SDK code and fault line as in process")
     outs = []
-    for mpi in ([], ["--mpi", "2"]):
-        r = run([str(OPENPIM), "run", "--ranks", "2", *mpi, "--", "./bin/fault"], work)
+    for mpi in ([], ["--mpi", str(workers)]):
+        r = run([str(OPENPIM), "run", "--ranks", str(max(2, workers)), *mpi, "--", "./bin/fault"],
+                work)
         outs.append((r.returncode, r.stdout, [l for l in r.stderr.splitlines()
                                               if l.startswith("openpim:")]))
     if outs[0] != outs[1]:
         return result(False, label, f"local {outs[0]!r}, MPI {outs[1]!r}")
     if outs[0][0] != 0 or "DPU is in fault" not in outs[0][1] or not any(
-            "faulted" in l for l in outs[0][2]):
+            "DPU 36 of rank 1 faulted" in l and "1 more" in l for l in outs[0][2]):
         return result(False, label, f"unexpected outcome {outs[0]!r}")
     result(True, label)
 
@@ -469,15 +482,21 @@ def common_cases(work: Path) -> None:
             {"OPENPIM_COLLECTIVES_PR": "always"}, collective_bytes=2 * 2 * (64 << 10))
     compare("PrIM VA", va, va_cmd, 4, 2, "OK", {"OMPI_MCA_btl": "tcp,self"},
             label="PrIM VA at 256 DPUs on 2 workers over TCP (OMPI_MCA_btl=tcp,self)")
+    # One rank on 2 workers: split in two; its collectives' host step runs in the program.
+    compare("PID-Comm collectives", coll, ["./bin/allreduce64"], 4, 2, "AllGather y OK",
+            {"OPENPIM_COLLECTIVES_PR": "always"}, parts=[[(0, 0, 32)], [(0, 32, 32)]],
+            label="PID-Comm collectives at 64 DPUs (one rank split over 2 workers)")
     trns_case(work, 2)
     fault_case(coll)
+    fault_case(coll, 4)
     kill_case(work)
     kill_case(work, signal.SIGSTOP)
     kill_case(work, collectives=True)
 
 
 def trns_case(work: Path, repeats: int) -> None:
-    """PrIM TRNS at 64 DPUs (one rank) on 4 workers, `repeats` times against as many local
+    """PrIM TRNS at 64 DPUs (one rank, split in four: 16 DPUs per worker) on 4 workers,
+    `repeats` times against as many local
     runs: 16,384 small writes of 4 KiB, sent in 4 batches of 16 MiB without waiting for the
     worker (one in flight) while the program measures the next writes' host-side
     interleaving. Its timing fields must be the local run's every time: no wall time of the
@@ -486,8 +505,9 @@ def trns_case(work: Path, repeats: int) -> None:
     cmd = ["./bin/host_code", "-w", "0", "-e", "1", "-p", "64", "-o", "1024", "-x", "1"]
     for k in range(repeats):
         compare("PrIM TRNS", trns, cmd, 4, 4, "OK", kinds=("batched writes",),
-                label=f"PrIM TRNS at 64 DPUs on 4 workers (batches in flight), run {k + 1} "
-                      f"of {repeats}")
+                parts=[[(0, 16 * w, 16)] for w in range(4)],
+                label=f"PrIM TRNS at 64 DPUs on 4 workers (one rank split in four, batches in "
+                      f"flight), run {k + 1} of {repeats}")
 
 
 def ntt_case(work: Path) -> None:

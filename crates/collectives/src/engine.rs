@@ -216,7 +216,10 @@ impl<'a> Ctx<'a> {
         m: Modulation,
     ) -> Result<Work> {
         if let Some(mpi) = self.ranks[0].mpi_backend() {
-            if distributed::in_workers()? {
+            // A rank split over several workers (an allocation smaller than the workers)
+            // runs its step here: the plan gives each worker whole ranks.
+            let slots: Vec<u32> = self.ranks.iter().map(|r| r.id()).collect();
+            if distributed::in_workers()? && mpi.ranks_whole(&slots) {
                 return self.host_step_on_workers(mpi, c, layout, src, dst, m);
             }
         }

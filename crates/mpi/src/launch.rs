@@ -42,7 +42,7 @@ pub fn check(workers: u32, nr_ranks: u32) -> Result<(), String> {
     }
     if workers > nr_ranks {
         return Err(format!(
-            "--mpi {workers} asks for more workers than the machine has ranks ({nr_ranks}): each worker holds whole ranks; ask for at most {nr_ranks} workers, or for more ranks (--ranks)"
+            "--mpi {workers} asks for more workers than the machine has ranks ({nr_ranks}): each worker holds at least one of its ranks; ask for at most {nr_ranks} workers, or for more ranks (--ranks)"
         ));
     }
     Ok(())
@@ -65,6 +65,11 @@ pub fn assignment(workers: u32, nr_ranks: u32) -> String {
             w + 1,
             slots.len(),
             slots.join(", ")
+        );
+    }
+    if workers > 1 {
+        out += &format!(
+            "  an allocation of R ranks with 2 R <= {workers} splits each rank's DPUs over {workers} / R workers (OPENPIM_MPI_SPLIT=off: whole ranks only)\n"
         );
     }
     out

@@ -103,6 +103,7 @@ impl Ranks {
         match msg {
             ToWorker::Open {
                 slot,
+                first_dpu,
                 nr_dpus,
                 log_budget,
                 profile,
@@ -112,7 +113,7 @@ impl Ranks {
                 let made = SystemConfig::parse_with_base(None, &profile)
                     .and_then(|c| c.resolve())
                     .map_err(Error::Profile)
-                    .and_then(|m| ServedRank::new(slot, nr_dpus, Arc::new(m)));
+                    .and_then(|m| ServedRank::part(slot, first_dpu, nr_dpus, Arc::new(m)));
                 match made {
                     Ok(r) => {
                         r.charge_logs_to(self.log_account(log_budget));
@@ -401,7 +402,10 @@ fn run_wire(served: &ServedRank, op: WireOp, shared: &Buffers) -> RankOutcome {
             for d in dpus {
                 match programs.get(d as usize).cloned().flatten() {
                     Some(p) => with.push((d, p)),
-                    None => return failed(&Error::NoProgramLoaded(format!("DPU {d} of the rank"))),
+                    None => {
+                        let d = d + served.first_dpu();
+                        return failed(&Error::NoProgramLoaded(format!("DPU {d} of the rank")));
+                    }
                 }
             }
             served.run(RankOp::Launch { dpus: with })
@@ -451,6 +455,7 @@ mod tests {
         let ranks = Ranks::default();
         let open = ToWorker::Open {
             slot: 1,
+            first_dpu: 0,
             nr_dpus: 4,
             log_budget: 1 << 20,
             profile: "nrRanks=2,nrDpusPerRank=4".into(),
@@ -470,10 +475,40 @@ mod tests {
         assert!(e.to_error().to_string().contains("not open"), "{e:?}");
         let bad = ranks.handle(ToWorker::Open {
             slot: 0,
+            first_dpu: 0,
             nr_dpus: 4,
             log_budget: 1 << 20,
             profile: "hardware=no-such-profile".into(),
         });
         assert!(matches!(bad, Reply::Error(_)), "{bad:?}");
+    }
+
+    #[test]
+    fn a_part_of_a_split_rank_names_its_dpus_as_the_rank_does() {
+        let ranks = Ranks::default();
+        let open = |first_dpu: u32, nr_dpus: u32| ToWorker::Open {
+            slot: 1,
+            first_dpu,
+            nr_dpus,
+            log_budget: 1 << 20,
+            profile: "nrRanks=2,nrDpusPerRank=4".into(),
+        };
+        // DPUs 2 and 3 of rank 1, indexed 0 and 1 here.
+        assert_eq!(ranks.handle(open(2, 2)), Reply::Unit);
+        let launch = ranks.handle(ToWorker::Call(Request::Exec {
+            ops: vec![(1, WireOp::Launch { dpus: vec![1] })],
+        }));
+        let Reply::Exec { outcomes, .. } = launch else {
+            panic!("{launch:?}")
+        };
+        let e = outcomes[0]
+            .result
+            .clone()
+            .unwrap_err()
+            .to_error()
+            .to_string();
+        assert!(e.contains("DPU 3 of the rank"), "{e}");
+        // A part past the rank's DPUs is refused.
+        assert!(matches!(ranks.handle(open(3, 2)), Reply::Error(_)));
     }
 }

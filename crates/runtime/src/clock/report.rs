@@ -377,6 +377,19 @@ pub struct WorkerReport {
     pub pid: u32,
     /// The machine's rank slots it held.
     pub rank_slots: Vec<u32>,
+    /// The parts it held of ranks split over several workers (an allocation of fewer ranks
+    /// than workers: `docs/scale-out.md`); absent when none was.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rank_parts: Vec<RankPartReport>,
+}
+
+/// A worker's part of a rank split over several workers: DPUs `first_dpu..first_dpu + dpus`
+/// of rank slot `slot`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RankPartReport {
+    pub slot: u32,
+    pub first_dpu: u32,
+    pub dpus: u32,
 }
 
 /// The workers of this process's distributed run (set by the MPI backend).

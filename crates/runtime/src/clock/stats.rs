@@ -123,6 +123,59 @@ impl LaunchRecord {
         self.dma_quirks += s.dma_quirks;
         self.stepped_dpus += u64::from(s.stepped);
     }
+
+    /// Adds the record of the same launch on more DPUs of the rank (an MPI worker's part of
+    /// a split rank; `other`'s DPUs after this one's): what one record of all of them holds.
+    pub fn join(&mut self, other: &LaunchRecord) {
+        // Every field named: a field added to the record must say how parts join.
+        let LaunchRecord {
+            rank: _,
+            dpus,
+            max_cycles,
+            total_cycles,
+            total_instructions,
+            faults,
+            modeled_seconds,
+            tasklets,
+            total_tasklets,
+            dma_bytes,
+            dma_requests,
+            dma_busy_cycles,
+            sleep_cycles,
+            dma_wait_cycles,
+            runnable_cycles,
+            tasklet_cycles,
+            dma_quirks,
+            dma_quirk_example,
+            waiting_dpus,
+            waiting_example,
+            stepped_dpus,
+        } = other;
+        self.dpus += dpus;
+        self.max_cycles = self.max_cycles.max(*max_cycles);
+        self.total_cycles += total_cycles;
+        self.total_instructions += total_instructions;
+        self.faults += faults;
+        self.modeled_seconds = self.modeled_seconds.max(*modeled_seconds);
+        self.tasklets = self.tasklets.max(*tasklets);
+        self.total_tasklets += total_tasklets;
+        self.dma_bytes += dma_bytes;
+        self.dma_requests += dma_requests;
+        self.dma_busy_cycles += dma_busy_cycles;
+        self.sleep_cycles += sleep_cycles;
+        self.dma_wait_cycles += dma_wait_cycles;
+        self.runnable_cycles += runnable_cycles;
+        self.tasklet_cycles += tasklet_cycles;
+        self.dma_quirks += dma_quirks;
+        if self.dma_quirk_example.is_none() {
+            self.dma_quirk_example.clone_from(dma_quirk_example);
+        }
+        self.waiting_dpus += waiting_dpus;
+        if self.waiting_example.is_none() {
+            self.waiting_example.clone_from(waiting_example);
+        }
+        self.stepped_dpus += stepped_dpus;
+    }
 }
 
 static HISTORY: Mutex<Vec<LaunchRecord>> = Mutex::new(Vec::new());

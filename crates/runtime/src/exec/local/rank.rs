@@ -80,6 +80,10 @@ pub(crate) struct LocalRank {
     /// lower bound of the launch's cycles, in steps of the engine's progress reports; 0 while
     /// no launch runs): how far a polled launch has got.
     progress: AtomicU64,
+    /// The rank's DPU number of this rank's DPU 0: 0, except on an MPI worker holding a part
+    /// of a rank split over several workers. Only what is told to people (faults, advice)
+    /// uses it; the DPUs are indexed from 0 here.
+    dpu_base: u32,
     _slot: SlotGuard,
 }
 
@@ -238,8 +242,16 @@ impl LocalRank {
             logs: Mutex::new(LogAccount::process()),
             stop: Mutex::new(None),
             progress: AtomicU64::new(0),
+            dpu_base: 0,
             _slot: slot,
         })
+    }
+
+    /// This rank as DPUs `base..` of its slot (a part of a rank split over MPI workers):
+    /// faults and advice name the rank's DPUs as the whole rank numbers them.
+    pub(crate) fn numbered_from(mut self, base: u32) -> LocalRank {
+        self.dpu_base = base;
+        self
     }
 
     /// The rank's slot in the machine (0-based).
@@ -285,6 +297,11 @@ impl LocalRank {
     /// DPUs in this rank.
     pub(crate) fn nr_dpus(&self) -> u32 {
         self.nr_dpus
+    }
+
+    /// The rank's DPU number of this rank's DPU 0 ([`LocalRank::numbered_from`]).
+    pub(crate) fn dpu_base(&self) -> u32 {
+        self.dpu_base
     }
 
     /// The DPU frequency in Hz: what the loader writes into a program's `CLOCKS_PER_SEC`.
@@ -606,7 +623,11 @@ impl LocalRank {
                     continue;
                 };
                 let old = meta.programs[item.dpu as usize].clone().ok_or_else(|| {
-                    Error::NoProgramLoaded(format!("DPU {} of rank {}", item.dpu, self.id))
+                    Error::NoProgramLoaded(format!(
+                        "DPU {} of rank {}",
+                        item.dpu + self.dpu_base,
+                        self.id
+                    ))
                 })?;
                 let key = Arc::as_ptr(&old);
                 let new = match patched.iter().find(|(k, _)| *k == key) {
@@ -696,7 +717,11 @@ impl LocalRank {
                 Place::Iram(a) => {
                     let programs = meta_programs.as_ref().expect("computed for IRAM reads");
                     let prog = programs[item.dpu as usize].as_ref().ok_or_else(|| {
-                        Error::NoProgramLoaded(format!("DPU {} of rank {}", item.dpu, self.id))
+                        Error::NoProgramLoaded(format!(
+                            "DPU {} of rank {}",
+                            item.dpu + self.dpu_base,
+                            self.id
+                        ))
                     })?;
                     dst.fill(0);
                     let base = prog.text_base() - openpim_machine::map::IRAM_BASE;
@@ -740,6 +765,7 @@ impl LocalRank {
         }
         let timing = &self.timing;
         let rank_id = self.id;
+        let dpu_base = self.dpu_base;
         let store = &*self.store;
         let stop = self.stop.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let progress = &self.progress;
@@ -765,7 +791,8 @@ impl LocalRank {
                         progress.fetch_max(n * openpim_engine::STOP_CHECK_CYCLES, Ordering::AcqRel);
                         stop.as_deref().is_some_and(|stop| stop())
                     };
-                    Ok((i, run_one(rank_id, i, dpu, prog, timing, &check)))
+                    let named = i + dpu_base;
+                    Ok((i, run_one(rank_id, named, dpu, prog, timing, &check)))
                 })
                 .collect()
         });

@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use openpim_machine::MachineConfig;
+use openpim_machine::{MachineConfig, StoreSpec};
 
 use crate::clock::stats::DpuRunStats;
 use crate::error::{Error, Result};
@@ -36,15 +36,34 @@ impl ServedRank {
     /// Rank `slot` (of the caller's server) with its first `nr_dpus` DPUs, cleared; `machine`
     /// gives its hardware and run options.
     pub fn new(slot: u32, nr_dpus: u32, machine: Arc<MachineConfig>) -> Result<ServedRank> {
-        if nr_dpus == 0 || nr_dpus > machine.dpus_per_rank {
+        ServedRank::part(slot, 0, nr_dpus, machine)
+    }
+
+    /// DPUs `first..first + nr_dpus` of rank `slot`, as their own rank (an MPI worker's part
+    /// of a rank split over several workers): indexed from 0 here, named as the whole rank
+    /// numbers them in faults and advice. Only with MRAM in host memory: a file-backed store
+    /// maps a slot's DPUs from the file's start, which two parts would share.
+    pub fn part(
+        slot: u32,
+        first: u32,
+        nr_dpus: u32,
+        machine: Arc<MachineConfig>,
+    ) -> Result<ServedRank> {
+        if nr_dpus == 0 || first.saturating_add(nr_dpus) > machine.dpus_per_rank {
             return Err(Error::Internal(format!(
-                "a rank of {nr_dpus} DPUs does not fit the machine's ranks of {} DPUs",
+                "DPUs {first}..{} do not fit the machine's ranks of {} DPUs",
+                first.saturating_add(nr_dpus),
                 machine.dpus_per_rank
+            )));
+        }
+        if first > 0 && !matches!(machine.config.memory, None | Some(StoreSpec::Anon)) {
+            return Err(Error::Internal(format!(
+                "a part of a rank (from its DPU {first}) needs MRAM in host memory"
             )));
         }
         let guard = slots::take_exact(slot)?;
         Ok(ServedRank {
-            rank: LocalRank::reporting_to_caller(guard, nr_dpus, machine)?,
+            rank: LocalRank::reporting_to_caller(guard, nr_dpus, machine)?.numbered_from(first),
         })
     }
 
@@ -72,6 +91,11 @@ impl ServedRank {
     /// DPUs of the rank in use.
     pub fn nr_dpus(&self) -> u32 {
         self.rank.nr_dpus()
+    }
+
+    /// The rank's DPU number of this one's DPU 0 (0 unless it is a part: [`ServedRank::part`]).
+    pub fn first_dpu(&self) -> u32 {
+        self.rank.dpu_base()
     }
 
     /// Runs one operation now (not a callback); returns its result and what it did.

@@ -17,6 +17,7 @@
 //! their parts in parallel.
 
 mod link;
+pub mod parts;
 mod shared;
 pub mod wire;
 
@@ -38,6 +39,7 @@ use crate::exec::{
 use crate::program::Program;
 use crate::xfer::Place;
 use link::Link;
+use parts::Part;
 use wire::{worker_of_slot, ToWorker, BATCH_BYTES_PER_DPU};
 
 /// The environment variable naming the gateway's socket (set by `openpim run --mpi N`).
@@ -61,6 +63,8 @@ pub struct MpiBackend {
     ranks: RankTable<MpiRank>,
     /// The broadcast buffers the workers hold.
     shared: Arc<shared::SharedBuffers>,
+    /// Every part of a split rank opened so far, by worker (the report's `rank_parts`).
+    split_parts: Mutex<Vec<(u32, crate::clock::report::RankPartReport)>>,
 }
 
 impl MpiBackend {
@@ -72,6 +76,7 @@ impl MpiBackend {
                 link: OnceLock::new(),
                 ranks: RankTable::new("MPI"),
                 shared: Arc::default(),
+                split_parts: Mutex::default(),
             })
         }))
     }
@@ -86,6 +91,38 @@ impl MpiBackend {
 }
 
 impl MpiBackend {
+    /// The report's `workers`: each worker's rank slots (slot `s` on worker `s mod N`) and
+    /// the parts of split ranks it held.
+    fn report_workers(&self, link: &Link, nr_ranks: u32) {
+        let nr_workers = link.workers.len() as u32;
+        let split = lock(&self.split_parts);
+        crate::clock::report::set_workers(
+            link.workers
+                .iter()
+                .enumerate()
+                .map(|(w, info)| crate::clock::report::WorkerReport {
+                    mpi_rank: info.mpi_rank,
+                    host: info.host.clone(),
+                    pid: info.pid,
+                    rank_slots: (0..nr_ranks)
+                        .filter(|s| worker_of_slot(*s, nr_workers) == w as u32)
+                        .collect(),
+                    rank_parts: split
+                        .iter()
+                        .filter(|(pw, _)| *pw == w as u32)
+                        .map(|(_, p)| p.clone())
+                        .collect(),
+                })
+                .collect(),
+        );
+    }
+
+    /// Whether every rank of `slots` lives whole on one worker (a collective's host step runs
+    /// in the workers only then: its plan gives each worker whole ranks).
+    pub fn ranks_whole(&self, slots: &[u32]) -> bool {
+        slots.iter().all(|s| self.rank(*s).parts.len() == 1)
+    }
+
     /// The run's workers (their number is what [`wire::worker_of_slot`] divides by).
     pub fn nr_workers(&self) -> Result<u32> {
         Ok(self.link()?.workers.len() as u32)
@@ -108,7 +145,12 @@ impl MpiBackend {
         let _ops: Vec<MutexGuard<'_, ()>> = ranks.iter().map(|r| lock(&r.host.op)).collect();
         merge(ranks.iter().map(|r| r.flush()).collect())?;
         let link = self.link()?;
-        let mut workers: Vec<u32> = ranks.iter().map(|r| r.worker).collect();
+        if ranks.iter().any(|r| r.parts.len() > 1) {
+            return Err(Error::Internal(
+                "a collective's host step on the workers needs whole ranks".into(),
+            ));
+        }
+        let mut workers: Vec<u32> = ranks.iter().map(|r| r.parts[0].worker).collect();
         workers.sort_unstable();
         workers.dedup();
         let msg = ToWorker::Collective {
@@ -157,6 +199,82 @@ fn unexpected(r: &Reply) -> Error {
     Error::Internal(format!("unexpected reply from an MPI worker: {r:?}"))
 }
 
+/// Which part of which job each operation of a worker's message is: (job, part).
+type Keys = Vec<(usize, usize)>;
+/// A worker's message being put together: the worker, its operations' keys, the operations.
+type Message = (u32, Keys, Vec<(u32, WireOp)>);
+
+/// Runs one operation on each of `jobs`' ranks: each cut along its rank's parts, one message
+/// per worker (`Exec` of every part it holds), all sent before any reply is awaited; each
+/// job's outcome, its parts' joined ([`parts::join`]). A failed message is the error of each
+/// job it carried a part of (a dead worker's, variant and message kept).
+fn exchange(
+    link: &Link,
+    jobs: Vec<(&MpiRank, WireOp)>,
+) -> Vec<std::result::Result<RankOutcome, Error>> {
+    let cuts: Vec<(u32, parts::Cut)> = jobs
+        .into_iter()
+        .map(|(r, wire)| (r.host.id, parts::split(wire, &r.parts)))
+        .collect();
+    // (job, part) of each operation, grouped by worker.
+    let mut by_worker: Vec<Message> = Vec::new();
+    let mut cuts = cuts;
+    for (j, (slot, cut)) in cuts.iter_mut().enumerate() {
+        for (k, op) in cut.ops.iter_mut().enumerate() {
+            let Some(op) = op.take() else { continue };
+            let w = cut.workers[k];
+            let at = match by_worker.iter().position(|(bw, _, _)| *bw == w) {
+                Some(at) => at,
+                None => {
+                    by_worker.push((w, Vec::new(), Vec::new()));
+                    by_worker.len() - 1
+                }
+            };
+            by_worker[at].1.push((j, k));
+            by_worker[at].2.push((*slot, op));
+        }
+    }
+    let sent: Vec<(Keys, Result<link::Pending>)> = by_worker
+        .into_iter()
+        .map(|(w, keys, ops)| {
+            let msg = ToWorker::Call(Request::Exec { ops });
+            (keys, link.send(w, &msg))
+        })
+        .collect();
+    let mut got: Vec<Vec<Option<RankOutcome>>> = cuts
+        .iter()
+        .map(|(_, c)| (0..c.ops.len()).map(|_| None).collect())
+        .collect();
+    let mut failed: Vec<Option<Error>> = (0..cuts.len()).map(|_| None).collect();
+    for (keys, pending) in sent {
+        match pending.and_then(link::Pending::wait) {
+            Ok(Reply::Exec { outcomes, .. }) if outcomes.len() == keys.len() => {
+                for ((j, k), o) in keys.into_iter().zip(outcomes) {
+                    got[j][k] = Some(o);
+                }
+            }
+            other => {
+                let e = match other {
+                    Ok(r) => unexpected(&r),
+                    Err(e) => e,
+                };
+                let w = WireError::from_error(&e);
+                for (j, _) in keys {
+                    failed[j] = failed[j].take().or(Some(w.to_error()));
+                }
+            }
+        }
+    }
+    cuts.iter()
+        .zip(got)
+        .zip(failed)
+        .map(|(((_, cut), got), failed)| match failed {
+            Some(e) => Err(e),
+            None => Ok(parts::join(cut, got)),
+        })
+        .collect()
+}
+
 impl Backend for MpiBackend {
     fn as_any(&self) -> &dyn std::any::Any {
         self
@@ -183,24 +301,17 @@ impl Backend for MpiBackend {
                 free.len() as u32,
             ));
         }
-        crate::clock::report::set_workers(
-            link.workers
-                .iter()
-                .enumerate()
-                .map(|(w, info)| crate::clock::report::WorkerReport {
-                    mpi_rank: info.mpi_rank,
-                    host: info.host.clone(),
-                    pid: info.pid,
-                    rank_slots: (0..machine.nr_ranks)
-                        .filter(|s| worker_of_slot(*s, nr_workers) == w as u32)
-                        .collect(),
-                })
-                .collect(),
-        );
         let per_rank = machine.dpus_per_rank;
         let profile = effective_profile(&req.profile);
-        // Every worker opens its ranks at once.
-        let opened: Vec<(u32, u32, u32, Result<link::Pending>)> = free[..want as usize]
+        // A file-backed MRAM store maps a slot's DPUs from its file's start: whole ranks only.
+        let split = parts::splitting_allowed()?
+            && matches!(
+                machine.config.memory,
+                None | Some(openpim_machine::StoreSpec::Anon)
+            );
+        // Every worker opens its ranks (or parts of ranks) at once.
+        type Opening = (u32, u32, Vec<(Part, Result<link::Pending>)>);
+        let opened: Vec<Opening> = free[..want as usize]
             .iter()
             .enumerate()
             .map(|(r, &slot)| {
@@ -208,42 +319,73 @@ impl Backend for MpiBackend {
                     Some(n) => per_rank.min(n - r as u32 * per_rank),
                     None => per_rank,
                 };
-                let worker = worker_of_slot(slot, nr_workers);
-                let msg = ToWorker::Open {
-                    slot,
-                    nr_dpus: n,
-                    log_budget: crate::exec::local::logs::process_budget(),
-                    profile: profile.clone(),
-                };
-                (slot, n, worker, link.send(worker, &msg))
+                let home = worker_of_slot(slot, nr_workers);
+                let sent = parts::parts_of(home, n, want, nr_workers, split)
+                    .into_iter()
+                    .map(|part| {
+                        let msg = ToWorker::Open {
+                            slot,
+                            first_dpu: part.first,
+                            nr_dpus: part.count,
+                            log_budget: crate::exec::local::logs::process_budget(),
+                            profile: profile.clone(),
+                        };
+                        (part, link.send(part.worker, &msg))
+                    })
+                    .collect();
+                (slot, n, sent)
             })
             .collect();
         let mut infos = Vec::new();
         let mut first_err = None;
-        for (slot, n, worker, pending) in opened {
-            match pending.and_then(link::Pending::wait) {
-                Ok(_) => {
-                    timeline::rank_allocated(slot, n, &machine.hardware);
-                    table.insert(
-                        slot,
-                        Arc::new(MpiRank {
-                            worker,
-                            machine: Arc::clone(machine),
-                            link: Arc::clone(&link),
-                            shared: Arc::clone(&self.shared),
-                            host: HostSide::new(slot, n),
-                            batch: Mutex::default(),
-                            in_flight: Mutex::default(),
-                        }),
-                    );
-                    infos.push(RankInfo {
-                        id: slot,
-                        nr_dpus: n,
-                    });
+        for (slot, n, sent) in opened {
+            let mut parts = Vec::with_capacity(sent.len());
+            let mut failed = None;
+            for (part, pending) in sent {
+                match pending.and_then(link::Pending::wait) {
+                    Ok(_) => parts.push(part),
+                    Err(e) => failed = failed.or(Some(e)),
                 }
-                Err(e) => first_err = first_err.or(Some(e)),
             }
+            if let Some(e) = failed {
+                // The parts that did open are closed again.
+                for part in parts {
+                    let _ = link.call(part.worker, &ToWorker::Close { slot });
+                }
+                first_err = first_err.or(Some(e));
+                continue;
+            }
+            if parts.len() > 1 {
+                lock(&self.split_parts).extend(parts.iter().map(|p| {
+                    (
+                        p.worker,
+                        crate::clock::report::RankPartReport {
+                            slot,
+                            first_dpu: p.first,
+                            dpus: p.count,
+                        },
+                    )
+                }));
+            }
+            timeline::rank_allocated(slot, n, &machine.hardware);
+            table.insert(
+                slot,
+                Arc::new(MpiRank {
+                    parts,
+                    machine: Arc::clone(machine),
+                    link: Arc::clone(&link),
+                    shared: Arc::clone(&self.shared),
+                    host: HostSide::new(slot, n),
+                    batch: Mutex::default(),
+                    in_flight: Mutex::default(),
+                }),
+            );
+            infos.push(RankInfo {
+                id: slot,
+                nr_dpus: n,
+            });
         }
+        self.report_workers(&link, machine.nr_ranks);
         if let Some(e) = first_err {
             // The ranks that did open are closed again.
             for i in &infos {
@@ -270,61 +412,21 @@ impl Backend for MpiBackend {
             }
             // One message per worker, all sent before any reply is awaited.
             let link = Arc::clone(&ops[0].0.link);
-            let mut wires: Vec<Option<WireOp>> = Vec::with_capacity(ops.len());
+            let mut wires: Vec<WireOp> = Vec::with_capacity(ops.len());
             let prepared: Vec<(Arc<MpiRank>, Prepared)> = ops
                 .into_iter()
                 .map(|(r, op)| {
                     let (wire, p) = r.prepare(op);
-                    wires.push(Some(r.after_batch(wire)));
+                    wires.push(r.after_batch(wire));
                     (r, p)
                 })
                 .collect();
-            let mut by_worker: Vec<(u32, Vec<usize>)> = Vec::new();
-            for (k, (r, _)) in prepared.iter().enumerate() {
-                match by_worker.iter_mut().find(|(w, _)| *w == r.worker) {
-                    Some((_, ks)) => ks.push(k),
-                    None => by_worker.push((r.worker, vec![k])),
-                }
-            }
-            let sent: Vec<(Vec<usize>, Result<link::Pending>)> = by_worker
-                .into_iter()
-                .map(|(worker, ks)| {
-                    let ops = ks
-                        .iter()
-                        .map(|&k| (prepared[k].0.host.id, wires[k].take().expect("once")))
-                        .collect();
-                    let msg = ToWorker::Call(Request::Exec { ops });
-                    (ks, link.send(worker, &msg))
-                })
-                .collect();
-            let mut outcomes: Vec<Option<std::result::Result<RankOutcome, Error>>> =
-                (0..prepared.len()).map(|_| None).collect();
-            for (ks, pending) in sent {
-                match pending.and_then(link::Pending::wait) {
-                    Ok(Reply::Exec { outcomes: os, .. }) if os.len() == ks.len() => {
-                        for (k, o) in ks.into_iter().zip(os) {
-                            outcomes[k] = Some(Ok(o));
-                        }
-                    }
-                    Ok(other) => {
-                        for k in ks {
-                            outcomes[k] = Some(Err(unexpected(&other)));
-                        }
-                    }
-                    Err(e) => {
-                        // The same error for each (a dead worker), variant and message kept.
-                        let w = WireError::from_error(&e);
-                        for k in ks {
-                            outcomes[k] = Some(Err(w.to_error()));
-                        }
-                    }
-                }
-            }
+            let jobs = prepared.iter().map(|(r, _)| &**r).zip(wires).collect();
+            let outcomes = exchange(&link, jobs);
             let results = prepared
                 .into_iter()
                 .zip(outcomes)
                 .map(|((r, p), o)| {
-                    let o = o.expect("every operation answered");
                     let done = timeline::with_sync_issue(issue, || r.complete(p, o));
                     // A batch sent before this operation failed: its error is this one's.
                     merge(vec![r.settle(), done])
@@ -366,11 +468,21 @@ impl Backend for MpiBackend {
 
     fn log(&self, rank: u32, dpu: u32) -> Result<Vec<u8>> {
         self.ranks.flushed(rank, |r| {
+            let Some(part) = r
+                .parts
+                .iter()
+                .find(|p| dpu >= p.first && dpu - p.first < p.count)
+            else {
+                return Err(Error::Internal(format!(
+                    "no DPU {dpu} in rank {}",
+                    r.host.id
+                )));
+            };
             let msg = ToWorker::Call(Request::Log {
                 rank: r.host.id,
-                dpu,
+                dpu: dpu - part.first,
             });
-            match r.link.call(r.worker, &msg) {
+            match r.link.call(part.worker, &msg) {
                 Ok(Reply::Bytes(b)) => Ok(b),
                 Ok(other) => Err(unexpected(&other)),
                 Err(e) => Err(e),
@@ -380,23 +492,41 @@ impl Backend for MpiBackend {
 
     fn run_stats(&self, rank: u32, first: u32, count: u32) -> Vec<Option<DpuRunStats>> {
         self.ranks.flushed(rank, |r| {
-            let msg = ToWorker::Call(Request::RunStats {
-                rank: r.host.id,
-                first,
-                count,
-            });
-            match r.link.call(r.worker, &msg) {
-                Ok(Reply::Stats(s)) if s.len() == count as usize => s,
-                _ => vec![None; count as usize],
+            // Each part's DPUs of the range, asked of all parts at once, in DPU order.
+            let end = first.saturating_add(count);
+            let asked: Vec<(u32, Result<link::Pending>)> = r
+                .parts
+                .iter()
+                .filter_map(|p| {
+                    let (lo, hi) = (first.max(p.first), end.min(p.first + p.count));
+                    (lo < hi).then(|| {
+                        let msg = ToWorker::Call(Request::RunStats {
+                            rank: r.host.id,
+                            first: lo - p.first,
+                            count: hi - lo,
+                        });
+                        (hi - lo, r.link.send(p.worker, &msg))
+                    })
+                })
+                .collect();
+            let mut out = Vec::with_capacity(count as usize);
+            for (n, pending) in asked {
+                match pending.and_then(link::Pending::wait) {
+                    Ok(Reply::Stats(s)) if s.len() == n as usize => out.extend(s),
+                    _ => out.extend(std::iter::repeat_n(None, n as usize)),
+                }
             }
+            out.resize(count as usize, None);
+            out
         })
     }
 }
 
-/// A rank a worker runs for this process.
+/// A rank the workers run for this process.
 struct MpiRank {
-    /// The worker holding it (index in the worker table).
-    worker: u32,
+    /// The workers holding it (indices in the worker table) and their DPUs: one part for a
+    /// whole rank, or a part per worker of a rank split over several ([`parts`]).
+    parts: Vec<Part>,
     machine: Arc<openpim_machine::MachineConfig>,
     link: Arc<Link>,
     /// The run's broadcast buffers (the backend's).
@@ -409,9 +539,10 @@ struct MpiRank {
     /// operation (nothing can observe a DPU's memory before it), as the remote backend's.
     batch: Mutex<(Vec<WireOp>, usize)>,
     /// A full batch sent without waiting for it (at most one: the next full batch waits for
-    /// it first). The worker applies it before the rank's later requests (it runs one rank's
-    /// requests in arrival order); its error is reported by the rank's next operation.
-    in_flight: Mutex<Option<link::Pending>>,
+    /// it first; one message per part). The worker applies it before the rank's later
+    /// requests (it runs one rank's requests in arrival order); its error is reported by the
+    /// rank's next operation.
+    in_flight: Mutex<Vec<link::Pending>>,
 }
 
 /// A batch is sent once it holds this many bytes.
@@ -431,10 +562,16 @@ fn batchable(op: &RankOp) -> bool {
 impl Drop for MpiRank {
     fn drop(&mut self) {
         let _ = self.flush();
-        // The worker wipes the rank; a worker that is gone has nothing left to wipe.
-        let _ = self
-            .link
-            .call(self.worker, &ToWorker::Close { slot: self.host.id });
+        // The workers wipe the rank; a worker that is gone has nothing left to wipe.
+        let close = ToWorker::Close { slot: self.host.id };
+        let sent: Vec<_> = self
+            .parts
+            .iter()
+            .map(|p| self.link.send(p.worker, &close))
+            .collect();
+        for pending in sent {
+            let _ = pending.and_then(link::Pending::wait);
+        }
         timeline::rank_released(self.host.id);
     }
 }
@@ -627,31 +764,37 @@ impl MpiRank {
         if ops.is_empty() {
             return before;
         }
-        let msg = ToWorker::Call(Request::Exec {
-            ops: vec![(self.host.id, WireOp::Batch(ops))],
-        });
-        match self.link.send(self.worker, &msg) {
-            Ok(p) => {
-                *lock(&self.in_flight) = Some(p);
-                before
+        let cut = parts::split(WireOp::Batch(ops), &self.parts);
+        let mut results = vec![before];
+        let mut in_flight = lock(&self.in_flight);
+        for (op, worker) in cut.ops.into_iter().zip(cut.workers) {
+            let Some(op) = op else { continue };
+            let msg = ToWorker::Call(Request::Exec {
+                ops: vec![(self.host.id, op)],
+            });
+            match self.link.send(worker, &msg) {
+                Ok(p) => in_flight.push(p),
+                Err(e) => results.push(Err(e)),
             }
-            Err(e) => merge(vec![before, Err(e)]),
         }
+        merge(results)
     }
 
-    /// Waits for the batch in flight, if any: its error.
+    /// Waits for the batch in flight, if any (each part's): its error.
     fn settle(&self) -> Result<()> {
-        let Some(p) = lock(&self.in_flight).take() else {
-            return Ok(());
-        };
-        match p.wait()? {
-            Reply::Exec { mut outcomes, .. } if outcomes.len() == 1 => outcomes
-                .pop()
-                .expect("one")
-                .result
-                .map_err(|w| w.to_error()),
-            other => Err(unexpected(&other)),
-        }
+        let pending = std::mem::take(&mut *lock(&self.in_flight));
+        let results = pending
+            .into_iter()
+            .map(|p| match p.wait()? {
+                Reply::Exec { mut outcomes, .. } if outcomes.len() == 1 => outcomes
+                    .pop()
+                    .expect("one")
+                    .result
+                    .map_err(|w| w.to_error()),
+                other => Err(unexpected(&other)),
+            })
+            .collect();
+        merge(results)
     }
 
     /// `wire` after the batched writes, if any (one message).
@@ -685,16 +828,9 @@ impl QueuedRank for MpiRank {
         }
         let (wire, p) = self.prepare(op);
         let wire = self.after_batch(wire);
-        let msg = ToWorker::Call(Request::Exec {
-            ops: vec![(self.host.id, wire)],
-        });
-        let outcome = match self.link.call(self.worker, &msg) {
-            Ok(Reply::Exec { mut outcomes, .. }) if outcomes.len() == 1 => {
-                Ok(outcomes.pop().expect("one"))
-            }
-            Ok(other) => Err(unexpected(&other)),
-            Err(e) => Err(e),
-        };
+        let outcome = exchange(&self.link, vec![(self, wire)])
+            .pop()
+            .expect("one job, one outcome");
         let done = self.complete(p, outcome);
         // The batch in flight was applied before this operation (its reply came first).
         merge(vec![self.settle(), done])
@@ -727,24 +863,52 @@ impl MpiRank {
         let mut wires = wires;
         let first = wires.remove(0);
         wires.insert(0, self.after_batch(first));
-        let msg = ToWorker::Call(Request::Queue {
-            rank: self.host.id,
-            ops: wires,
-        });
-        let outcomes: Vec<std::result::Result<RankOutcome, Error>> =
-            match self.link.call(self.worker, &msg) {
+        // Each part gets the queue's operations cut to its DPUs, in order (an empty batch,
+        // which does nothing, where an operation has nothing for it), in one message.
+        let mut cuts: Vec<parts::Cut> = wires
+            .into_iter()
+            .map(|w| parts::split(w, &self.parts))
+            .collect();
+        let sent: Vec<Option<Result<link::Pending>>> = (0..self.parts.len())
+            .map(|k| {
+                if cuts.iter().all(|c| c.ops[k].is_none()) {
+                    return None;
+                }
+                let ops = cuts
+                    .iter_mut()
+                    .map(|c| c.ops[k].take().unwrap_or(WireOp::Batch(Vec::new())))
+                    .collect();
+                let msg = ToWorker::Call(Request::Queue {
+                    rank: self.host.id,
+                    ops,
+                });
+                Some(self.link.send(self.parts[k].worker, &msg))
+            })
+            .collect();
+        let mut got: Vec<Vec<Option<RankOutcome>>> = (0..n)
+            .map(|_| (0..self.parts.len()).map(|_| None).collect())
+            .collect();
+        let mut failed: Option<WireError> = None;
+        for (k, pending) in sent.into_iter().enumerate() {
+            let Some(pending) = pending else { continue };
+            match pending.and_then(link::Pending::wait) {
                 Ok(Reply::Exec { outcomes, .. }) if outcomes.len() == n => {
-                    outcomes.into_iter().map(Ok).collect()
+                    for (i, o) in outcomes.into_iter().enumerate() {
+                        got[i][k] = Some(o);
+                    }
                 }
-                Ok(other) => {
-                    let w = WireError::from_error(&unexpected(&other));
-                    (0..n).map(|_| Err(w.to_error())).collect()
-                }
-                Err(e) => {
-                    let w = WireError::from_error(&e);
-                    (0..n).map(|_| Err(w.to_error())).collect()
-                }
-            };
+                Ok(other) => failed = failed.or(Some(WireError::from_error(&unexpected(&other)))),
+                Err(e) => failed = failed.or(Some(WireError::from_error(&e))),
+            }
+        }
+        let outcomes: Vec<std::result::Result<RankOutcome, Error>> = cuts
+            .iter()
+            .zip(got)
+            .map(|(cut, got)| match &failed {
+                Some(w) => Err(w.to_error()),
+                None => Ok(parts::join(cut, got)),
+            })
+            .collect();
         let mut results: Vec<Result<()>> = prepared
             .into_iter()
             .zip(outcomes)

@@ -21,10 +21,13 @@ const COLLECTIVE_TAG: u8 = 8;
 /// A request for a worker.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToWorker {
-    /// Make rank `slot` with its first `nr_dpus` DPUs, for the machine `profile` describes
-    /// (the program's whole profile: `UPMEM_PROFILE_BASE` then its own keys).
+    /// Make rank `slot` with its DPUs `first_dpu..first_dpu + nr_dpus` (all of them from 0,
+    /// or this worker's part of a rank split over several workers), for the machine
+    /// `profile` describes (the program's whole profile: `UPMEM_PROFILE_BASE` then its own
+    /// keys).
     Open {
         slot: u32,
+        first_dpu: u32,
         nr_dpus: u32,
         /// The program's printf log budget (`OPENPIM_LOG_BUDGET` as the program read it at
         /// its first allocation), which the worker's ranks' logs are bounded by.
@@ -109,12 +112,14 @@ impl ToWorker {
         match self {
             ToWorker::Open {
                 slot,
+                first_dpu,
                 nr_dpus,
                 log_budget,
                 profile,
             } => {
                 out.push(0);
                 out.extend_from_slice(&slot.to_le_bytes());
+                out.extend_from_slice(&first_dpu.to_le_bytes());
                 out.extend_from_slice(&nr_dpus.to_le_bytes());
                 out.extend_from_slice(&log_budget.to_le_bytes());
                 out.extend_from_slice(profile.as_bytes());
@@ -203,9 +208,10 @@ impl ToWorker {
         match buf.first() {
             Some(0) => Ok(ToWorker::Open {
                 slot: u32_at(1)?,
-                nr_dpus: u32_at(5)?,
-                log_budget: u64::from(u32_at(9)?) | (u64::from(u32_at(13)?) << 32),
-                profile: String::from_utf8(buf.get(17..).unwrap_or_default().to_vec())
+                first_dpu: u32_at(5)?,
+                nr_dpus: u32_at(9)?,
+                log_budget: u64::from(u32_at(13)?) | (u64::from(u32_at(17)?) << 32),
+                profile: String::from_utf8(buf.get(21..).unwrap_or_default().to_vec())
                     .map_err(|_| DecodeError::BadText)?,
             }),
             Some(1) => Ok(ToWorker::Close { slot: u32_at(1)? }),
@@ -376,7 +382,8 @@ mod tests {
         for m in [
             ToWorker::Open {
                 slot: 3,
-                nr_dpus: 64,
+                first_dpu: 32,
+                nr_dpus: 32,
                 log_budget: 5 << 30,
                 profile: "nrRanks=4,hardware=upmem-v1a".into(),
             },
