@@ -356,16 +356,21 @@ impl Backend for MpiBackend {
                 continue;
             }
             if parts.len() > 1 {
-                lock(&self.split_parts).extend(parts.iter().map(|p| {
-                    (
+                // Each part once, however often an allocation of its shape was made.
+                let mut held = lock(&self.split_parts);
+                for p in &parts {
+                    let part = (
                         p.worker,
                         crate::clock::report::RankPartReport {
                             slot,
                             first_dpu: p.first,
                             dpus: p.count,
                         },
-                    )
-                }));
+                    );
+                    if !held.contains(&part) {
+                        held.push(part);
+                    }
+                }
             }
             timeline::rank_allocated(slot, n, &machine.hardware);
             table.insert(
