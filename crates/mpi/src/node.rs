@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use mpi::Threading;
 use openpim_collectives::distributed;
 use openpim_runtime::exec::mpi::wire::{
-    encode_reply, read_frame, write_frame, CollectiveReply, ToWorker, WorkerInfo, SHARE_ALL,
+    encode_reply, read_frame_after, write_frame, CollectiveReply, ToWorker, WorkerInfo, SHARE_ALL,
 };
 use openpim_runtime::exec::remote::protocol::{Reply, WireError};
 use openpim_runtime::Error;
@@ -34,6 +34,9 @@ const HEARTBEAT: Duration = Duration::from_millis(500);
 /// How often the gateway looks at its workers' liveness (a dead one on this machine, a
 /// silent one, a ping due).
 const LIVENESS_EVERY: Duration = Duration::from_millis(5);
+
+/// Where a program's request starts in [`FromHost::Request`]'s frame.
+const BODY_AT: usize = 8;
 
 fn framed(id: u64, body: &[u8]) -> Vec<u8> {
     let mut m = Vec::with_capacity(8 + body.len());
@@ -101,7 +104,7 @@ fn worker(t: &mut Transport, bound: Duration) -> bool {
     loop {
         let mut busy = false;
         while let Ok((dest, msg)) = rx.try_recv() {
-            t.post(dest, &msg);
+            t.post_owned(dest, msg);
             busy = true;
         }
         t.progress();
@@ -233,11 +236,13 @@ struct InFlight {
 /// What the gateway's socket threads hand to its MPI thread.
 enum FromHost {
     Connected(u64, Arc<Mutex<UnixStream>>),
+    /// The request's body is `frame[BODY_AT..]`; the bytes before it are free for the
+    /// gateway's own id (the message relayed to the worker is `frame` itself: no copy).
     Request {
         conn: u64,
         id: u64,
         worker: u32,
-        body: Vec<u8>,
+        frame: Vec<u8>,
     },
     Closed(u64),
     Stop,
@@ -331,8 +336,9 @@ fn gateway(t: &mut Transport, socket: &str, timeout: Duration) -> Result<(), Str
                     conn,
                     id,
                     worker: SHARE_ALL,
-                    body,
+                    frame,
                 }) => {
+                    let body = &frame[BODY_AT..];
                     // A buffer for every worker: one MPI broadcast, announced to each first.
                     busy = true;
                     let f = InFlight {
@@ -359,7 +365,7 @@ fn gateway(t: &mut Transport, socket: &str, timeout: Duration) -> Result<(), Str
                         for p in &peers {
                             t.post(p.info.mpi_rank as i32, &framed(0, &marker.encode()));
                         }
-                        let ticket = t.start_broadcast(body.into_boxed_slice(), 17);
+                        let ticket = t.start_broadcast(frame.into_boxed_slice(), BODY_AT + 17);
                         sharing.insert(ticket, f);
                     } else {
                         let e = Error::Internal(format!(
@@ -372,14 +378,14 @@ fn gateway(t: &mut Transport, socket: &str, timeout: Duration) -> Result<(), Str
                     conn,
                     id,
                     worker,
-                    body,
+                    mut frame,
                 }) => {
                     busy = true;
                     let f = InFlight {
                         conn,
                         id,
                         worker,
-                        collective: ToWorker::is_collective(&body),
+                        collective: ToWorker::is_collective(&frame[BODY_AT..]),
                     };
                     match peers.get(worker as usize) {
                         None => {
@@ -397,7 +403,9 @@ fn gateway(t: &mut Transport, socket: &str, timeout: Duration) -> Result<(), Str
                         Some(p) => {
                             let g = next_id;
                             next_id += 1;
-                            t.post(p.info.mpi_rank as i32, &framed(g, &body));
+                            // The message is `g` then the body: the frame itself.
+                            frame[..BODY_AT].copy_from_slice(&g.to_le_bytes());
+                            t.post_owned(p.info.mpi_rank as i32, frame);
                             in_flight.insert(g, f);
                         }
                     }
@@ -573,22 +581,23 @@ fn accept(listener: UnixListener, table: &str, tx: &Waking<FromHost>) {
         }
         let tx = tx.clone();
         std::thread::spawn(move || {
-            while let Ok(Some((id, rest))) = read_frame(&mut reader) {
-                if rest.len() < 4 {
+            // The frame's rest (the worker, then the request) lands 4 bytes in, so that the
+            // worker's 4 bytes and these make room for the gateway's id before the request.
+            while let Ok(Some((id, frame))) = read_frame_after(&mut reader, BODY_AT - 4) {
+                if frame.len() < BODY_AT {
                     break;
                 }
-                let worker = u32::from_le_bytes(rest[..4].try_into().expect("4"));
+                let worker = u32::from_le_bytes(frame[BODY_AT - 4..BODY_AT].try_into().expect("4"));
                 if worker == STOP_WORKER {
                     let _ = tx.send(FromHost::Stop);
                     break;
                 }
-                let body = rest[4..].to_vec();
                 if tx
                     .send(FromHost::Request {
                         conn,
                         id,
                         worker,
-                        body,
+                        frame,
                     })
                     .is_err()
                 {

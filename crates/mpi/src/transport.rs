@@ -5,7 +5,10 @@
 //! bytes, the first one starting with the message's length; MPI keeps the order of messages
 //! between two processes, so the receiver takes the rest of a message from its sender once
 //! it has seen its first chunk. Sends never block: two processes sending each other large
-//! messages at once cannot deadlock.
+//! messages at once cannot deadlock. A large message the sender owns
+//! ([`Transport::post_owned`]) is not copied: its first send carries the length alone and
+//! the next one the buffer itself, which the receiver takes as its message without copying
+//! it either.
 
 use mpi::request::{Request, StaticScope};
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -13,6 +16,10 @@ use mpi::traits::{Destination, MatchedReceiveVec, Root, Source};
 
 /// The largest piece of a message one MPI send carries (counts are 32-bit).
 const CHUNK: usize = 1 << 30;
+
+/// Messages up to this size are copied behind their length (one send); larger ones the
+/// sender owns are sent from their buffer.
+const COPIED: usize = 64 << 10;
 
 /// A send in flight and the buffer it reads (freed once the send is complete).
 struct InFlight {
@@ -81,6 +88,19 @@ impl Transport {
         for chunk in msg[head..].chunks(CHUNK) {
             self.post_chunk(dest, chunk.to_vec().into_boxed_slice());
         }
+    }
+
+    /// Starts sending `msg` to process `dest`, from its own buffer when it is large (kept
+    /// until the send is complete) rather than a copy.
+    pub fn post_owned(&mut self, dest: i32, msg: Vec<u8>) {
+        if msg.len() <= COPIED || msg.len() > CHUNK {
+            return self.post(dest, &msg);
+        }
+        self.sent.0 += msg.len() as u64;
+        self.sent.1 += 1;
+        let len = (msg.len() as u64).to_le_bytes().to_vec().into_boxed_slice();
+        self.post_chunk(dest, len);
+        self.post_chunk(dest, msg.into_boxed_slice());
     }
 
     fn post_chunk(&mut self, dest: i32, chunk: Box<[u8]>) {
@@ -204,7 +224,12 @@ impl Transport {
         while data.len() < total {
             let probed = self.world.process_at_rank(src).matched_probe();
             let (chunk, _) = probed.matched_receive_vec::<u8>();
-            data.extend_from_slice(&chunk);
+            if data.is_empty() {
+                // (A large message sent from its buffer: taken as it came.)
+                data = chunk;
+            } else {
+                data.extend_from_slice(&chunk);
+            }
         }
         Some((src, data))
     }

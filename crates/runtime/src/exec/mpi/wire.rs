@@ -348,6 +348,12 @@ pub fn write_frame(w: &mut impl Write, id: u64, head: &[u8], body: &[u8]) -> std
 
 /// Reads one frame: its id and the rest; `None` at the end of the stream.
 pub fn read_frame(r: &mut impl Read) -> std::io::Result<Option<(u64, Vec<u8>)>> {
+    read_frame_after(r, 0)
+}
+
+/// [`read_frame`], the rest placed after `room` bytes of the buffer (zero), which the caller
+/// may fill with a header of its own instead of copying the rest into a new buffer.
+pub fn read_frame_after(r: &mut impl Read, room: usize) -> std::io::Result<Option<(u64, Vec<u8>)>> {
     let mut l = [0u8; 4];
     match r.read_exact(&mut l) {
         Ok(()) => {}
@@ -368,8 +374,8 @@ pub fn read_frame(r: &mut impl Read) -> std::io::Result<Option<(u64, Vec<u8>)>> 
     }
     let mut id = [0u8; 8];
     r.read_exact(&mut id)?;
-    let mut rest = vec![0u8; len - 8];
-    r.read_exact(&mut rest)?;
+    let mut rest = vec![0u8; room + len - 8];
+    r.read_exact(&mut rest[room..])?;
     Ok(Some((u64::from_le_bytes(id), rest)))
 }
 
@@ -436,6 +442,13 @@ mod tests {
         assert_eq!((id, &rest[4..]), (42, &b"hello"[..]));
         assert_eq!(read_frame(&mut r).unwrap().unwrap(), (43, Vec::new()));
         assert!(read_frame(&mut r).unwrap().is_none());
+        // With room before the rest (the gateway writes its own id there).
+        let mut r = &buf[..];
+        let (id, rest) = read_frame_after(&mut r, 4).unwrap().unwrap();
+        assert_eq!(
+            (id, &rest[..4], &rest[4..8], &rest[8..]),
+            (42, &[0u8; 4][..], &7u32.to_le_bytes()[..], &b"hello"[..])
+        );
     }
 
     #[test]
