@@ -113,7 +113,9 @@ impl Ranks {
                 let made = SystemConfig::parse_with_base(None, &profile)
                     .and_then(|c| c.resolve())
                     .map_err(Error::Profile)
-                    .and_then(|m| ServedRank::part(slot, first_dpu, nr_dpus, Arc::new(m)));
+                    // (The program measures its transfers' host-side work itself.)
+                    .and_then(|m| ServedRank::part(slot, first_dpu, nr_dpus, Arc::new(m)))
+                    .map(ServedRank::without_host_timing);
                 match made {
                     Ok(r) => {
                         r.charge_logs_to(self.log_account(log_budget));

@@ -84,6 +84,9 @@ pub(crate) struct LocalRank {
     /// of a rank split over several workers. Only what is told to people (faults, advice)
     /// uses it; the DPUs are indexed from 0 here.
     dpu_base: u32,
+    /// Whether a transfer's host-side interleaving is performed and measured here (not on
+    /// an MPI worker: the program's process measures it on its own buffers).
+    measures_host: bool,
     _slot: SlotGuard,
 }
 
@@ -243,6 +246,7 @@ impl LocalRank {
             stop: Mutex::new(None),
             progress: AtomicU64::new(0),
             dpu_base: 0,
+            measures_host: true,
             _slot: slot,
         })
     }
@@ -251,6 +255,13 @@ impl LocalRank {
     /// faults and advice name the rank's DPUs as the whole rank numbers them.
     pub(crate) fn numbered_from(mut self, base: u32) -> LocalRank {
         self.dpu_base = base;
+        self
+    }
+
+    /// This rank without the host-side interleaving of its transfers (their facts say 0 ns
+    /// of host time): for a caller that performs and measures it itself.
+    pub(crate) fn without_host_timing(mut self) -> LocalRank {
+        self.measures_host = false;
         self
     }
 
@@ -419,7 +430,7 @@ impl LocalRank {
     /// interleaving the real SDK performs is performed (and measured) now.
     fn done(&self, pending: Pending) -> OpDone {
         let host_ns = match &pending {
-            Pending::Xfer { dir, len, items } => {
+            Pending::Xfer { dir, len, items } if self.measures_host => {
                 let hw = &self.machine.hardware;
                 let kind = classify(items);
                 let bus_ns = crate::clock::timeline::modeled_xfer_ns(

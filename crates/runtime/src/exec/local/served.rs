@@ -73,6 +73,14 @@ impl ServedRank {
         self.rank.charge_logs_to(account);
     }
 
+    /// This rank without the host-side interleaving of its transfers (their facts' `host_ns`
+    /// is 0): an MPI worker's, whose program performs and measures it on its own buffers.
+    pub fn without_host_timing(self) -> ServedRank {
+        ServedRank {
+            rank: self.rank.without_host_timing(),
+        }
+    }
+
     /// The account the DPUs' printf output is charged to.
     pub fn log_account(&self) -> Arc<LogAccount> {
         self.rank.log_account()
