@@ -4,7 +4,7 @@
 #               the study's workloads against their CPU references, the quick scalability study
 #   make bench  the benchmarks (tables on stdout)
 #   make fidelity  the fidelity suite: emulated vs published UPMEM measurements (bench/fidelity),
-#                  both PrIM real-hardware tables with their targets (vPIM's: about 80 minutes),
+#                  both PrIM real-hardware tables with their targets (vPIM's: about 25 minutes),
 #                  and the launch's fixed cost derived from published launches (launch_cost.py)
 #   make test-programs  every published program (PrIM x {1,4,64} DPUs, SimplePIM, dpu_demo, PID-Comm),
 #                       each on both DPU engines, compared launch by launch

@@ -488,17 +488,18 @@ mod tests {
     #[test]
     fn a_part_of_a_split_rank_names_its_dpus_as_the_rank_does() {
         let ranks = Ranks::default();
+        // (Slot 3: the slots are the process's, and the other test takes slot 1.)
         let open = |first_dpu: u32, nr_dpus: u32| ToWorker::Open {
-            slot: 1,
+            slot: 3,
             first_dpu,
             nr_dpus,
             log_budget: 1 << 20,
-            profile: "nrRanks=2,nrDpusPerRank=4".into(),
+            profile: "nrRanks=4,nrDpusPerRank=4".into(),
         };
-        // DPUs 2 and 3 of rank 1, indexed 0 and 1 here.
+        // DPUs 2 and 3 of rank 3, indexed 0 and 1 here.
         assert_eq!(ranks.handle(open(2, 2)), Reply::Unit);
         let launch = ranks.handle(ToWorker::Call(Request::Exec {
-            ops: vec![(1, WireOp::Launch { dpus: vec![1] })],
+            ops: vec![(3, WireOp::Launch { dpus: vec![1] })],
         }));
         let Reply::Exec { outcomes, .. } = launch else {
             panic!("{launch:?}")
