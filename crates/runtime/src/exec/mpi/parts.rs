@@ -30,6 +30,16 @@ impl Part {
     fn holds(&self, dpu: u32) -> bool {
         dpu >= self.first && dpu - self.first < self.count
     }
+
+    /// The DPUs of `dpus` this part holds, numbered from its first; `None` if none.
+    fn mine(&self, dpus: &[u32]) -> Option<Vec<u32>> {
+        let mine: Vec<u32> = dpus
+            .iter()
+            .filter(|d| self.holds(**d))
+            .map(|d| d - self.first)
+            .collect();
+        (!mine.is_empty()).then_some(mine)
+    }
 }
 
 /// Whether `OPENPIM_MPI_SPLIT` lets allocations split ranks; an unknown value is an error
@@ -96,12 +106,7 @@ fn cut(op: WireOp, parts: &[Part]) -> Cut {
             parts
                 .iter()
                 .map(|p| {
-                    let mine: Vec<u32> = dpus
-                        .iter()
-                        .filter(|d| p.holds(**d))
-                        .map(|d| d - p.first)
-                        .collect();
-                    (!mine.is_empty()).then(|| WireOp::Load {
+                    p.mine(&dpus).map(|mine| WireOp::Load {
                         elf: elf.clone(),
                         origin: origin.clone(),
                         dpus: mine,
@@ -154,14 +159,7 @@ fn cut(op: WireOp, parts: &[Part]) -> Cut {
         WireOp::Launch { dpus } => Cut::plain(
             parts
                 .iter()
-                .map(|p| {
-                    let mine: Vec<u32> = dpus
-                        .iter()
-                        .filter(|d| p.holds(**d))
-                        .map(|d| d - p.first)
-                        .collect();
-                    (!mine.is_empty()).then_some(WireOp::Launch { dpus: mine })
-                })
+                .map(|p| p.mine(&dpus).map(|dpus| WireOp::Launch { dpus }))
                 .collect(),
         ),
         WireOp::Batch(ops) => {
