@@ -369,6 +369,23 @@ def fault_case(work: Path, workers: int = 2) -> None:
     result(True, label)
 
 
+def logs_case(work: Path) -> None:
+    """One rank split in four parts on 4 workers: the logs of DPUs 5, 40 and 63 and a read of
+    DPU 40 come from their parts' workers, as in process (tests/mpi/logs.c)."""
+    label = "DPU logs and a read in a split rank's parts (64 DPUs on 4 workers): as in process"
+    outs = []
+    for mpi in ([], ["--mpi", "4"]):
+        r = run([str(OPENPIM), "run", "--ranks", "4", *mpi, "--", "./bin/logs"], work)
+        outs.append((r.returncode, r.stdout))
+    want = "hello from DPU 5\n"
+    if outs[0] != outs[1]:
+        return result(False, label, f"local {outs[0]!r}, MPI {outs[1]!r}")
+    if outs[0][0] != 0 or want not in outs[0][1] or "hello from DPU 40" not in outs[0][1] \
+            or "read back 40" not in outs[0][1]:
+        return result(False, label, f"unexpected outcome {outs[0]!r}")
+    result(True, label)
+
+
 def refusal_cases(work: Path) -> None:
     r = run([str(OPENPIM), "run", "--mpi", "5", "--ranks", "4", "--", "true"], work)
     ok = r.returncode == 2 and "--mpi 5" in r.stderr and "(4)" in r.stderr
@@ -494,6 +511,7 @@ def common_cases(work: Path) -> None:
     trns_case(work, 2)
     fault_case(coll)
     fault_case(coll, 4)
+    logs_case(coll)
     kill_case(work)
     kill_case(work, signal.SIGSTOP)
     kill_case(work, collectives=True)
