@@ -408,9 +408,21 @@ def refusal_cases(work: Path) -> None:
            f"exit {r.returncode}", r.stderr)
     shutil.rmtree(hosts.parent, ignore_errors=True)
     r = run([str(OPENPIM), "info", "--ranks", "4", "--mpi", "2"], work)
-    ok = r.returncode == 0 and "slots 0, 2" in r.stdout and "slots 1, 3" in r.stdout
-    result(ok, "openpim info --mpi 2 shows the assignment", f"exit {r.returncode}",
-           r.stdout + r.stderr)
+    ok = r.returncode == 0 and "slots 0, 2" in r.stdout and "slots 1, 3" in r.stdout \
+        and "splits each rank" in r.stdout
+    result(ok, "openpim info --mpi 2 shows the assignment and the splitting rule",
+           f"exit {r.returncode}", r.stdout + r.stderr)
+
+
+def split_setting_case(work: Path) -> None:
+    """A bad OPENPIM_MPI_SPLIT fails the allocation with DPU_ERR_SYSTEM naming the variable
+    and its valid values (tests/mpi/logs.c allocates 64 DPUs)."""
+    r = run([str(OPENPIM), "run", "--ranks", "4", "--mpi", "2", "--", "./bin/logs"], work,
+            {"OPENPIM_MPI_SPLIT": "maybe"})
+    ok = r.returncode != 0 and "OPENPIM_MPI_SPLIT=maybe" in r.stderr and "`off`" in r.stderr \
+        and "system error" in r.stderr
+    result(ok, "a bad OPENPIM_MPI_SPLIT fails dpu_alloc with DPU_ERR_SYSTEM naming it",
+           f"exit {r.returncode}", r.stderr)
 
 
 def main() -> int:
@@ -512,6 +524,7 @@ def common_cases(work: Path) -> None:
     fault_case(coll)
     fault_case(coll, 4)
     logs_case(coll)
+    split_setting_case(coll)
     kill_case(work)
     kill_case(work, signal.SIGSTOP)
     kill_case(work, collectives=True)
