@@ -473,11 +473,7 @@ impl Backend for MpiBackend {
 
     fn log(&self, rank: u32, dpu: u32) -> Result<Vec<u8>> {
         self.ranks.flushed(rank, |r| {
-            let Some(part) = r
-                .parts
-                .iter()
-                .find(|p| dpu >= p.first && dpu - p.first < p.count)
-            else {
+            let Some(part) = r.parts.iter().find(|p| p.holds(dpu)) else {
                 return Err(Error::Internal(format!(
                     "no DPU {dpu} in rank {}",
                     r.host.id

@@ -27,7 +27,8 @@ pub struct Part {
 }
 
 impl Part {
-    fn holds(&self, dpu: u32) -> bool {
+    /// Whether DPU `dpu` of the rank is in this part.
+    pub fn holds(&self, dpu: u32) -> bool {
         dpu >= self.first && dpu - self.first < self.count
     }
 
