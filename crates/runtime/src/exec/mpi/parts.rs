@@ -1,9 +1,9 @@
 //! A rank split over several MPI workers: each worker holds a contiguous part of its DPUs.
 //!
 //! An allocation of fewer ranks than the run has workers would leave workers idle (a rank
-//! lives on one worker): a program that runs on one rank would use one worker's cores. So
-//! such an allocation splits each rank's DPUs into parts, one per worker
-//! ([`parts_of`]). Every rank operation is cut into one operation per part, each naming its
+//! lives on one worker): a program that runs on one rank would use one worker's cores. So an
+//! allocation of at most half as many ranks as there are workers splits each rank's DPUs into
+//! parts, one per worker ([`parts_of`]). Every rank operation is cut into one operation per part, each naming its
 //! part's DPUs from 0 ([`split`]), and the parts' outcomes are joined into the outcome the
 //! whole rank would have given ([`join`]): the first error in DPU order (DPU faults counted
 //! together), a read's bytes in the items' order, and one launch record, the sums and
@@ -55,7 +55,7 @@ pub fn splitting_allowed() -> Result<bool, Error> {
     }
 }
 
-/// The parts of the `index`-th rank (`nr_dpus` DPUs, home worker `home`) of an allocation of
+/// The parts of a rank (`nr_dpus` DPUs, home worker `home`: its slot's) of an allocation of
 /// `ranks` ranks on `workers` workers: one part on the home worker, or, when `split` and the
 /// allocation has at most half as many ranks as there are workers, `workers / ranks` parts
 /// (at most one per DPU) on workers `home`, `home + ranks`, `home + 2 ranks`, ... (mod
