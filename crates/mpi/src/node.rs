@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 use mpi::Threading;
 use openpim_collectives::distributed;
 use openpim_runtime::exec::mpi::wire::{
-    encode_reply, read_frame_after, write_frame, CollectiveReply, ToWorker, WorkerInfo, SHARE_ALL,
+    encode_reply, framed_reply, read_frame_after, write_frame, CollectiveReply, ToWorker,
+    WorkerInfo, SHARE_ALL,
 };
 use openpim_runtime::exec::remote::protocol::{Reply, WireError};
 use openpim_runtime::Error;
@@ -119,7 +120,7 @@ fn worker(t: &mut Transport, bound: Duration) -> bool {
                 continue;
             }
             match ToWorker::decode(body) {
-                Ok(ToWorker::Ping) => t.post(0, &framed(id, &encode_reply(&Reply::Unit))),
+                Ok(ToWorker::Ping) => t.post(0, &framed_reply(id, &Reply::Unit)),
                 Ok(ToWorker::Shutdown) => break,
                 // The bytes follow as the gateway's broadcast, taken now: every worker takes
                 // the gateway's broadcasts in the order of its markers.
@@ -129,7 +130,7 @@ fn worker(t: &mut Transport, bound: Duration) -> bool {
                 }
                 Ok(ToWorker::Unshare { keys }) => {
                     ranks.forget(&keys);
-                    t.post(0, &framed(id, &encode_reply(&Reply::Unit)));
+                    t.post(0, &framed_reply(id, &Reply::Unit));
                 }
                 Ok(ToWorker::PeerDied { worker }) => mailbox.mark_dead(worker),
                 Ok(ToWorker::Collective { body }) => {
@@ -165,7 +166,7 @@ fn worker(t: &mut Transport, bound: Duration) -> bool {
                                 format!("MPI worker {}: {why}", me + 1),
                             ))),
                         };
-                        let _ = peers.out.send((0, framed(id, &encode_reply(&reply))));
+                        let _ = peers.out.send((0, framed_reply(id, &reply)));
                     });
                 }
                 Ok(req) => match ranks.buffers_for(&req) {
@@ -180,19 +181,19 @@ fn worker(t: &mut Transport, bound: Duration) -> bool {
                             let reply = ranks.handle_with(req, &shared);
                             // The rank's next request may run once this one's reply is on
                             // its way (the turn ends when the thread does).
-                            let _ = tx.send((0, framed(id, &encode_reply(&reply))));
+                            let _ = tx.send((0, framed_reply(id, &reply)));
                         });
                     }
                     Err(e) => t.post(
                         0,
-                        &framed(id, &encode_reply(&Reply::Error(WireError::from_error(&e)))),
+                        &framed_reply(id, &Reply::Error(WireError::from_error(&e))),
                     ),
                 },
                 Err(e) => {
                     let e = Error::Internal(format!("malformed request for an MPI worker: {e}"));
                     t.post(
                         0,
-                        &framed(id, &encode_reply(&Reply::Error(WireError::from_error(&e)))),
+                        &framed_reply(id, &Reply::Error(WireError::from_error(&e))),
                     );
                 }
             }

@@ -280,6 +280,14 @@ pub fn encode_reply(reply: &Reply) -> Vec<u8> {
     e.0
 }
 
+/// A worker's reply as its MPI message: the request's id, then the reply, encoded in place
+/// (a read's bytes copied once, not encoded and then copied behind the id).
+pub fn framed_reply(id: u64, reply: &Reply) -> Vec<u8> {
+    let mut e = Enc(id.to_le_bytes().to_vec());
+    reply.encode(&mut e);
+    e.0
+}
+
 /// One worker of the run, as the gateway's greeting describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkerInfo {
@@ -449,6 +457,14 @@ mod tests {
             (id, &rest[..4], &rest[4..8], &rest[8..]),
             (42, &[0u8; 4][..], &7u32.to_le_bytes()[..], &b"hello"[..])
         );
+    }
+
+    #[test]
+    fn a_framed_reply_is_the_id_then_the_reply() {
+        let r = Reply::Bytes(vec![1, 2, 3]);
+        let mut want = 7u64.to_le_bytes().to_vec();
+        want.extend(encode_reply(&r));
+        assert_eq!(framed_reply(7, &r), want);
     }
 
     #[test]
