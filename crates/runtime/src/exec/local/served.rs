@@ -32,6 +32,13 @@ impl std::fmt::Debug for ServedRank {
     }
 }
 
+/// Whether `machine`'s ranks may be served in parts ([`ServedRank::part`]): only with MRAM in
+/// host memory (a file-backed store maps a slot's DPUs from its file's start, which two parts
+/// would share).
+pub(crate) fn parts_allowed(machine: &MachineConfig) -> bool {
+    matches!(machine.config.memory, None | Some(StoreSpec::Anon))
+}
+
 impl ServedRank {
     /// Rank `slot` (of the caller's server) with its first `nr_dpus` DPUs, cleared; `machine`
     /// gives its hardware and run options.
@@ -56,7 +63,7 @@ impl ServedRank {
                 machine.dpus_per_rank
             )));
         }
-        if first > 0 && !matches!(machine.config.memory, None | Some(StoreSpec::Anon)) {
+        if first > 0 && !parts_allowed(&machine) {
             return Err(Error::Internal(format!(
                 "a part of a rank (from its DPU {first}) needs MRAM in host memory"
             )));

@@ -303,12 +303,8 @@ impl Backend for MpiBackend {
         }
         let per_rank = machine.dpus_per_rank;
         let profile = effective_profile(&req.profile);
-        // A file-backed MRAM store maps a slot's DPUs from its file's start: whole ranks only.
-        let split = parts::splitting_allowed()?
-            && matches!(
-                machine.config.memory,
-                None | Some(openpim_machine::StoreSpec::Anon)
-            );
+        let split =
+            parts::splitting_allowed()? && crate::exec::local::served::parts_allowed(machine);
         // Every worker opens its ranks (or parts of ranks) at once.
         type Opening = (u32, u32, Vec<(Part, Result<link::Pending>)>);
         let opened: Vec<Opening> = free[..want as usize]
