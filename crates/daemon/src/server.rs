@@ -858,10 +858,10 @@ fn check_op(op: &WireOp, nr_dpus: u32, staging: Option<&Region>, in_place: bool)
             items_ok(*len, items, Some(bufs.count()))?;
             match bufs {
                 WriteBufs::Inline(bufs) => {
-                    if let Some(b) = bufs.iter().find(|b| b.len() != *len as usize) {
+                    if bufs.len_each() != *len as usize {
                         return Err(Error::Internal(format!(
                             "transfer buffer of {} bytes for a transfer of {len}",
-                            b.len()
+                            bufs.len_each()
                         )));
                     }
                 }
@@ -1010,7 +1010,7 @@ impl Rank<'_> {
                     }
                 }
                 let ptrs: Vec<*mut u8> = match &mut bufs {
-                    WriteBufs::Inline(b) => b.iter_mut().map(|b| b.as_mut_ptr()).collect(),
+                    WriteBufs::Inline(b) => b.ptrs(),
                     WriteBufs::InPlace(addrs) => (0..addrs.len())
                         // SAFETY: k * len is inside `fetched` (addrs.len() * len bytes).
                         .map(|k| unsafe { fetched.as_mut_ptr().add(k * len as usize) })

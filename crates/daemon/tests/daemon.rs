@@ -11,7 +11,7 @@ use openpim_daemon::manager::{Manager, Tenant};
 use openpim_daemon::Config;
 use openpim_machine::MachineConfig;
 use openpim_runtime::exec::remote::protocol::{
-    self, read_frame, write_frame, Reply, Request, WireItem, WireOp, WriteBufs,
+    self, read_frame, write_frame, InlineBufs, Reply, Request, WireItem, WireOp, WriteBufs,
 };
 use openpim_runtime::exec::remote::ring::{Ring, Waited, RING_SIZE};
 use openpim_runtime::exec::remote::staging::{send_with_fd, Region};
@@ -384,7 +384,9 @@ fn write_op(rank: u32, dpu: u32, addr: u32, len: u32) -> Request {
                     place: Place::Mram(MramAddr(addr)),
                     buf: 0,
                 }],
-                bufs: WriteBufs::Inline(vec![vec![0xAB; len as usize]]),
+                bufs: WriteBufs::Inline(
+                    InlineBufs::of(len as usize, [&vec![0xAB; len as usize][..]]).unwrap(),
+                ),
             },
         )],
     }
@@ -470,7 +472,7 @@ fn crafted_requests_on_the_raw_socket_are_refused() {
                     place: Place::Mram(MramAddr(0)),
                     buf: 3,
                 }],
-                bufs: WriteBufs::Inline(vec![vec![0; 8]]),
+                bufs: WriteBufs::Inline(InlineBufs::of(8, [&[0u8; 8][..]]).unwrap()),
             },
         )],
     };

@@ -342,13 +342,13 @@ fn run_wire(served: &ServedRank, op: WireOp, shared: &Buffers) -> RankOutcome {
             items,
             bufs: WriteBufs::Inline(mut bufs),
         } => {
-            if let Err(e) = check_items(&items, nr_dpus, bufs.len()) {
+            if let Err(e) = check_items(&items, nr_dpus, bufs.count()) {
                 return failed(&e);
             }
-            if bufs.iter().any(|b| b.len() != len as usize) {
+            if bufs.len_each() != len as usize {
                 return failed(&Error::Internal("write buffer of the wrong size".into()));
             }
-            let ptrs: Vec<*mut u8> = bufs.iter_mut().map(|b| b.as_mut_ptr()).collect();
+            let ptrs = bufs.ptrs();
             // (`bufs` lives until the write has run.)
             write_from(served, len, &items, &ptrs)
         }

@@ -31,7 +31,8 @@ use crate::exec::queued::{
     connected, lock, run_in_chunks, HostSide, Mirror, QueuedRank, RankTable,
 };
 use crate::exec::remote::protocol::{
-    wire_items_of, write_items_of, RankOutcome, Reply, Request, WireError, WireOp, WriteBufs,
+    wire_items_of, write_items_of, InlineBufs, RankOutcome, Reply, Request, WireError, WireOp,
+    WriteBufs,
 };
 use crate::exec::{
     effective_profile, AllocRequest, Backend, CallbackJob, RankInfo, RankOp, RankStatus, XferItem,
@@ -612,7 +613,8 @@ impl MpiRank {
                 }
                 let bufs = match &shared_use {
                     Some(u) => WriteBufs::Shared(vec![u.key]),
-                    None => WriteBufs::Inline(srcs.iter().map(|p| src(*p).to_vec()).collect()),
+                    // SAFETY: as above.
+                    None => WriteBufs::Inline(unsafe { InlineBufs::copied(len, &srcs) }),
                 };
                 WireOp::Write {
                     len: len as u32,

@@ -12,7 +12,9 @@
 
 use crate::clock::stats::LaunchRecord;
 use crate::error::{merge, Error};
-use crate::exec::remote::protocol::{RankOutcome, WireError, WireItem, WireOp, WriteBufs};
+use crate::exec::remote::protocol::{
+    InlineBufs, RankOutcome, WireError, WireItem, WireOp, WriteBufs,
+};
 use crate::exec::OpFacts;
 
 /// The environment variable that turns the splitting off (`off`) or on (`on`, the default).
@@ -225,9 +227,10 @@ fn write_part(len: u32, mine: &[&WireItem], bufs: &WriteBufs, first: u32) -> Wir
         .collect();
     let pick = |b: u32| b as usize;
     let bufs = match bufs {
-        WriteBufs::Inline(v) => {
-            WriteBufs::Inline(used.iter().map(|b| v[pick(*b)].clone()).collect())
-        }
+        WriteBufs::Inline(v) => WriteBufs::Inline(
+            InlineBufs::of(v.len_each(), used.iter().map(|b| v.get(pick(*b))))
+                .expect("buffers of one write have one length"),
+        ),
         WriteBufs::Shared(v) => WriteBufs::Shared(used.iter().map(|b| v[pick(*b)]).collect()),
         WriteBufs::Staged(v) => WriteBufs::Staged(used.iter().map(|b| v[pick(*b)]).collect()),
         WriteBufs::InPlace(v) => WriteBufs::InPlace(used.iter().map(|b| v[pick(*b)]).collect()),
@@ -296,6 +299,10 @@ mod tests {
     use super::*;
     use crate::xfer::Place;
 
+    fn inline(bufs: &[&[u8]]) -> WriteBufs {
+        WriteBufs::Inline(InlineBufs::of(bufs[0].len(), bufs.iter().copied()).unwrap())
+    }
+
     fn item(dpu: u32, buf: u32) -> WireItem {
         WireItem {
             dpu,
@@ -354,7 +361,7 @@ mod tests {
         let op = WireOp::Write {
             len: 2,
             items: vec![item(0, 0), item(1, 1), item(2, 1), item(3, 2)],
-            bufs: WriteBufs::Inline(vec![vec![1, 1], vec![2, 2], vec![3, 3]]),
+            bufs: inline(&[&[1, 1], &[2, 2], &[3, 3]]),
         };
         let cut = split(op, &parts);
         assert_eq!(
@@ -362,7 +369,7 @@ mod tests {
             Some(WireOp::Write {
                 len: 2,
                 items: vec![item(0, 0), item(1, 1)],
-                bufs: WriteBufs::Inline(vec![vec![2, 2], vec![3, 3]]),
+                bufs: inline(&[&[2, 2], &[3, 3]]),
             })
         );
         // A launch of DPU 1 only goes to part 0.

@@ -34,7 +34,9 @@ use crate::exec::{
 use crate::program::Program;
 use conn::{unexpected, Conn};
 use fastpath::{batchable, in_place_bytes, switches, Batch, ReadCache, ReadPlan};
-use protocol::{wire_items_of, write_items_of, RankOutcome, Reply, Request, WireOp, WriteBufs};
+use protocol::{
+    wire_items_of, write_items_of, InlineBufs, RankOutcome, Reply, Request, WireOp, WriteBufs,
+};
 use ring::path_cpu_ns as thread_cpu_ns;
 use staging::{grown_size, Region, MAX_STAGING};
 
@@ -503,7 +505,8 @@ impl RemoteRank {
                             .collect();
                         WriteBufs::Staged(offsets)
                     }
-                    None => WriteBufs::Inline(srcs.iter().map(|p| src(*p).to_vec()).collect()),
+                    // SAFETY: as above.
+                    None => WriteBufs::Inline(unsafe { InlineBufs::copied(len, &srcs) }),
                 };
                 WireOp::Write {
                     len: len as u32,

@@ -24,7 +24,7 @@ use crate::exec::{HostPtr, OpFacts, XferItem};
 use crate::xfer::Place;
 
 /// Protocol version: a daemon refuses a tenant of another version.
-pub const VERSION: u32 = 5;
+pub const VERSION: u32 = 6;
 
 /// Largest frame either side accepts (bytes).
 pub const MAX_FRAME: usize = 1 << 30;
@@ -119,7 +119,7 @@ pub enum WireOp {
 /// before, by their keys (`exec::mpi::shared`).
 #[derive(Debug, Clone, PartialEq)]
 pub enum WriteBufs {
-    Inline(Vec<Vec<u8>>),
+    Inline(InlineBufs),
     Staged(Vec<u64>),
     InPlace(Vec<u64>),
     Shared(Vec<u128>),
@@ -128,10 +128,80 @@ pub enum WriteBufs {
 impl WriteBufs {
     pub fn count(&self) -> usize {
         match self {
-            WriteBufs::Inline(b) => b.len(),
+            WriteBufs::Inline(b) => b.count(),
             WriteBufs::Staged(o) | WriteBufs::InPlace(o) => o.len(),
             WriteBufs::Shared(k) => k.len(),
         }
+    }
+}
+
+/// A write's buffers carried in the message: `count` buffers of `len` bytes each, one after
+/// the other in one allocation (a write of many DPUs' buffers costs one allocation and one
+/// copy on each side, not one per buffer).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct InlineBufs {
+    len: usize,
+    count: usize,
+    bytes: Vec<u8>,
+}
+
+impl InlineBufs {
+    /// Copies of `bufs`, each `len` bytes (`None`: one of another length).
+    pub fn of<'b>(len: usize, bufs: impl IntoIterator<Item = &'b [u8]>) -> Option<InlineBufs> {
+        let mut out = InlineBufs {
+            len,
+            count: 0,
+            bytes: Vec::new(),
+        };
+        for b in bufs {
+            if b.len() != len {
+                return None;
+            }
+            out.bytes.extend_from_slice(b);
+            out.count += 1;
+        }
+        Some(out)
+    }
+
+    /// Copies of the `len` bytes at each of `srcs`.
+    ///
+    /// # Safety
+    /// Every pointer of `srcs` must be valid for reads of `len` bytes.
+    pub unsafe fn copied(len: usize, srcs: &[*mut u8]) -> InlineBufs {
+        let mut bytes = Vec::with_capacity(len * srcs.len());
+        for p in srcs {
+            // SAFETY: the caller's contract.
+            bytes.extend_from_slice(unsafe { std::slice::from_raw_parts(p.cast_const(), len) });
+        }
+        InlineBufs {
+            len,
+            count: srcs.len(),
+            bytes,
+        }
+    }
+
+    /// The bytes of each buffer.
+    pub fn len_each(&self) -> usize {
+        self.len
+    }
+
+    /// How many buffers.
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// Buffer `k` (`k < count`).
+    pub fn get(&self, k: usize) -> &[u8] {
+        &self.bytes[k * self.len..(k + 1) * self.len]
+    }
+
+    /// Where each buffer starts (valid while `self` is neither moved nor dropped).
+    pub fn ptrs(&mut self) -> Vec<*mut u8> {
+        let base = self.bytes.as_mut_ptr();
+        // SAFETY: k * len <= bytes.len() for every k < count.
+        (0..self.count)
+            .map(|k| unsafe { base.add(k * self.len) })
+            .collect()
     }
 }
 
@@ -570,11 +640,10 @@ impl WireOp {
                 e.items(items);
                 match bufs {
                     WriteBufs::Inline(bufs) => {
+                        // The count, then the buffers' bytes (each `len`: no lengths).
                         e.u8(0);
-                        e.len(bufs.len());
-                        for b in bufs {
-                            e.bytes(b);
-                        }
+                        e.len(bufs.count());
+                        e.0.extend_from_slice(&bufs.bytes);
                     }
                     WriteBufs::Staged(offsets) => {
                         e.u8(1);
@@ -629,8 +698,20 @@ impl WireOp {
                 let items = d.items()?;
                 let bufs = match d.u8()? {
                     0 => {
-                        let n = d.count(4)?;
-                        WriteBufs::Inline((0..n).map(|_| d.bytes()).collect::<DResult<_>>()?)
+                        // No more buffers than items: each buffer is some item's.
+                        let count = d.u32()? as usize;
+                        if count > items.len() {
+                            return Err(DecodeError::OutOfRange {
+                                what: "write buffers (more than the write's items)",
+                                value: count as u64,
+                            });
+                        }
+                        let bytes = d.take(count * len as usize)?.to_vec();
+                        WriteBufs::Inline(InlineBufs {
+                            len: len as usize,
+                            count,
+                            bytes,
+                        })
                     }
                     1 => WriteBufs::Staged(d.u64s()?),
                     2 => WriteBufs::InPlace(d.u64s()?),
@@ -1371,7 +1452,7 @@ mod tests {
                             place: Place::Mram(MramAddr(8)),
                             buf: 0,
                         }],
-                        bufs: WriteBufs::Inline(vec![vec![1, 2, 3, 4]]),
+                        bufs: WriteBufs::Inline(InlineBufs::of(4, [&[1u8, 2, 3, 4][..]]).unwrap()),
                     },
                 ),
                 (
