@@ -39,7 +39,7 @@ use crate::exec::{
 };
 use crate::program::Program;
 use crate::xfer::Place;
-use link::Link;
+use link::{Delivery, Link};
 use parts::Part;
 use wire::{worker_of_slot, ToWorker, BATCH_BYTES_PER_DPU};
 
@@ -196,6 +196,25 @@ impl MpiBackend {
     }
 }
 
+/// Where a read's bytes go, for each part of `cut`: the program's buffers of the items the
+/// part's outcome carries, in its order; the link delivers them there as they arrive, so `p`
+/// keeps no destinations (nothing is copied out) and the cut joins no data.
+fn into_program(cut: &mut parts::Cut, p: &mut Prepared) -> Delivery {
+    match cut.take_read() {
+        Some((len, order)) if !p.read_into.is_empty() => {
+            let bufs = std::mem::take(&mut p.read_into);
+            order
+                .iter()
+                .map(|items| {
+                    (!items.is_empty())
+                        .then(|| items.iter().map(|at| (bufs[*at].buf, len)).collect())
+                })
+                .collect()
+        }
+        _ => vec![None; cut.ops.len()],
+    }
+}
+
 fn unexpected(r: &Reply) -> Error {
     Error::Internal(format!("unexpected reply from an MPI worker: {r:?}"))
 }
@@ -211,15 +230,18 @@ type Message = (u32, Keys, Vec<(u32, WireOp)>);
 /// job it carried a part of (a dead worker's, variant and message kept).
 fn exchange(
     link: &Link,
-    jobs: Vec<(&MpiRank, WireOp)>,
+    jobs: Vec<(&MpiRank, WireOp, &mut Prepared)>,
 ) -> Vec<std::result::Result<RankOutcome, Error>> {
-    let cuts: Vec<(u32, parts::Cut)> = jobs
-        .into_iter()
-        .map(|(r, wire)| (r.host.id, parts::split(wire, &r.parts)))
-        .collect();
-    // (job, part) of each operation, grouped by worker.
+    let mut cuts: Vec<(u32, parts::Cut)> = Vec::with_capacity(jobs.len());
+    let mut into: Vec<Delivery> = Vec::with_capacity(jobs.len());
+    for (r, wire, p) in jobs {
+        let mut cut = parts::split(wire, &r.parts);
+        into.push(into_program(&mut cut, p));
+        cuts.push((r.host.id, cut));
+    }
+    // (job, part) of each operation, grouped by worker, and where its read data goes.
     let mut by_worker: Vec<Message> = Vec::new();
-    let mut cuts = cuts;
+    let mut delivery: Vec<Delivery> = Vec::new();
     for (j, (slot, cut)) in cuts.iter_mut().enumerate() {
         for (k, op) in cut.ops.iter_mut().enumerate() {
             let Some(op) = op.take() else { continue };
@@ -228,18 +250,24 @@ fn exchange(
                 Some(at) => at,
                 None => {
                     by_worker.push((w, Vec::new(), Vec::new()));
+                    delivery.push(Vec::new());
                     by_worker.len() - 1
                 }
             };
             by_worker[at].1.push((j, k));
             by_worker[at].2.push((*slot, op));
+            delivery[at].push(into[j][k].take());
         }
     }
     let sent: Vec<(Keys, Result<link::Pending>)> = by_worker
         .into_iter()
-        .map(|(w, keys, ops)| {
+        .zip(delivery)
+        .map(|((w, keys, ops), into)| {
             let msg = ToWorker::Call(Request::Exec { ops });
-            (keys, link.send(w, &msg))
+            // SAFETY: the buffers are the program's read destinations, valid for their
+            // length until the transfer has run (the transfer API's contract); every reply
+            // is waited for below before this returns.
+            (keys, unsafe { link.send_into(w, &msg, into) })
         })
         .collect();
     let mut got: Vec<Vec<Option<RankOutcome>>> = cuts
@@ -415,7 +443,7 @@ impl Backend for MpiBackend {
             // One message per worker, all sent before any reply is awaited.
             let link = Arc::clone(&ops[0].0.link);
             let mut wires: Vec<WireOp> = Vec::with_capacity(ops.len());
-            let prepared: Vec<(Arc<MpiRank>, Prepared)> = ops
+            let mut prepared: Vec<(Arc<MpiRank>, Prepared)> = ops
                 .into_iter()
                 .map(|(r, op)| {
                     let (wire, p) = r.prepare(op);
@@ -423,7 +451,11 @@ impl Backend for MpiBackend {
                     (r, p)
                 })
                 .collect();
-            let jobs = prepared.iter().map(|(r, _)| &**r).zip(wires).collect();
+            let jobs = prepared
+                .iter_mut()
+                .zip(wires)
+                .map(|((r, p), wire)| (&**r, wire, p))
+                .collect();
             let outcomes = exchange(&link, jobs);
             let results = prepared
                 .into_iter()
@@ -825,9 +857,9 @@ impl QueuedRank for MpiRank {
         if batchable(&op) {
             return self.add_to_batch(op);
         }
-        let (wire, p) = self.prepare(op);
+        let (wire, mut p) = self.prepare(op);
         let wire = self.after_batch(wire);
-        let outcome = exchange(&self.link, vec![(self, wire)])
+        let outcome = exchange(&self.link, vec![(self, wire, &mut p)])
             .pop()
             .expect("one job, one outcome");
         let done = self.complete(p, outcome);
@@ -857,7 +889,7 @@ impl MpiRank {
             _ => {}
         }
         let n = ops.len();
-        let (wires, prepared): (Vec<WireOp>, Vec<Prepared>) =
+        let (wires, mut prepared): (Vec<WireOp>, Vec<Prepared>) =
             ops.into_iter().map(|op| self.prepare(op)).unzip();
         let mut wires = wires;
         let first = wires.remove(0);
@@ -867,6 +899,11 @@ impl MpiRank {
         let mut cuts: Vec<parts::Cut> = wires
             .into_iter()
             .map(|w| parts::split(w, &self.parts))
+            .collect();
+        let mut into: Vec<Delivery> = cuts
+            .iter_mut()
+            .zip(&mut prepared)
+            .map(|(c, p)| into_program(c, p))
             .collect();
         let sent: Vec<Option<Result<link::Pending>>> = (0..self.parts.len())
             .map(|k| {
@@ -881,7 +918,10 @@ impl MpiRank {
                     rank: self.host.id,
                     ops,
                 });
-                Some(self.link.send(self.parts[k].worker, &msg))
+                let delivery = into.iter_mut().map(|d| d[k].take()).collect();
+                // SAFETY: as in `exchange`: the program's read destinations, and every reply
+                // is waited for below.
+                Some(unsafe { self.link.send_into(self.parts[k].worker, &msg, delivery) })
             })
             .collect();
         let mut got: Vec<Vec<Option<RankOutcome>>> = (0..n)

@@ -94,12 +94,37 @@ pub struct Cut {
 pub fn split(op: WireOp, parts: &[Part]) -> Cut {
     let mut cut = if let [whole] = parts {
         debug_assert_eq!(whole.first, 0);
-        Cut::plain(vec![Some(op)])
+        let read = read_items(&op).map(|(len, n)| (len, vec![(0..n).collect()]));
+        Cut {
+            read,
+            ..Cut::plain(vec![Some(op)])
+        }
     } else {
         cut(op, parts)
     };
     cut.workers = parts.iter().map(|p| p.worker).collect();
     cut
+}
+
+impl Cut {
+    /// For a read (or a batch ending with one) of some bytes per item: those bytes, and the
+    /// items each part's outcome carries, in its order (indices into the operation's items).
+    /// The caller has the bytes delivered where they go: [`join`] then joins no data.
+    pub fn take_read(&mut self) -> Option<(usize, Vec<Vec<usize>>)> {
+        match &self.read {
+            Some((len, _)) if *len > 0 => self.read.take(),
+            _ => None,
+        }
+    }
+}
+
+/// A read's bytes per item and its number of items (the last operation's, for a batch).
+fn read_items(op: &WireOp) -> Option<(usize, usize)> {
+    match op {
+        WireOp::Read { len, items, .. } => Some((*len as usize, items.len())),
+        WireOp::Batch(ops) => ops.last().and_then(read_items),
+        _ => None,
+    }
 }
 
 fn cut(op: WireOp, parts: &[Part]) -> Cut {
@@ -242,11 +267,10 @@ fn write_part(len: u32, mine: &[&WireItem], bufs: &WriteBufs, first: u32) -> Wir
 /// operation `cut` was made from.
 pub fn join(cut: &Cut, mut outcomes: Vec<Option<RankOutcome>>) -> RankOutcome {
     if let [whole] = outcomes.as_mut_slice() {
-        if cut.read.is_none() {
-            // A whole rank's outcome is the rank's (a read's bytes are not copied again).
-            if let Some(o) = whole.take() {
-                return o;
-            }
+        // A whole rank's outcome is the rank's (a read's bytes are in the items' order
+        // already, and not copied again).
+        if let Some(o) = whole.take() {
+            return o;
         }
     }
     let mut results = Vec::new();

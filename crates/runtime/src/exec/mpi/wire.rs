@@ -362,6 +362,17 @@ pub fn read_frame(r: &mut impl Read) -> std::io::Result<Option<(u64, Vec<u8>)>> 
 /// [`read_frame`], the rest placed after `room` bytes of the buffer (zero), which the caller
 /// may fill with a header of its own instead of copying the rest into a new buffer.
 pub fn read_frame_after(r: &mut impl Read, room: usize) -> std::io::Result<Option<(u64, Vec<u8>)>> {
+    let Some((id, len)) = read_frame_head(r)? else {
+        return Ok(None);
+    };
+    let mut rest = vec![0u8; room + len];
+    r.read_exact(&mut rest[room..])?;
+    Ok(Some((id, rest)))
+}
+
+/// Reads a frame's length and id: the id and the length of the rest, which the caller reads;
+/// `None` at the end of the stream.
+pub fn read_frame_head(r: &mut impl Read) -> std::io::Result<Option<(u64, usize)>> {
     let mut l = [0u8; 4];
     match r.read_exact(&mut l) {
         Ok(()) => {}
@@ -382,9 +393,7 @@ pub fn read_frame_after(r: &mut impl Read, room: usize) -> std::io::Result<Optio
     }
     let mut id = [0u8; 8];
     r.read_exact(&mut id)?;
-    let mut rest = vec![0u8; room + len - 8];
-    r.read_exact(&mut rest[room..])?;
-    Ok(Some((u64::from_le_bytes(id), rest)))
+    Ok(Some((u64::from_le_bytes(id), len - 8)))
 }
 
 #[cfg(test)]

@@ -512,6 +512,17 @@ impl<'a> Dec<'a> {
         }
         Ok(n)
     }
+    /// A data length (`u64`) that the bytes left can hold.
+    fn data_len(&self, len: u64) -> DResult<usize> {
+        let left = self.buf.len() - self.pos;
+        match usize::try_from(len) {
+            Ok(n) if n <= left => Ok(n),
+            _ => Err(DecodeError::Truncated {
+                at: self.pos,
+                needed: usize::try_from(len).unwrap_or(usize::MAX) - left,
+            }),
+        }
+    }
     fn bytes(&mut self) -> DResult<Vec<u8>> {
         let n = self.count(1)?;
         Ok(self.take(n)?.to_vec())
@@ -933,10 +944,15 @@ impl Reply {
                 emu_ns,
                 outcomes,
             } => {
-                // `ipc_ns` first: `write_reply` patches it once the reply is encoded.
-                e.u8(3);
+                // `ipc_ns` first: `write_reply` patches it once the reply is encoded. Then
+                // the length of the outcomes' heads, the heads (each with its data's
+                // length), and the outcomes' data one after the other: a reader can place a
+                // read's bytes straight where they go ([`read_exec`]).
+                e.u8(EXEC_TAG);
                 e.u64(*ipc_ns);
                 e.u64(*emu_ns);
+                let at = e.0.len();
+                e.u32(0);
                 e.len(outcomes.len());
                 for o in outcomes {
                     match &o.result {
@@ -954,7 +970,12 @@ impl Reply {
                         }
                         None => e.u8(0),
                     }
-                    e.bytes(&o.data);
+                    e.u64(o.data.len() as u64);
+                }
+                let heads = u32::try_from(e.0.len() - at - 4).unwrap_or(u32::MAX);
+                e.0[at..at + 4].copy_from_slice(&heads.to_le_bytes());
+                for o in outcomes {
+                    e.0.extend_from_slice(&o.data);
                 }
             }
             Reply::Status { faulted } => {
@@ -1015,25 +1036,21 @@ impl Reply {
                 )
             }
             2 => Reply::Unit,
-            3 => {
-                let ipc_ns = d.u64()?;
-                let emu_ns = d.u64()?;
-                let n = d.count(14)?;
-                let outcomes = (0..n)
-                    .map(|_| {
-                        let result = if d.bool()? { Err(d.error()?) } else { Ok(()) };
-                        let host_ns = d.u64()?;
-                        let launch = if d.bool()? { Some(d.launch()?) } else { None };
-                        Ok(RankOutcome {
-                            result,
-                            facts: OpFacts { host_ns, launch },
-                            data: d.bytes()?,
-                        })
-                    })
-                    .collect::<DResult<_>>()?;
+            EXEC_TAG => {
+                let fixed = d.take(EXEC_FIXED)?.try_into().expect("EXEC_FIXED bytes");
+                let head = ExecHead::decode(fixed, |n| d.take(n))?;
+                let mut outcomes = Vec::with_capacity(head.outcomes.len());
+                for (result, facts, len) in head.outcomes {
+                    let len = d.data_len(len)?;
+                    outcomes.push(RankOutcome {
+                        result,
+                        facts,
+                        data: d.take(len)?.to_vec(),
+                    });
+                }
                 Reply::Exec {
-                    ipc_ns,
-                    emu_ns,
+                    ipc_ns: head.ipc_ns,
+                    emu_ns: head.emu_ns,
                     outcomes,
                 }
             }
@@ -1117,6 +1134,154 @@ pub fn write_reply(
         bytes[13..21].copy_from_slice(&ipc.to_le_bytes());
     }
     w.write_all(&bytes)
+}
+
+/// The tag of an encoded [`Reply::Exec`].
+pub const EXEC_TAG: u8 = 3;
+/// The bytes of an [`Reply::Exec`] after its tag and before its outcomes' heads: `ipc_ns`,
+/// `emu_ns` and the heads' length.
+pub const EXEC_FIXED: usize = 20;
+
+/// An [`Reply::Exec`] without its outcomes' data: each outcome's result, facts and the
+/// length of its data.
+pub struct ExecHead {
+    pub ipc_ns: u64,
+    pub emu_ns: u64,
+    pub outcomes: Vec<(Result<(), WireError>, OpFacts, u64)>,
+}
+
+impl ExecHead {
+    /// Decodes the head from its fixed fields and `take(n)`, which gives the next `n` bytes
+    /// (the heads' length is in the fixed fields).
+    fn decode<'b>(
+        fixed: [u8; EXEC_FIXED],
+        take: impl FnOnce(usize) -> DResult<&'b [u8]>,
+    ) -> DResult<ExecHead> {
+        let mut f = Dec::new(&fixed);
+        let ipc_ns = f.u64()?;
+        let emu_ns = f.u64()?;
+        let heads = take(f.u32()? as usize)?;
+        let mut d = Dec::new(heads);
+        let n = d.count(18)?;
+        let outcomes = (0..n)
+            .map(|_| {
+                let result = if d.bool()? { Err(d.error()?) } else { Ok(()) };
+                let host_ns = d.u64()?;
+                let launch = if d.bool()? { Some(d.launch()?) } else { None };
+                Ok((result, OpFacts { host_ns, launch }, d.u64()?))
+            })
+            .collect::<DResult<_>>()?;
+        d.end()?;
+        Ok(ExecHead {
+            ipc_ns,
+            emu_ns,
+            outcomes,
+        })
+    }
+}
+
+/// Where a streamed [`Reply::Exec`]'s outcome `k` of `len` bytes of data goes: into the
+/// outcome's `data` (`None`), or straight into these buffers, one after the other (their
+/// lengths must add up to `len`).
+pub type DataSink<'s> = dyn FnMut(usize, u64) -> Option<Vec<(*mut u8, usize)>> + 's;
+
+/// Reads the rest of an [`Reply::Exec`] (everything after its tag, `budget` bytes) from `r`,
+/// each successful outcome's data where `sink` says: the reply's bytes are never held
+/// whole. An outcome whose data went to `sink`'s buffers has an empty `data`. The outer
+/// `Err` is the stream's failure; the inner one a malformed reply (a data length other than
+/// the sink's, or than the budget left), after which the rest of the budget has been read and
+/// dropped so that the next frame can be read.
+///
+/// # Safety
+/// Every buffer `sink` returns must be valid for writes of its length, and not be read or
+/// written by anyone else until this returns.
+pub unsafe fn read_exec(
+    r: &mut impl Read,
+    budget: usize,
+    sink: &mut DataSink<'_>,
+) -> std::io::Result<DResult<Reply>> {
+    let mut left = budget;
+    let read_n = |r: &mut dyn Read, buf: &mut [u8], left: &mut usize| -> std::io::Result<bool> {
+        if buf.len() > *left {
+            return Ok(false);
+        }
+        r.read_exact(buf)?;
+        *left -= buf.len();
+        Ok(true)
+    };
+    let mut fixed = [0u8; EXEC_FIXED];
+    let mut heads = Vec::new();
+    let head = if read_n(r, &mut fixed, &mut left)? {
+        let heads_len = u32::from_le_bytes(fixed[16..20].try_into().expect("4 bytes")) as usize;
+        heads.resize(heads_len.min(left), 0);
+        if read_n(r, &mut heads, &mut left)? {
+            ExecHead::decode(fixed, |_| Ok(&heads[..]))
+        } else {
+            Err(DecodeError::Truncated {
+                at: 1 + EXEC_FIXED,
+                needed: heads_len - left,
+            })
+        }
+    } else {
+        Err(DecodeError::Truncated {
+            at: 1,
+            needed: EXEC_FIXED - left,
+        })
+    };
+    let mut outcomes = Vec::new();
+    let mut failed = None;
+    if let Ok(head) = &head {
+        for (k, (result, facts, len)) in head.outcomes.iter().enumerate() {
+            let fits = usize::try_from(*len).ok().filter(|n| *n <= left);
+            let Some(n) = fits else {
+                let needed = usize::try_from(*len).map_or(usize::MAX, |n| n - left);
+                failed = Some(DecodeError::Truncated {
+                    at: budget - left,
+                    needed,
+                });
+                break;
+            };
+            let mut data = Vec::new();
+            match if result.is_ok() { sink(k, *len) } else { None } {
+                Some(bufs) => {
+                    if bufs.iter().map(|b| b.1).sum::<usize>() != n {
+                        failed = Some(DecodeError::OutOfRange {
+                            what: "read data length",
+                            value: *len,
+                        });
+                        break;
+                    }
+                    for (p, l) in bufs {
+                        // SAFETY: the caller's contract.
+                        let dst = unsafe { std::slice::from_raw_parts_mut(p, l) };
+                        read_n(r, dst, &mut left)?;
+                    }
+                }
+                None => {
+                    data.resize(n, 0);
+                    read_n(r, &mut data, &mut left)?;
+                }
+            }
+            outcomes.push(RankOutcome {
+                result: result.clone(),
+                facts: facts.clone(),
+                data,
+            });
+        }
+    }
+    // Whatever is left of the frame (a malformed reply's rest) is dropped.
+    std::io::copy(&mut r.take(left as u64), &mut std::io::sink())?;
+    if failed.is_none() && left > 0 {
+        failed = Some(DecodeError::Trailing(left));
+    }
+    Ok(match (head, failed) {
+        (Err(e), _) | (Ok(_), Some(e)) => Err(e),
+        (Ok(h), None) => Ok(Reply::Exec {
+            ipc_ns: h.ipc_ns,
+            emu_ns: h.emu_ns,
+            outcomes,
+        }),
+    })
 }
 
 /// Reads one frame: its id and body. `Ok(None)` at a clean end of the stream (between
@@ -1586,6 +1751,88 @@ mod tests {
             Request::decode(&m),
             Err(DecodeError::Truncated { .. })
         ));
+    }
+
+    fn exec_reply() -> Reply {
+        Reply::Exec {
+            ipc_ns: 7,
+            emu_ns: 9,
+            outcomes: vec![
+                RankOutcome {
+                    result: Ok(()),
+                    facts: OpFacts::default(),
+                    data: vec![1, 2, 3, 4, 5, 6],
+                },
+                RankOutcome {
+                    result: Err(WireError::from_error(&Error::System("gone".into()))),
+                    facts: OpFacts::default(),
+                    data: Vec::new(),
+                },
+                RankOutcome {
+                    result: Ok(()),
+                    facts: OpFacts::default(),
+                    data: vec![9, 9],
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn exec_replies_roundtrip() {
+        let mut e = Enc::default();
+        exec_reply().encode(&mut e);
+        assert_eq!(Reply::decode(&e.0).unwrap(), exec_reply());
+        for cut in 0..e.0.len() {
+            assert!(
+                Reply::decode(&e.0[..cut]).is_err(),
+                "a prefix of {cut} bytes"
+            );
+        }
+    }
+
+    /// A streamed reply puts an outcome's data where the sink says, leaves the others'
+    /// in the outcome, and a length other than the sink's fails the reply but not the
+    /// stream (the next frame is read as such).
+    #[test]
+    fn exec_replies_stream_into_buffers() {
+        let mut e = Enc::default();
+        exec_reply().encode(&mut e);
+        let body = &e.0[1..];
+        let mut stream = body.to_vec();
+        stream.extend_from_slice(b"next");
+        let mut dst = [[0u8; 2]; 3];
+        let ptrs: Vec<(*mut u8, usize)> = dst.iter_mut().map(|d| (d.as_mut_ptr(), 2)).collect();
+        let mut r = stream.as_slice();
+        let mut asked = Vec::new();
+        let mut sink = |k: usize, len: u64| {
+            asked.push((k, len));
+            (k == 0).then(|| ptrs.clone())
+        };
+        // SAFETY: `dst` outlives the call and nothing else touches it.
+        let got = unsafe { read_exec(&mut r, body.len(), &mut sink) }
+            .unwrap()
+            .unwrap();
+        assert_eq!(asked, [(0, 6), (2, 2)], "error outcomes are not offered");
+        assert_eq!(dst, [[1, 2], [3, 4], [5, 6]]);
+        let mut want = exec_reply();
+        if let Reply::Exec { outcomes, .. } = &mut want {
+            outcomes[0].data.clear();
+        }
+        assert_eq!(got, want);
+        assert_eq!(r, b"next");
+        // A sink of the wrong length.
+        let mut r = stream.as_slice();
+        let mut short = |_: usize, _: u64| Some(ptrs[..1].to_vec());
+        // SAFETY: as above.
+        let got = unsafe { read_exec(&mut r, body.len(), &mut short) }.unwrap();
+        assert!(got.is_err());
+        assert_eq!(r, b"next");
+        // A budget shorter than the reply.
+        let mut r = stream.as_slice();
+        // SAFETY: as above.
+        let got = unsafe { read_exec(&mut r, body.len() - 1, &mut short) }.unwrap();
+        assert!(got.is_err());
+        assert_eq!(r, b"\x09next", "exactly the budget is read");
     }
 
     #[test]
