@@ -1753,6 +1753,52 @@ mod tests {
         ));
     }
 
+    /// A write's inline buffers: one buffer per item at most, and exactly their bytes.
+    #[test]
+    fn inline_buffers_are_bounded_by_the_items() {
+        let item = WireItem {
+            dpu: 0,
+            place: Place::Mram(MramAddr(0)),
+            buf: 0,
+        };
+        let op = |count: usize| WireOp::Write {
+            len: 2,
+            items: vec![item; 2],
+            bufs: WriteBufs::Inline({
+                let bufs: Vec<[u8; 2]> = (0..count).map(|k| [k as u8; 2]).collect();
+                InlineBufs::of(2, bufs.iter().map(|b| &b[..])).unwrap()
+            }),
+        };
+        let enc = |op: &WireOp| {
+            let mut e = Enc::default();
+            Request::Exec {
+                ops: vec![(0, op.clone())],
+            }
+            .encode(&mut e);
+            e.0
+        };
+        let two = op(2);
+        let Request::Exec { ops } = Request::decode(&enc(&two)).unwrap() else {
+            panic!("not an Exec")
+        };
+        let WireOp::Write {
+            bufs: WriteBufs::Inline(b),
+            ..
+        } = &ops[0].1
+        else {
+            panic!("not a write")
+        };
+        assert_eq!((b.count(), b.get(1)), (2, &[1u8, 1][..]));
+        assert!(matches!(
+            Request::decode(&enc(&op(3))),
+            Err(DecodeError::OutOfRange { .. })
+        ));
+        assert!(
+            InlineBufs::of(2, [&[1u8][..]]).is_none(),
+            "a buffer of another length"
+        );
+    }
+
     fn exec_reply() -> Reply {
         Reply::Exec {
             ipc_ns: 7,
