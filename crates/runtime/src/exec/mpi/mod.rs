@@ -446,7 +446,7 @@ impl Backend for MpiBackend {
             let mut prepared: Vec<(Arc<MpiRank>, Prepared)> = ops
                 .into_iter()
                 .map(|(r, op)| {
-                    let (wire, p) = r.prepare(op);
+                    let (wire, p) = r.prepare(op, false);
                     wires.push(r.after_batch(wire));
                     (r, p)
                 })
@@ -618,9 +618,11 @@ struct Prepared {
 }
 
 impl MpiRank {
-    /// An operation as its message: a write's distinct buffers copied into it (a broadcast
-    /// travels once per worker), a read's destinations kept for the reply.
-    fn prepare(&self, op: RankOp) -> (WireOp, Prepared) {
+    /// An operation as its message: a write's distinct buffers in it (a broadcast travels
+    /// once per worker), copied now when `copy_writes` (the message outlives the call: a
+    /// batch), read where they are when the message is encoded otherwise; a read's
+    /// destinations kept for the reply.
+    fn prepare(&self, op: RankOp, copy_writes: bool) -> (WireOp, Prepared) {
         let pending = Pending::of(&op);
         let mut shared_use = None;
         let mut read_into = Vec::new();
@@ -645,8 +647,14 @@ impl MpiRank {
                 }
                 let bufs = match &shared_use {
                     Some(u) => WriteBufs::Shared(vec![u.key]),
-                    // SAFETY: as above.
-                    None => WriteBufs::Inline(unsafe { InlineBufs::copied(len, &srcs) }),
+                    None if copy_writes => {
+                        // SAFETY: as above.
+                        WriteBufs::Inline(unsafe { InlineBufs::copied(len, &srcs) })
+                    }
+                    // SAFETY: as above; a message that is not a batch is encoded and sent
+                    // before the transfer is reported done (`run_one`, `send_queue`,
+                    // `execute`), and dropped by then.
+                    None => WriteBufs::Inline(unsafe { InlineBufs::borrowed(len, &srcs) }),
                 };
                 WireOp::Write {
                     len: len as u32,
@@ -761,7 +769,7 @@ impl MpiRank {
     /// with the rank's next operation, or now if the batch is full.
     fn add_to_batch(&self, op: RankOp) -> Result<()> {
         let bytes = op.xfer_bytes() as usize;
-        let (wire, p) = self.prepare(op);
+        let (wire, p) = self.prepare(op, true);
         let outcome = RankOutcome {
             result: Ok(()),
             facts: crate::exec::OpFacts::default(),
@@ -857,7 +865,7 @@ impl QueuedRank for MpiRank {
         if batchable(&op) {
             return self.add_to_batch(op);
         }
-        let (wire, mut p) = self.prepare(op);
+        let (wire, mut p) = self.prepare(op, false);
         let wire = self.after_batch(wire);
         let outcome = exchange(&self.link, vec![(self, wire, &mut p)])
             .pop()
@@ -890,7 +898,7 @@ impl MpiRank {
         }
         let n = ops.len();
         let (wires, mut prepared): (Vec<WireOp>, Vec<Prepared>) =
-            ops.into_iter().map(|op| self.prepare(op)).unzip();
+            ops.into_iter().map(|op| self.prepare(op, false)).unzip();
         let mut wires = wires;
         let first = wires.remove(0);
         wires.insert(0, self.after_batch(first));

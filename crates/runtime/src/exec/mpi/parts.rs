@@ -12,9 +12,7 @@
 
 use crate::clock::stats::LaunchRecord;
 use crate::error::{merge, Error};
-use crate::exec::remote::protocol::{
-    InlineBufs, RankOutcome, WireError, WireItem, WireOp, WriteBufs,
-};
+use crate::exec::remote::protocol::{RankOutcome, WireError, WireItem, WireOp, WriteBufs};
 use crate::exec::OpFacts;
 
 /// The environment variable that turns the splitting off (`off`) or on (`on`, the default).
@@ -252,10 +250,9 @@ fn write_part(len: u32, mine: &[&WireItem], bufs: &WriteBufs, first: u32) -> Wir
         .collect();
     let pick = |b: u32| b as usize;
     let bufs = match bufs {
-        WriteBufs::Inline(v) => WriteBufs::Inline(
-            InlineBufs::of(v.len_each(), used.iter().map(|b| v.get(pick(*b))))
-                .expect("buffers of one write have one length"),
-        ),
+        WriteBufs::Inline(v) => {
+            WriteBufs::Inline(v.pick(&used.iter().map(|b| pick(*b)).collect::<Vec<_>>()))
+        }
         WriteBufs::Shared(v) => WriteBufs::Shared(used.iter().map(|b| v[pick(*b)]).collect()),
         WriteBufs::Staged(v) => WriteBufs::Staged(used.iter().map(|b| v[pick(*b)]).collect()),
         WriteBufs::InPlace(v) => WriteBufs::InPlace(used.iter().map(|b| v[pick(*b)]).collect()),
@@ -321,6 +318,7 @@ pub fn join(cut: &Cut, mut outcomes: Vec<Option<RankOutcome>>) -> RankOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exec::remote::protocol::InlineBufs;
     use crate::xfer::Place;
 
     fn inline(bufs: &[&[u8]]) -> WriteBufs {

@@ -137,30 +137,41 @@ impl WriteBufs {
 
 /// A write's buffers carried in the message: `count` buffers of `len` bytes each, one after
 /// the other in one allocation (a write of many DPUs' buffers costs one allocation and one
-/// copy on each side, not one per buffer).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// copy on each side, not one per buffer), or the program's own buffers until the message
+/// is encoded ([`InlineBufs::borrowed`]: no copy before the encoding's).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InlineBufs {
     len: usize,
     count: usize,
-    bytes: Vec<u8>,
+    bytes: Held,
+}
+
+/// Where an [`InlineBufs`]' bytes are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Held {
+    /// Back to back, owned.
+    Owned(Vec<u8>),
+    /// In the program's buffers (`len` bytes at each).
+    Borrowed(Vec<HostPtr>),
 }
 
 impl InlineBufs {
     /// Copies of `bufs`, each `len` bytes (`None`: one of another length).
     pub fn of<'b>(len: usize, bufs: impl IntoIterator<Item = &'b [u8]>) -> Option<InlineBufs> {
-        let mut out = InlineBufs {
-            len,
-            count: 0,
-            bytes: Vec::new(),
-        };
+        let mut bytes = Vec::new();
+        let mut count = 0;
         for b in bufs {
             if b.len() != len {
                 return None;
             }
-            out.bytes.extend_from_slice(b);
-            out.count += 1;
+            bytes.extend_from_slice(b);
+            count += 1;
         }
-        Some(out)
+        Some(InlineBufs {
+            len,
+            count,
+            bytes: Held::Owned(bytes),
+        })
     }
 
     /// Copies of the `len` bytes at each of `srcs`.
@@ -176,7 +187,21 @@ impl InlineBufs {
         InlineBufs {
             len,
             count: srcs.len(),
-            bytes,
+            bytes: Held::Owned(bytes),
+        }
+    }
+
+    /// The `len` bytes at each of `srcs`, read where they are when they are needed (encoded,
+    /// or written by a local rank).
+    ///
+    /// # Safety
+    /// Every pointer of `srcs` must stay valid for reads of `len` bytes, and its bytes
+    /// unchanged, as long as the value or any clone of it lives.
+    pub unsafe fn borrowed(len: usize, srcs: &[*mut u8]) -> InlineBufs {
+        InlineBufs {
+            len,
+            count: srcs.len(),
+            bytes: Held::Borrowed(srcs.iter().map(|p| HostPtr(*p)).collect()),
         }
     }
 
@@ -192,16 +217,54 @@ impl InlineBufs {
 
     /// Buffer `k` (`k < count`).
     pub fn get(&self, k: usize) -> &[u8] {
-        &self.bytes[k * self.len..(k + 1) * self.len]
+        match &self.bytes {
+            Held::Owned(b) => &b[k * self.len..(k + 1) * self.len],
+            // SAFETY: `borrowed`'s contract: valid for `len` bytes while `self` lives.
+            Held::Borrowed(p) => unsafe { std::slice::from_raw_parts(p[k].0, self.len) },
+        }
     }
 
-    /// Where each buffer starts (valid while `self` is neither moved nor dropped).
+    /// Buffers `picked`, in that order, held as these are.
+    pub fn pick(&self, picked: &[usize]) -> InlineBufs {
+        let bytes = match &self.bytes {
+            Held::Owned(_) => {
+                Held::Owned(picked.iter().flat_map(|k| self.get(*k)).copied().collect())
+            }
+            Held::Borrowed(p) => Held::Borrowed(picked.iter().map(|k| p[*k]).collect()),
+        };
+        InlineBufs {
+            len: self.len,
+            count: picked.len(),
+            bytes,
+        }
+    }
+
+    /// Where each buffer starts (valid while `self` is neither moved nor dropped; a borrowed
+    /// buffer is only to be read).
     pub fn ptrs(&mut self) -> Vec<*mut u8> {
-        let base = self.bytes.as_mut_ptr();
-        // SAFETY: k * len <= bytes.len() for every k < count.
-        (0..self.count)
-            .map(|k| unsafe { base.add(k * self.len) })
-            .collect()
+        match &mut self.bytes {
+            Held::Owned(b) => {
+                let base = b.as_mut_ptr();
+                // SAFETY: k * len <= bytes.len() for every k < count.
+                (0..self.count)
+                    .map(|k| unsafe { base.add(k * self.len) })
+                    .collect()
+            }
+            Held::Borrowed(p) => p.iter().map(|p| p.0).collect(),
+        }
+    }
+
+    /// The buffers' bytes, back to back, at the end of `out`.
+    fn encode_into(&self, out: &mut Vec<u8>) {
+        match &self.bytes {
+            Held::Owned(b) => out.extend_from_slice(b),
+            Held::Borrowed(_) => {
+                out.reserve(self.len * self.count);
+                for k in 0..self.count {
+                    out.extend_from_slice(self.get(k));
+                }
+            }
+        }
     }
 }
 
@@ -654,7 +717,7 @@ impl WireOp {
                         // The count, then the buffers' bytes (each `len`: no lengths).
                         e.u8(0);
                         e.len(bufs.count());
-                        e.0.extend_from_slice(&bufs.bytes);
+                        bufs.encode_into(&mut e.0);
                     }
                     WriteBufs::Staged(offsets) => {
                         e.u8(1);
@@ -721,7 +784,7 @@ impl WireOp {
                         WriteBufs::Inline(InlineBufs {
                             len: len as usize,
                             count,
-                            bytes,
+                            bytes: Held::Owned(bytes),
                         })
                     }
                     1 => WriteBufs::Staged(d.u64s()?),
@@ -1793,6 +1856,36 @@ mod tests {
             Request::decode(&enc(&op(3))),
             Err(DecodeError::OutOfRange { .. })
         ));
+        // The program's buffers, borrowed until encoding, picked as a part's are.
+        let mut a = [5u8, 6];
+        let mut b = [7u8, 8];
+        // SAFETY: `a` and `b` outlive `borrowed` and its picks, unchanged meanwhile.
+        let borrowed = unsafe { InlineBufs::borrowed(2, &[a.as_mut_ptr(), b.as_mut_ptr()]) };
+        let picked = borrowed.pick(&[1]);
+        assert_eq!((picked.count(), picked.get(0)), (1, &[7u8, 8][..]));
+        let mut e = Enc::default();
+        Request::Exec {
+            ops: vec![(
+                0,
+                WireOp::Write {
+                    len: 2,
+                    items: vec![item],
+                    bufs: WriteBufs::Inline(picked),
+                },
+            )],
+        }
+        .encode(&mut e);
+        let Request::Exec { ops } = Request::decode(&e.0).unwrap() else {
+            panic!("not an Exec")
+        };
+        assert_eq!(
+            ops[0].1,
+            WireOp::Write {
+                len: 2,
+                items: vec![item],
+                bufs: WriteBufs::Inline(InlineBufs::of(2, [&[7u8, 8][..]]).unwrap()),
+            }
+        );
         assert!(
             InlineBufs::of(2, [&[1u8][..]]).is_none(),
             "a buffer of another length"
