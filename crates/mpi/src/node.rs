@@ -119,7 +119,9 @@ fn worker(t: &mut Transport, bound: Duration) -> bool {
                 mailbox.deposit(src as u32 - 1, id, body.to_vec());
                 continue;
             }
-            match ToWorker::decode(body) {
+            // (A write's bytes stay in the message: the request holds it until it has run.)
+            let msg = Arc::new(msg);
+            match ToWorker::decode_shared(&msg, 8) {
                 Ok(ToWorker::Ping) => t.post(0, &framed_reply(id, &Reply::Unit)),
                 Ok(ToWorker::Shutdown) => break,
                 // The bytes follow as the gateway's broadcast, taken now: every worker takes

@@ -12,6 +12,7 @@
 //! the worker table ([`WorkerInfo`] lines), sent once when the program connects.
 
 use std::io::{Read, Write};
+use std::sync::Arc;
 
 use crate::exec::remote::protocol::{DecodeError, Enc, Reply, Request, WireOp};
 
@@ -186,6 +187,15 @@ impl ToWorker {
             ToWorker::Unshare { .. } => "unshare",
             ToWorker::Collective { .. } => "collective",
             ToWorker::PeerDied { .. } => "peer died",
+        }
+    }
+
+    /// A message from `msg[from..]`, a write's inline buffers kept as ranges of `msg` (not
+    /// copied out of it).
+    pub fn decode_shared(msg: &Arc<Vec<u8>>, from: usize) -> Result<ToWorker, DecodeError> {
+        match msg.get(from) {
+            Some(2) => Ok(ToWorker::Call(Request::decode_shared(msg, from + 1)?)),
+            _ => ToWorker::decode(msg.get(from..).unwrap_or_default()),
         }
     }
 

@@ -14,6 +14,7 @@
 //! the decoder's.
 
 use std::io::{Read, Write};
+use std::sync::Arc;
 
 use openpim_machine::{IramAddr, MramAddr, WramAddr};
 
@@ -139,7 +140,7 @@ impl WriteBufs {
 /// the other in one allocation (a write of many DPUs' buffers costs one allocation and one
 /// copy on each side, not one per buffer), or the program's own buffers until the message
 /// is encoded ([`InlineBufs::borrowed`]: no copy before the encoding's).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct InlineBufs {
     len: usize,
     count: usize,
@@ -147,13 +148,26 @@ pub struct InlineBufs {
 }
 
 /// Where an [`InlineBufs`]' bytes are.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 enum Held {
     /// Back to back, owned.
     Owned(Vec<u8>),
     /// In the program's buffers (`len` bytes at each).
     Borrowed(Vec<HostPtr>),
+    /// Back to back in a received message, from this byte on.
+    Shared(Arc<Vec<u8>>, usize),
 }
+
+/// Equal when their buffers' bytes are, wherever they are held.
+impl PartialEq for InlineBufs {
+    fn eq(&self, other: &InlineBufs) -> bool {
+        self.len == other.len
+            && self.count == other.count
+            && (0..self.count).all(|k| self.get(k) == other.get(k))
+    }
+}
+
+impl Eq for InlineBufs {}
 
 impl InlineBufs {
     /// Copies of `bufs`, each `len` bytes (`None`: one of another length).
@@ -219,6 +233,7 @@ impl InlineBufs {
     pub fn get(&self, k: usize) -> &[u8] {
         match &self.bytes {
             Held::Owned(b) => &b[k * self.len..(k + 1) * self.len],
+            Held::Shared(m, at) => &m[at + k * self.len..at + (k + 1) * self.len],
             // SAFETY: `borrowed`'s contract: valid for `len` bytes while `self` lives.
             Held::Borrowed(p) => unsafe { std::slice::from_raw_parts(p[k].0, self.len) },
         }
@@ -227,7 +242,7 @@ impl InlineBufs {
     /// Buffers `picked`, in that order, held as these are.
     pub fn pick(&self, picked: &[usize]) -> InlineBufs {
         let bytes = match &self.bytes {
-            Held::Owned(_) => {
+            Held::Owned(_) | Held::Shared(..) => {
                 Held::Owned(picked.iter().flat_map(|k| self.get(*k)).copied().collect())
             }
             Held::Borrowed(p) => Held::Borrowed(picked.iter().map(|k| p[*k]).collect()),
@@ -251,6 +266,10 @@ impl InlineBufs {
                     .collect()
             }
             Held::Borrowed(p) => p.iter().map(|p| p.0).collect(),
+            // (Read only: the message is shared, and a write only reads its buffers.)
+            Held::Shared(m, at) => (0..self.count)
+                .map(|k| m[*at + k * self.len..].as_ptr().cast_mut())
+                .collect(),
         }
     }
 
@@ -258,7 +277,7 @@ impl InlineBufs {
     fn encode_into(&self, out: &mut Vec<u8>) {
         match &self.bytes {
             Held::Owned(b) => out.extend_from_slice(b),
-            Held::Borrowed(_) => {
+            Held::Borrowed(_) | Held::Shared(..) => {
                 out.reserve(self.len * self.count);
                 for k in 0..self.count {
                     out.extend_from_slice(self.get(k));
@@ -518,13 +537,20 @@ impl Enc {
 pub struct Dec<'a> {
     buf: &'a [u8],
     pos: usize,
+    /// The message `buf` is part of, from `buf`'s first byte on: a write's inline buffers
+    /// are then kept as ranges of it rather than copied out ([`Request::decode_shared`]).
+    shared: Option<(&'a Arc<Vec<u8>>, usize)>,
 }
 
 type DResult<T> = Result<T, DecodeError>;
 
 impl<'a> Dec<'a> {
     pub fn new(buf: &'a [u8]) -> Dec<'a> {
-        Dec { buf, pos: 0 }
+        Dec {
+            buf,
+            pos: 0,
+            shared: None,
+        }
     }
     fn take(&mut self, n: usize) -> DResult<&'a [u8]> {
         let left = self.buf.len() - self.pos;
@@ -780,11 +806,16 @@ impl WireOp {
                                 value: count as u64,
                             });
                         }
-                        let bytes = d.take(count * len as usize)?.to_vec();
+                        let at = d.pos;
+                        let bytes = d.take(count * len as usize)?;
+                        let bytes = match d.shared {
+                            Some((msg, from)) => Held::Shared(Arc::clone(msg), from + at),
+                            None => Held::Owned(bytes.to_vec()),
+                        };
                         WriteBufs::Inline(InlineBufs {
                             len: len as usize,
                             count,
-                            bytes: Held::Owned(bytes),
+                            bytes,
                         })
                     }
                     1 => WriteBufs::Staged(d.u64s()?),
@@ -925,7 +956,18 @@ impl Request {
 
     /// Decodes a request body (all of `buf`).
     pub fn decode(buf: &[u8]) -> DResult<Request> {
-        let mut d = Dec::new(buf);
+        Request::decode_from(Dec::new(buf))
+    }
+
+    /// Decodes a request body, `msg[from..]`, keeping a write's inline buffers as ranges of
+    /// `msg` (no copy of them).
+    pub fn decode_shared(msg: &Arc<Vec<u8>>, from: usize) -> DResult<Request> {
+        let mut d = Dec::new(msg.get(from..).unwrap_or_default());
+        d.shared = Some((msg, from));
+        Request::decode_from(d)
+    }
+
+    fn decode_from(mut d: Dec<'_>) -> DResult<Request> {
         let r = match d.u8()? {
             0 => Request::Hello {
                 version: d.u32()?,
@@ -1885,6 +1927,26 @@ mod tests {
                 items: vec![item],
                 bufs: WriteBufs::Inline(InlineBufs::of(2, [&[7u8, 8][..]]).unwrap()),
             }
+        );
+        // Decoded from a shared message: the same buffers, kept in the message.
+        let mut framed = vec![0xEE; 3];
+        framed.extend_from_slice(&e.0);
+        let msg = Arc::new(framed);
+        let Request::Exec { ops: shared } = Request::decode_shared(&msg, 3).unwrap() else {
+            panic!("not an Exec")
+        };
+        assert_eq!(shared, ops);
+        let WireOp::Write {
+            bufs: WriteBufs::Inline(mut b),
+            ..
+        } = shared[0].1.clone()
+        else {
+            panic!("not a write")
+        };
+        assert_eq!(
+            b.ptrs()[0].cast_const(),
+            msg[msg.len() - 2..].as_ptr(),
+            "not copied"
         );
         assert!(
             InlineBufs::of(2, [&[1u8][..]]).is_none(),
