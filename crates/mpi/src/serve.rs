@@ -340,7 +340,7 @@ fn run_wire(served: &ServedRank, op: WireOp, shared: &Buffers) -> RankOutcome {
         WireOp::Write {
             len,
             items,
-            bufs: WriteBufs::Inline(mut bufs),
+            bufs: WriteBufs::Inline(bufs),
         } => {
             if let Err(e) = check_items(&items, nr_dpus, bufs.count()) {
                 return failed(&e);

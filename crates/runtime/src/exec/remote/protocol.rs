@@ -136,10 +136,11 @@ impl WriteBufs {
     }
 }
 
-/// A write's buffers carried in the message: `count` buffers of `len` bytes each, one after
-/// the other in one allocation (a write of many DPUs' buffers costs one allocation and one
-/// copy on each side, not one per buffer), or the program's own buffers until the message
-/// is encoded ([`InlineBufs::borrowed`]: no copy before the encoding's).
+/// A write's buffers carried in the message: `count` buffers of `len` bytes each. Held in
+/// one allocation (a write of many DPUs' buffers costs one allocation and one copy on each
+/// side, not one per buffer) that a split rank's parts and a received message's requests
+/// share, or in the program's own buffers until the message is encoded
+/// ([`InlineBufs::borrowed`]: no copy before the encoding's).
 #[derive(Debug, Clone)]
 pub struct InlineBufs {
     len: usize,
@@ -150,12 +151,24 @@ pub struct InlineBufs {
 /// Where an [`InlineBufs`]' bytes are.
 #[derive(Debug, Clone)]
 enum Held {
-    /// Back to back, owned.
-    Owned(Vec<u8>),
+    /// In memory shared by every value that picked from it (a copy made for it, or a received
+    /// message): buffer `k` from byte `starts[k]` on.
+    Memory {
+        bytes: Arc<Vec<u8>>,
+        starts: Vec<usize>,
+    },
     /// In the program's buffers (`len` bytes at each).
     Borrowed(Vec<HostPtr>),
-    /// Back to back in a received message, from this byte on.
-    Shared(Arc<Vec<u8>>, usize),
+}
+
+impl Held {
+    /// `count` buffers of `len` bytes back to back in `bytes` from byte `at` on.
+    fn back_to_back(bytes: Arc<Vec<u8>>, at: usize, len: usize, count: usize) -> Held {
+        Held::Memory {
+            bytes,
+            starts: (0..count).map(|k| at + k * len).collect(),
+        }
+    }
 }
 
 /// Equal when their buffers' bytes are, wherever they are held.
@@ -184,7 +197,7 @@ impl InlineBufs {
         Some(InlineBufs {
             len,
             count,
-            bytes: Held::Owned(bytes),
+            bytes: Held::back_to_back(Arc::new(bytes), 0, len, count),
         })
     }
 
@@ -201,7 +214,7 @@ impl InlineBufs {
         InlineBufs {
             len,
             count: srcs.len(),
-            bytes: Held::Owned(bytes),
+            bytes: Held::back_to_back(Arc::new(bytes), 0, len, srcs.len()),
         }
     }
 
@@ -232,19 +245,19 @@ impl InlineBufs {
     /// Buffer `k` (`k < count`).
     pub fn get(&self, k: usize) -> &[u8] {
         match &self.bytes {
-            Held::Owned(b) => &b[k * self.len..(k + 1) * self.len],
-            Held::Shared(m, at) => &m[at + k * self.len..at + (k + 1) * self.len],
+            Held::Memory { bytes, starts } => &bytes[starts[k]..starts[k] + self.len],
             // SAFETY: `borrowed`'s contract: valid for `len` bytes while `self` lives.
             Held::Borrowed(p) => unsafe { std::slice::from_raw_parts(p[k].0, self.len) },
         }
     }
 
-    /// Buffers `picked`, in that order, held as these are.
+    /// Buffers `picked`, in that order, held where these are (no copy).
     pub fn pick(&self, picked: &[usize]) -> InlineBufs {
         let bytes = match &self.bytes {
-            Held::Owned(_) | Held::Shared(..) => {
-                Held::Owned(picked.iter().flat_map(|k| self.get(*k)).copied().collect())
-            }
+            Held::Memory { bytes, starts } => Held::Memory {
+                bytes: Arc::clone(bytes),
+                starts: picked.iter().map(|k| starts[*k]).collect(),
+            },
             Held::Borrowed(p) => Held::Borrowed(picked.iter().map(|k| p[*k]).collect()),
         };
         InlineBufs {
@@ -254,35 +267,34 @@ impl InlineBufs {
         }
     }
 
-    /// Where each buffer starts (valid while `self` is neither moved nor dropped; a borrowed
-    /// buffer is only to be read).
-    pub fn ptrs(&mut self) -> Vec<*mut u8> {
-        match &mut self.bytes {
-            Held::Owned(b) => {
-                let base = b.as_mut_ptr();
-                // SAFETY: k * len <= bytes.len() for every k < count.
-                (0..self.count)
-                    .map(|k| unsafe { base.add(k * self.len) })
-                    .collect()
-            }
-            Held::Borrowed(p) => p.iter().map(|p| p.0).collect(),
-            // (Read only: the message is shared, and a write only reads its buffers.)
-            Held::Shared(m, at) => (0..self.count)
-                .map(|k| m[*at + k * self.len..].as_ptr().cast_mut())
+    /// Where each buffer starts, to be read only (valid while `self` lives).
+    pub fn ptrs(&self) -> Vec<*mut u8> {
+        match &self.bytes {
+            Held::Memory { bytes, starts } => starts
+                .iter()
+                .map(|s| bytes[*s..].as_ptr().cast_mut())
                 .collect(),
+            Held::Borrowed(p) => p.iter().map(|p| p.0).collect(),
         }
     }
 
     /// The buffers' bytes, back to back, at the end of `out`.
     fn encode_into(&self, out: &mut Vec<u8>) {
-        match &self.bytes {
-            Held::Owned(b) => out.extend_from_slice(b),
-            Held::Borrowed(_) | Held::Shared(..) => {
-                out.reserve(self.len * self.count);
-                for k in 0..self.count {
-                    out.extend_from_slice(self.get(k));
-                }
+        out.reserve(self.len * self.count);
+        if let Held::Memory { bytes, starts } = &self.bytes {
+            // Back to back already (a write whole, or a part's run of buffers): one copy.
+            let first = starts.first().copied().unwrap_or(0);
+            if starts
+                .iter()
+                .enumerate()
+                .all(|(k, s)| *s == first + k * self.len)
+            {
+                out.extend_from_slice(&bytes[first..first + self.len * self.count]);
+                return;
             }
+        }
+        for k in 0..self.count {
+            out.extend_from_slice(self.get(k));
         }
     }
 }
@@ -809,8 +821,12 @@ impl WireOp {
                         let at = d.pos;
                         let bytes = d.take(count * len as usize)?;
                         let bytes = match d.shared {
-                            Some((msg, from)) => Held::Shared(Arc::clone(msg), from + at),
-                            None => Held::Owned(bytes.to_vec()),
+                            Some((msg, from)) => {
+                                Held::back_to_back(Arc::clone(msg), from + at, len as usize, count)
+                            }
+                            None => {
+                                Held::back_to_back(Arc::new(bytes.to_vec()), 0, len as usize, count)
+                            }
                         };
                         WriteBufs::Inline(InlineBufs {
                             len: len as usize,
@@ -1937,7 +1953,7 @@ mod tests {
         };
         assert_eq!(shared, ops);
         let WireOp::Write {
-            bufs: WriteBufs::Inline(mut b),
+            bufs: WriteBufs::Inline(b),
             ..
         } = shared[0].1.clone()
         else {
