@@ -294,12 +294,11 @@ fn exchange(
             }
         }
     }
-    cuts.iter()
-        .zip(got)
+    got.into_iter()
         .zip(failed)
-        .map(|(((_, cut), got), failed)| match failed {
+        .map(|(got, failed)| match failed {
             Some(e) => Err(e),
-            None => Ok(parts::join(cut, got)),
+            None => Ok(parts::join(got)),
         })
         .collect()
 }
@@ -702,8 +701,11 @@ impl MpiRank {
             }
         };
         let mut result = o.result.map_err(|w| w.to_error());
-        if result.is_ok() && !p.read_into.is_empty() {
-            result = self.copy_out(p.read_len, &p.read_into, &o.data);
+        if result.is_ok() && p.read_len > 0 && !p.read_into.is_empty() {
+            // (The link delivers every read's bytes into its buffers: `into_program`.)
+            result = Err(Error::Internal(
+                "a read's bytes from an MPI worker were not delivered".into(),
+            ));
         }
         if let (Err(e), Pending::Launch) = (&result, &p.pending) {
             print_fault_line(e);
@@ -744,24 +746,6 @@ impl MpiRank {
         };
         timeline::finish(self.host.id, hw, p.pending.done_after(host_ns));
         result
-    }
-
-    /// A read's bytes (item after item) into the items' buffers.
-    fn copy_out(&self, len: usize, items: &[XferItem], data: &[u8]) -> Result<()> {
-        if data.len() != len * items.len() {
-            return Err(Error::Internal(format!(
-                "an MPI worker returned {} bytes for a read of {}",
-                data.len(),
-                len * items.len()
-            )));
-        }
-        for (item, chunk) in items.iter().zip(data.chunks(len.max(1))) {
-            // SAFETY: the unsafe API that accepted `item.buf` requires it to be valid for
-            // writes of `len` bytes until this transfer has run, which is now.
-            let dst = unsafe { std::slice::from_raw_parts_mut(item.buf.0, len) };
-            dst.copy_from_slice(chunk);
-        }
-        Ok(())
     }
 
     /// A small write into the batch: on the clock now, as the in-process backend places it
@@ -948,12 +932,11 @@ impl MpiRank {
                 Err(e) => failed = failed.or(Some(WireError::from_error(&e))),
             }
         }
-        let outcomes: Vec<std::result::Result<RankOutcome, Error>> = cuts
-            .iter()
-            .zip(got)
-            .map(|(cut, got)| match &failed {
+        let outcomes: Vec<std::result::Result<RankOutcome, Error>> = got
+            .into_iter()
+            .map(|got| match &failed {
                 Some(w) => Err(w.to_error()),
-                None => Ok(parts::join(cut, got)),
+                None => Ok(parts::join(got)),
             })
             .collect();
         let mut results: Vec<Result<()>> = prepared

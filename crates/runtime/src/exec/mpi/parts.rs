@@ -6,8 +6,9 @@
 //! parts, one per worker ([`parts_of`]). Every rank operation is cut into one operation per part, each naming its
 //! part's DPUs from 0 ([`split`]), and the parts' outcomes are joined into the outcome the
 //! whole rank would have given ([`join`]): the first error in DPU order (DPU faults counted
-//! together), a read's bytes in the items' order, and one launch record, the sums and
-//! maxima a whole rank's launch sums and maximises. The clock never sees the parts: it
+//! together) and one launch record, the sums and maxima a whole rank's launch sums and
+//! maximises; a read's bytes go from each part's reply into the program's buffers of that
+//! part's items ([`Cut::take_read`]). The clock never sees the parts: it
 //! places the rank's operation from the joined facts, as for a whole rank.
 
 use crate::clock::stats::LaunchRecord;
@@ -77,15 +78,14 @@ pub fn parts_of(home: u32, nr_dpus: u32, ranks: u32, workers: u32, split: bool) 
         .collect()
 }
 
-/// A rank operation cut into one operation per part (`None`: nothing for that part), with
-/// what joining the outcomes needs: for a read (or a batch ending with one), the indices of
-/// the items each part reads, in its order.
+/// A rank operation cut into one operation per part (`None`: nothing for that part), with,
+/// for a read (or a batch ending with one), the indices of the items each part reads, in its
+/// order: where each part's bytes go.
 pub struct Cut {
     pub ops: Vec<Option<WireOp>>,
     /// The worker of each part.
     pub workers: Vec<u32>,
     read: Option<(usize, Vec<Vec<usize>>)>,
-    items: usize,
 }
 
 /// `op` cut along `parts`. A whole rank's operation goes as it is.
@@ -179,7 +179,6 @@ fn cut(op: WireOp, parts: &[Part]) -> Cut {
                 ops,
                 workers: Vec::new(),
                 read: Some((len as usize, taken)),
-                items: items.len(),
             }
         }
         WireOp::Launch { dpus } => Cut::plain(
@@ -223,7 +222,6 @@ impl Cut {
             ops,
             workers: Vec::new(),
             read: None,
-            items: 0,
         }
     }
 }
@@ -260,9 +258,10 @@ fn write_part(len: u32, mine: &[&WireItem], bufs: &WriteBufs, first: u32) -> Wir
     WireOp::Write { len, items, bufs }
 }
 
-/// The whole rank's outcome from its parts' (`None`: a part that was sent nothing), for the
-/// operation `cut` was made from.
-pub fn join(cut: &Cut, mut outcomes: Vec<Option<RankOutcome>>) -> RankOutcome {
+/// The whole rank's outcome from its parts' (`None`: a part that was sent nothing). A read's
+/// bytes are not joined: the link delivers each part's into the program's buffers
+/// ([`Cut::take_read`]).
+pub fn join(mut outcomes: Vec<Option<RankOutcome>>) -> RankOutcome {
     if let [whole] = outcomes.as_mut_slice() {
         // A whole rank's outcome is the rank's (a read's bytes are in the items' order
         // already, and not copied again).
@@ -273,12 +272,7 @@ pub fn join(cut: &Cut, mut outcomes: Vec<Option<RankOutcome>>) -> RankOutcome {
     let mut results = Vec::new();
     let mut host_ns = 0;
     let mut launch: Option<LaunchRecord> = None;
-    let mut data = Vec::new();
-    if let Some((len, _)) = &cut.read {
-        data = vec![0u8; len * cut.items];
-    }
-    for (k, o) in outcomes.into_iter().enumerate() {
-        let Some(o) = o else { continue };
+    for o in outcomes.into_iter().flatten() {
         // A launch that faulted has its record too (the faults counted in it).
         host_ns = host_ns.max(o.facts.host_ns);
         if let Some(r) = o.facts.launch {
@@ -289,29 +283,12 @@ pub fn join(cut: &Cut, mut outcomes: Vec<Option<RankOutcome>>) -> RankOutcome {
         }
         if let Err(w) = o.result {
             results.push(Err(w.to_error()));
-            continue;
-        }
-        if let Some((len, taken)) = &cut.read {
-            if *len == 0 {
-                continue;
-            }
-            if o.data.len() != len * taken[k].len() {
-                results.push(Err(Error::Internal(format!(
-                    "an MPI worker returned {} bytes for a read of {}",
-                    o.data.len(),
-                    len * taken[k].len()
-                ))));
-                continue;
-            }
-            for (chunk, at) in o.data.chunks(*len).zip(&taken[k]) {
-                data[at * len..(at + 1) * len].copy_from_slice(chunk);
-            }
         }
     }
     RankOutcome {
         result: merge(results).map_err(|e| WireError::from_error(&e)),
         facts: OpFacts { host_ns, launch },
-        data,
+        data: Vec::new(),
     }
 }
 
@@ -415,9 +392,12 @@ mod tests {
                 data,
             })
         };
-        // Part 0 reads DPU 0 (item 1); part 1 reads DPUs 3 and 2 (items 0 and 2).
-        let joined = join(&cut, vec![ok(vec![10]), ok(vec![13, 12])]);
-        assert_eq!(joined.data, vec![13, 10, 12]);
+        // Part 0 reads DPU 0 (item 1); part 1 reads DPUs 3 and 2 (items 0 and 2): where
+        // each part's bytes go.
+        let mut cut = cut;
+        assert_eq!(cut.take_read(), Some((1, vec![vec![1], vec![0, 2]])));
+        let joined = join(vec![ok(Vec::new()), ok(Vec::new())]);
+        assert!(joined.result.is_ok());
         let fault = |dpu: u32| {
             Some(RankOutcome {
                 result: Err(WireError::from_error(&Error::DpuFault {
@@ -435,13 +415,8 @@ mod tests {
                 data: Vec::new(),
             })
         };
-        let cut = split(
-            WireOp::Launch {
-                dpus: vec![0, 1, 2, 3],
-            },
-            &parts,
-        );
-        let joined = join(&cut, vec![fault(1), fault(2)]);
+        // A launch's faults on both parts.
+        let joined = join(vec![fault(1), fault(2)]);
         match joined.result.map_err(|w| w.to_error()) {
             Err(Error::DpuFault { first, count }) => assert_eq!((first.dpu, count), (1, 2)),
             other => panic!("{other:?}"),
