@@ -14,6 +14,10 @@
    engine speed measured here (instructions simulated per second and core) and the traffic
    measured here, scaled to 2,560 DPUs (see the model's assumptions printed with the table),
    a row set per link speed (10 GbE; a 100 Gb/s HPC interconnect).
+5. Round trips: the wall time of one small synchronous call (a dpu_copy_from of 8 bytes from
+   one DPU, a dpu_launch of a tiny program on 64 DPUs; bench/speed/host/round_trip.c) in process
+   and on 1 and 2 workers: what every call that is not a batched write pays (`--round-trips-only`
+   runs only this).
 4. The study's NTT at 2,048 DPUs (its transpose a PID-Comm all-to-all): in process and on 4
    workers with the collectives' host step in the workers and, for comparison, in the
    program's process (OPENPIM_MPI_HOST_STEP=program); wall time and bytes through the gateway
@@ -83,12 +87,16 @@ def main() -> int:
     ap.add_argument("--only", help="comma-separated PrIM benchmarks (default: all 16)")
     ap.add_argument("--dpus", type=int, default=256)
     ap.add_argument("--no-ntt", action="store_true", help="skip the NTT at 2,048 DPUs")
+    ap.add_argument("--round-trips-only", action="store_true",
+                    help="only the round trips of small synchronous calls")
     ap.add_argument("--ntt-only", action="store_true",
                     help="only the NTT at 2,048 DPUs and its projection")
     args = ap.parse_args()
     if args.ntt_only:
         ntt_study_in_temp()
         return 0
+    if args.round_trips_only:
+        return round_trips()
     names = args.only.split(",") if args.only else list(programs.PRIM_64)
     ranks = (args.dpus + 63) // 64
     work = Path(tempfile.mkdtemp(prefix="openpim-bench-mpi-"))
@@ -178,9 +186,44 @@ def main() -> int:
 
     if va:
         project(*va, args.dpus)
+    round_trips()
     if not args.no_ntt:
         ntt_study_in_temp()
     return 0
+
+
+def round_trips() -> int:
+    """The round trip of one small synchronous call, in process and on 1 and 2 workers (each
+    worker one simulation thread, the in-process run one thread too), median of 3 runs."""
+    speed = ROOT / "bench" / "speed"
+    r = subprocess.run(["make", "-s", "bin/tiny_dpu", "bin/round_trip_host"], cwd=speed, env=env(),
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if r.returncode != 0:
+        print(f"round trips: build failed\n{r.stdout[-2000:]}", file=sys.stderr)
+        return 1
+    print("\n## Round trips: one small synchronous call, wall time (OPENPIM_CLOCK=real, "
+          "64 DPUs, median of 3 runs of 2,000 calls)\n")
+    print("| where | dpu_copy_from of 8 bytes, us | dpu_launch of a tiny program, us |")
+    print("|---|---:|---:|")
+    failed = 0
+    for name, opts in (("in process", []), ("1 worker", ["--mpi", "1"]),
+                       ("2 workers (the rank split)", ["--mpi", "2"])):
+        got = []
+        for _ in range(3):
+            _, rc, out = timed([str(OPENPIM), "run", "--ranks", "2", *opts, "--",
+                                "bin/round_trip_host", "bin/tiny_dpu", "2000"], speed,
+                               {"OPENPIM_CLOCK": "real", "OPENPIM_THREADS": "1"})
+            fields = dict(kv.split("=", 1) for kv in out.split() if "=" in kv)
+            if rc != 0 or "copy_us" not in fields:
+                print(f"round trips ({name}): exit {rc}\n{out[-2000:]}", file=sys.stderr)
+                failed = 1
+                break
+            got.append((float(fields["copy_us"]), float(fields["launch_us"])))
+        if len(got) == 3:
+            copy = sorted(g[0] for g in got)[1]
+            launch = sorted(g[1] for g in got)[1]
+            print(f"| {name} | {copy:.1f} | {launch:.1f} |")
+    return failed
 
 
 # The links the projection assumes, each its own row set: name, bytes/s, seconds per message
