@@ -1702,17 +1702,23 @@ pub(crate) fn wire_items_of(items: &[crate::exec::XferItem]) -> Vec<WireItem> {
 mod tests {
     use super::*;
 
-    fn roundtrip_request(r: Request) {
+    /// `v` decodes back from its encoding, and every strict prefix of that is an error,
+    /// never a panic.
+    fn roundtrip<T: PartialEq + std::fmt::Debug>(
+        v: T,
+        encode: impl Fn(&T, &mut Enc),
+        decode: impl Fn(&[u8]) -> DResult<T>,
+    ) {
         let mut e = Enc::default();
-        r.encode(&mut e);
-        assert_eq!(Request::decode(&e.0).unwrap(), r);
-        // Every strict prefix is an error, never a panic.
+        encode(&v, &mut e);
+        assert_eq!(decode(&e.0).unwrap(), v);
         for cut in 0..e.0.len() {
-            assert!(
-                Request::decode(&e.0[..cut]).is_err(),
-                "prefix of {cut} bytes"
-            );
+            assert!(decode(&e.0[..cut]).is_err(), "prefix of {cut} bytes");
         }
+    }
+
+    fn roundtrip_request(r: Request) {
+        roundtrip(r, Request::encode, Request::decode);
     }
 
     #[test]
@@ -1996,15 +2002,7 @@ mod tests {
 
     #[test]
     fn exec_replies_roundtrip() {
-        let mut e = Enc::default();
-        exec_reply().encode(&mut e);
-        assert_eq!(Reply::decode(&e.0).unwrap(), exec_reply());
-        for cut in 0..e.0.len() {
-            assert!(
-                Reply::decode(&e.0[..cut]).is_err(),
-                "a prefix of {cut} bytes"
-            );
-        }
+        roundtrip(exec_reply(), Reply::encode, Reply::decode);
     }
 
     /// A streamed reply puts an outcome's data where the sink says, leaves the others'
