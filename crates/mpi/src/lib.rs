@@ -28,6 +28,23 @@ use std::time::Duration;
 
 use openpim_runtime::exec::mpi::wire::{read_frame, write_frame};
 
+/// A message of the MPI job to send (`transport::Transport::post_message`): `head`, then each
+/// buffer of `data` (a worker's reply: its head, then a read's bytes as the engine read them,
+/// sent without being copied behind the head).
+pub struct Outgoing {
+    pub head: Vec<u8>,
+    pub data: Vec<Vec<u8>>,
+}
+
+impl From<Vec<u8>> for Outgoing {
+    fn from(head: Vec<u8>) -> Outgoing {
+        Outgoing {
+            head,
+            data: Vec::new(),
+        }
+    }
+}
+
 /// The worker index a frame from the launcher carries to stop the run.
 pub const STOP_WORKER: u32 = u32::MAX;
 

@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use mpi::Threading;
 use openpim_collectives::distributed;
 use openpim_runtime::exec::mpi::wire::{
-    encode_reply, framed_reply, read_frame_after, write_frame, CollectiveReply, ToWorker,
-    WorkerInfo, SHARE_ALL,
+    encode_reply, framed_reply, framed_reply_leaving_data, read_frame_after, write_frame,
+    write_frame_head, CollectiveReply, ToWorker, WorkerInfo, SHARE_ALL,
 };
 use openpim_runtime::exec::remote::protocol::{Reply, WireError};
 use openpim_runtime::Error;
@@ -27,6 +27,7 @@ use crate::serve::Ranks;
 use crate::threads::Threads;
 use crate::transport::Transport;
 use crate::wake::{Backoff, Wakeup, Waking};
+use crate::Outgoing;
 use crate::{timeout, STOP_WORKER, TIMEOUT_ENV};
 
 /// How often the gateway pings each worker.
@@ -44,6 +45,13 @@ fn framed(id: u64, body: &[u8]) -> Vec<u8> {
     m.extend_from_slice(&id.to_le_bytes());
     m.extend_from_slice(body);
     m
+}
+
+/// A worker's reply to request `id` as its MPI message, a read's data sent from where it was
+/// read.
+fn reply_message(id: u64, reply: Reply) -> Outgoing {
+    let (head, data) = framed_reply_leaving_data(id, reply);
+    Outgoing { head, data }
 }
 
 fn split(msg: &[u8]) -> Option<(u64, &[u8])> {
@@ -97,7 +105,7 @@ fn worker(t: &mut Transport, bound: Duration) -> bool {
     let me = t.rank() as u32 - 1;
     // What the request threads send: (destination MPI rank, message).
     let wake = Arc::new(Wakeup::default());
-    let (tx, rx) = channel::<(i32, Vec<u8>)>();
+    let (tx, rx) = channel::<(i32, Outgoing)>();
     let tx = Waking::new(tx, Arc::clone(&wake));
     let mut order = RankOrder::default();
     let threads = Arc::new(Threads::default());
@@ -105,7 +113,7 @@ fn worker(t: &mut Transport, bound: Duration) -> bool {
     loop {
         let mut busy = false;
         while let Ok((dest, msg)) = rx.try_recv() {
-            t.post_owned(dest, msg);
+            t.post_message(dest, msg);
             busy = true;
         }
         t.progress();
@@ -168,7 +176,7 @@ fn worker(t: &mut Transport, bound: Duration) -> bool {
                                 format!("MPI worker {}: {why}", me + 1),
                             ))),
                         };
-                        let _ = peers.out.send((0, framed_reply(id, &reply)));
+                        let _ = peers.out.send((0, framed_reply(id, &reply).into()));
                     });
                 }
                 Ok(req) => match ranks.buffers_for(&req) {
@@ -183,7 +191,7 @@ fn worker(t: &mut Transport, bound: Duration) -> bool {
                             let reply = ranks.handle_with(req, &shared);
                             // The rank's next request may run once this one's reply is on
                             // its way (the turn ends when the thread does).
-                            let _ = tx.send((0, framed_reply(id, &reply)));
+                            let _ = tx.send((0, reply_message(id, reply)));
                         });
                     }
                     Err(e) => t.post(
@@ -319,6 +327,8 @@ fn gateway(t: &mut Transport, socket: &str, timeout: Duration) -> Result<(), Str
             let _ = write_frame(&mut *s, f.id, &[], body);
         }
     };
+    // Where the pieces of a large reply pass through on their way to the program.
+    let mut relay: Vec<u8> = Vec::new();
     let mut stopping = false;
     let mut last_check = Instant::now();
     while !stopping {
@@ -423,19 +433,40 @@ fn gateway(t: &mut Transport, socket: &str, timeout: Duration) -> Result<(), Str
             }
         }
         busy |= !sharing.is_empty();
-        while let Some((src, msg)) = t.try_recv() {
+        while let Some(a) = t.try_recv_first() {
             busy = true;
-            let Some((g, body)) = split(&msg) else {
+            let Some((g, body)) = split(&a.first) else {
+                t.receive_rest(&a, &mut relay, |_| {});
                 continue;
             };
-            if let Some(p) = peers.get_mut(src as usize - 1) {
+            if let Some(p) = peers.get_mut(a.src as usize - 1) {
                 p.seen = Instant::now();
                 if g == 0 {
                     p.pinged = None;
                 }
             }
-            if let Some(f) = in_flight.remove(&g) {
-                reply_to(&conns, &f, body);
+            let f = in_flight.remove(&g);
+            if a.is_whole() {
+                if let Some(f) = f {
+                    reply_to(&conns, &f, body);
+                }
+                continue;
+            }
+            // A large reply (a read's data): relayed to the program piece by piece as the
+            // pieces arrive, never held whole.
+            let conn = f.as_ref().and_then(|f| Some((f.id, conns.get(&f.conn)?)));
+            let mut s = conn.map(|(id, c)| (id, c.lock().unwrap_or_else(|e| e.into_inner())));
+            let mut ok = match s.as_mut() {
+                Some((id, s)) => write_frame_head(&mut **s, *id, body, a.total - 8).is_ok(),
+                None => false,
+            };
+            t.receive_rest(&a, &mut relay, |piece| {
+                if let (true, Some((_, s))) = (ok, s.as_mut()) {
+                    ok = s.write_all(piece).is_ok();
+                }
+            });
+            if let (true, Some((_, s))) = (ok, s.as_mut()) {
+                let _ = s.flush();
             }
         }
         // The heartbeat, and a worker of this machine that is gone is seen at once (within

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use openpim_collectives::distributed::Peers;
 
 use crate::wake::Waking;
+use crate::Outgoing;
 
 /// Messages from other workers, by (step, sender's worker index), and the workers known dead.
 #[derive(Default)]
@@ -86,7 +87,7 @@ pub struct WorkerPeers {
     /// This worker's index (MPI rank - 1).
     pub me: u32,
     /// To the MPI thread: (destination MPI rank, message).
-    pub out: Waking<(i32, Vec<u8>)>,
+    pub out: Waking<(i32, Outgoing)>,
     pub mailbox: Arc<Mailbox>,
     /// How long a step waits for another worker's lines (the heartbeat's bound: a worker
     /// that sends nothing for that long is dead, and the gateway fails the request).
@@ -107,7 +108,9 @@ impl Peers for WorkerPeers {
     }
 
     fn send(&self, to: u32, step: u64, bytes: Vec<u8>) {
-        let _ = self.out.send((to as i32 + 1, peer_message(step, &bytes)));
+        let _ = self
+            .out
+            .send((to as i32 + 1, peer_message(step, &bytes).into()));
     }
 
     fn recv(&self, from: u32, step: u64) -> Result<Vec<u8>, String> {

@@ -8,8 +8,16 @@
 //! messages at once cannot deadlock. A large message the sender owns
 //! ([`Transport::post_owned`]) is not copied: its first send carries the length alone and
 //! the next one the buffer itself, which the receiver takes as its message without copying
-//! it either.
+//! it either. A message made of a head and large buffers ([`Outgoing`], a worker's reply with
+//! a read's data) is sent from those buffers in pieces of at most [`STREAM_PIECE`] bytes, which
+//! a receiver may take one at a time into a buffer of its own ([`Transport::receive_rest`]):
+//! the gateway relays a large read to the program without ever holding all of it.
 
+use std::sync::Arc;
+
+use mpi::datatype::Equivalence;
+
+use crate::Outgoing;
 use mpi::request::{Request, StaticScope};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::{Destination, MatchedReceiveVec, Root, Source};
@@ -21,11 +29,30 @@ const CHUNK: usize = 1 << 30;
 /// sender owns are sent from their buffer.
 const COPIED: usize = 64 << 10;
 
-/// A send in flight and the buffer it reads (freed once the send is complete).
+/// The largest piece of an [`Outgoing`]'s buffers one send carries: what the receiver of a
+/// streamed message holds at a time.
+pub const STREAM_PIECE: usize = 4 << 20;
+
+/// A send in flight and the buffer it reads (dropped once the send is complete).
 struct InFlight {
     request: Request<'static, [u8], StaticScope>,
-    buf: *mut [u8],
+    buf: Arc<Vec<u8>>,
     dest: i32,
+}
+
+/// A message whose first piece has arrived: its sender, its length and the bytes of that
+/// piece; the rest ([`Transport::receive_rest`]) follows from the same sender.
+pub struct Arriving {
+    pub src: i32,
+    pub total: usize,
+    pub first: Vec<u8>,
+}
+
+impl Arriving {
+    /// Whether the first piece is the whole message.
+    pub fn is_whole(&self) -> bool {
+        self.first.len() >= self.total
+    }
 }
 
 /// A broadcast this process (the root) has started: its ticket, request and buffer.
@@ -84,9 +111,9 @@ impl Transport {
         first.extend_from_slice(&(msg.len() as u64).to_le_bytes());
         let head = msg.len().min(CHUNK - 8);
         first.extend_from_slice(&msg[..head]);
-        self.post_chunk(dest, first.into_boxed_slice());
+        self.post_buffer(dest, Arc::new(first), CHUNK);
         for chunk in msg[head..].chunks(CHUNK) {
-            self.post_chunk(dest, chunk.to_vec().into_boxed_slice());
+            self.post_buffer(dest, Arc::new(chunk.to_vec()), CHUNK);
         }
     }
 
@@ -98,21 +125,77 @@ impl Transport {
         }
         self.sent.0 += msg.len() as u64;
         self.sent.1 += 1;
-        let len = (msg.len() as u64).to_le_bytes().to_vec().into_boxed_slice();
-        self.post_chunk(dest, len);
-        self.post_chunk(dest, msg.into_boxed_slice());
+        let len = (msg.len() as u64).to_le_bytes().to_vec();
+        self.post_buffer(dest, Arc::new(len), CHUNK);
+        self.post_buffer(dest, Arc::new(msg), CHUNK);
     }
 
-    fn post_chunk(&mut self, dest: i32, chunk: Box<[u8]>) {
-        let buf: *mut [u8] = Box::into_raw(chunk);
-        // SAFETY: `buf` comes from Box::into_raw and is freed only in `progress`, after its
-        // send has completed: it lives as long as the request reads it.
-        let slice: &'static [u8] = unsafe { &*buf };
-        let request = self
-            .world
-            .process_at_rank(dest)
-            .immediate_send(StaticScope, slice);
-        self.sending.push(InFlight { request, buf, dest });
+    /// Starts sending `msg`: its head, then its buffers, the large ones from where they are,
+    /// in pieces of at most [`STREAM_PIECE`] bytes.
+    pub fn post_message(&mut self, dest: i32, msg: Outgoing) {
+        let total = msg.head.len() + msg.data.iter().map(Vec::len).sum::<usize>();
+        if msg.data.is_empty() {
+            return self.post_owned(dest, msg.head);
+        }
+        if total <= COPIED {
+            let mut whole = msg.head;
+            for d in &msg.data {
+                whole.extend_from_slice(d);
+            }
+            return self.post(dest, &whole);
+        }
+        self.sent.0 += total as u64;
+        self.sent.1 += 1;
+        let mut first = Vec::with_capacity(8 + msg.head.len());
+        first.extend_from_slice(&(total as u64).to_le_bytes());
+        first.extend_from_slice(&msg.head);
+        // Small buffers travel copied together; a large one goes from its own.
+        let mut copied = first;
+        for d in msg.data {
+            if d.len() <= COPIED && copied.len() + d.len() <= STREAM_PIECE {
+                copied.extend_from_slice(&d);
+                continue;
+            }
+            if !copied.is_empty() {
+                self.post_buffer(dest, Arc::new(std::mem::take(&mut copied)), CHUNK);
+            }
+            if d.len() <= COPIED {
+                copied = d;
+            } else {
+                self.post_buffer(dest, Arc::new(d), STREAM_PIECE);
+            }
+        }
+        if !copied.is_empty() {
+            self.post_buffer(dest, Arc::new(copied), CHUNK);
+        }
+    }
+
+    /// Starts sending `buf` in sends of at most `piece` bytes (an empty buffer is one empty
+    /// send); the sends keep it until they are complete.
+    fn post_buffer(&mut self, dest: i32, buf: Arc<Vec<u8>>, piece: usize) {
+        let len = buf.len();
+        let mut at = 0;
+        loop {
+            let end = (at + piece).min(len);
+            // SAFETY: the bytes belong to `buf`, which the send keeps (in `sending`) and
+            // nobody changes; it is dropped only in `progress`, after the send has completed,
+            // or leaked with a send that never completes.
+            let slice: &'static [u8] =
+                unsafe { std::slice::from_raw_parts(buf.as_ptr().add(at), end - at) };
+            let request = self
+                .world
+                .process_at_rank(dest)
+                .immediate_send(StaticScope, slice);
+            self.sending.push(InFlight {
+                request,
+                buf: Arc::clone(&buf),
+                dest,
+            });
+            at = end;
+            if at >= len {
+                break;
+            }
+        }
     }
 
     /// Lets the sends in flight progress and frees the buffers of the finished ones.
@@ -120,11 +203,8 @@ impl Transport {
         let mut still = Vec::with_capacity(self.sending.len());
         for f in self.sending.drain(..) {
             match f.request.test() {
-                Ok(_) => {
-                    // SAFETY: the send is complete; the buffer came from Box::into_raw and
-                    // nothing else refers to it.
-                    drop(unsafe { Box::from_raw(f.buf) });
-                }
+                // (The send is complete: its share of the buffer goes.)
+                Ok(_) => drop(f.buf),
                 Err(request) => still.push(InFlight {
                     request,
                     buf: f.buf,
@@ -210,19 +290,46 @@ impl Transport {
         self.sending.iter().filter(|f| f.dest == dest).count()
     }
 
-    /// The next message that has arrived, from any process: its sender and bytes.
-    pub fn try_recv(&mut self) -> Option<(i32, Vec<u8>)> {
+    /// The first piece of the next message that has arrived, from any process.
+    pub fn try_recv_first(&mut self) -> Option<Arriving> {
         let probed = self.world.any_process().immediate_matched_probe()?;
         let src = probed.1.source_rank();
-        let (first, _) = probed.matched_receive_vec::<u8>();
+        let (mut first, _) = probed.matched_receive_vec::<u8>();
         if first.len() < 8 {
-            return Some((src, Vec::new()));
+            return Some(Arriving {
+                src,
+                total: 0,
+                first: Vec::new(),
+            });
         }
         let total = u64::from_le_bytes(first[..8].try_into().expect("8 bytes")) as usize;
-        let mut data = first;
-        data.drain(..8);
-        while data.len() < total {
-            let probed = self.world.process_at_rank(src).matched_probe();
+        first.drain(..8);
+        Some(Arriving { src, total, first })
+    }
+
+    /// Takes the rest of the message `a` from its sender, piece by piece into `into` (grown
+    /// as needed, never shrunk: a buffer kept from message to message is touched once),
+    /// handing each piece to `each`.
+    pub fn receive_rest(&mut self, a: &Arriving, into: &mut Vec<u8>, mut each: impl FnMut(&[u8])) {
+        let mut got = a.first.len();
+        while got < a.total {
+            let (msg, status) = self.world.process_at_rank(a.src).matched_probe();
+            let n = status.count(u8::equivalent_datatype()).max(0) as usize;
+            if into.len() < n {
+                into.resize(n, 0);
+            }
+            msg.matched_receive_into(&mut into[..n]);
+            each(&into[..n]);
+            got += n.max(1);
+        }
+    }
+
+    /// The next message that has arrived, from any process: its sender and bytes.
+    pub fn try_recv(&mut self) -> Option<(i32, Vec<u8>)> {
+        let a = self.try_recv_first()?;
+        let mut data = a.first;
+        while data.len() < a.total {
+            let probed = self.world.process_at_rank(a.src).matched_probe();
             let (chunk, _) = probed.matched_receive_vec::<u8>();
             if data.is_empty() {
                 // (A large message sent from its buffer: taken as it came.)
@@ -231,7 +338,7 @@ impl Transport {
                 data.extend_from_slice(&chunk);
             }
         }
-        Some((src, data))
+        Some((a.src, data))
     }
 }
 
@@ -241,6 +348,7 @@ impl Drop for Transport {
         // under MPI's feet.
         for f in self.sending.drain(..) {
             std::mem::forget(f.request);
+            std::mem::forget(f.buf);
         }
         for b in self.broadcasting.drain(..) {
             std::mem::forget(b.request);

@@ -298,6 +298,15 @@ pub fn framed_reply(id: u64, reply: &Reply) -> Vec<u8> {
     e.0
 }
 
+/// [`framed_reply`], an [`Reply::Exec`]'s data left where it is: the message is the returned
+/// head followed by the returned buffers (a read's bytes are sent from the buffers the worker
+/// read them into).
+pub fn framed_reply_leaving_data(id: u64, reply: Reply) -> (Vec<u8>, Vec<Vec<u8>>) {
+    let mut e = Enc(id.to_le_bytes().to_vec());
+    let data = reply.encode_leaving_data(&mut e);
+    (e.0, data)
+}
+
 /// One worker of the run, as the gateway's greeting describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkerInfo {
@@ -348,8 +357,21 @@ const MAX_FRAME: usize = 1 << 34;
 /// program's side, nothing on the gateway's). Lengths beyond 4 GiB use a `u32::MAX` marker
 /// followed by a `u64` length.
 pub fn write_frame(w: &mut impl Write, id: u64, head: &[u8], body: &[u8]) -> std::io::Result<()> {
-    let len = 8 + head.len() + body.len();
-    let mut hdr = Vec::with_capacity(24);
+    write_frame_head(w, id, head, head.len() + body.len())?;
+    w.write_all(body)?;
+    w.flush()
+}
+
+/// Writes the start of a frame whose rest (after the id) is `len` bytes, of which `head`
+/// comes first; the caller writes the other `len - head.len()` bytes.
+pub fn write_frame_head(
+    w: &mut impl Write,
+    id: u64,
+    head: &[u8],
+    len: usize,
+) -> std::io::Result<()> {
+    let len = 8 + len;
+    let mut hdr = Vec::with_capacity(24 + head.len());
     match u32::try_from(len) {
         Ok(l) if l != u32::MAX => hdr.extend_from_slice(&l.to_le_bytes()),
         _ => {
@@ -359,9 +381,7 @@ pub fn write_frame(w: &mut impl Write, id: u64, head: &[u8], body: &[u8]) -> std
     }
     hdr.extend_from_slice(&id.to_le_bytes());
     hdr.extend_from_slice(head);
-    w.write_all(&hdr)?;
-    w.write_all(body)?;
-    w.flush()
+    w.write_all(&hdr)
 }
 
 /// Reads one frame: its id and the rest; `None` at the end of the stream.
@@ -484,6 +504,57 @@ mod tests {
         let mut want = 7u64.to_le_bytes().to_vec();
         want.extend(encode_reply(&r));
         assert_eq!(framed_reply(7, &r), want);
+    }
+
+    /// A reply framed with its data left apart is, put back together, the reply framed whole;
+    /// a frame written as its head and then the rest is the frame written at once.
+    #[test]
+    fn a_reply_framed_apart_is_the_reply_framed_whole() {
+        use crate::exec::remote::protocol::RankOutcome;
+        use crate::exec::OpFacts;
+        let outcome = |data: Vec<u8>, host_ns| RankOutcome {
+            result: Ok(()),
+            facts: OpFacts {
+                host_ns,
+                launch: None,
+            },
+            data,
+        };
+        let replies = [
+            Reply::Exec {
+                ipc_ns: 5,
+                emu_ns: 6,
+                outcomes: vec![
+                    outcome(vec![1; 100_000], 3),
+                    outcome(Vec::new(), 4),
+                    outcome(vec![9, 8], 0),
+                ],
+            },
+            Reply::Bytes(vec![1, 2, 3]),
+            Reply::Unit,
+        ];
+        for r in replies {
+            let whole = framed_reply(11, &r);
+            let (mut head, data) = framed_reply_leaving_data(11, r.clone());
+            if let Reply::Exec { outcomes, .. } = &r {
+                assert_eq!(data.len(), outcomes.len());
+            } else {
+                assert!(data.is_empty());
+            }
+            for d in data {
+                head.extend(d);
+            }
+            assert_eq!(head, whole);
+
+            let mut at_once = Vec::new();
+            write_frame(&mut at_once, 3, &[7, 7], &whole).unwrap();
+            let mut in_parts = Vec::new();
+            write_frame_head(&mut in_parts, 3, &[7, 7], 2 + whole.len()).unwrap();
+            in_parts.extend_from_slice(&whole);
+            assert_eq!(in_parts, at_once);
+            let (id, rest) = read_frame(&mut &at_once[..]).unwrap().unwrap();
+            assert_eq!((id, rest.len()), (3, 2 + whole.len()));
+        }
     }
 
     #[test]

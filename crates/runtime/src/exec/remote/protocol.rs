@@ -1065,36 +1065,7 @@ impl Reply {
                 emu_ns,
                 outcomes,
             } => {
-                // `ipc_ns` first: `write_reply` patches it once the reply is encoded. Then
-                // the length of the outcomes' heads, the heads (each with its data's
-                // length), and the outcomes' data one after the other: a reader can place a
-                // read's bytes straight where they go ([`read_exec`]).
-                e.u8(EXEC_TAG);
-                e.u64(*ipc_ns);
-                e.u64(*emu_ns);
-                let at = e.0.len();
-                e.u32(0);
-                e.len(outcomes.len());
-                for o in outcomes {
-                    match &o.result {
-                        Ok(()) => e.u8(0),
-                        Err(w) => {
-                            e.u8(1);
-                            e.error(w);
-                        }
-                    }
-                    e.u64(o.facts.host_ns);
-                    match &o.facts.launch {
-                        Some(l) => {
-                            e.u8(1);
-                            e.launch(l);
-                        }
-                        None => e.u8(0),
-                    }
-                    e.u64(o.data.len() as u64);
-                }
-                let heads = u32::try_from(e.0.len() - at - 4).unwrap_or(u32::MAX);
-                e.0[at..at + 4].copy_from_slice(&heads.to_le_bytes());
+                encode_exec_head(e, *ipc_ns, *emu_ns, outcomes);
                 for o in outcomes {
                     e.0.extend_from_slice(&o.data);
                 }
@@ -1237,6 +1208,63 @@ pub fn write_frame(
     encode: impl FnOnce(&mut Enc),
 ) -> std::io::Result<()> {
     w.write_all(&frame(id, encode)?)
+}
+
+/// An [`Reply::Exec`] up to its outcomes' data: the tag, `ipc_ns`, `emu_ns`, the length of
+/// the outcomes' heads and the heads (each with its data's length).
+fn encode_exec_head(e: &mut Enc, ipc_ns: u64, emu_ns: u64, outcomes: &[RankOutcome]) {
+    // `ipc_ns` first: `write_reply` patches it once the reply is encoded. Then the length of
+    // the outcomes' heads, the heads (each with its data's length); the outcomes' data follow
+    // one after the other: a reader can place a read's bytes straight where they go
+    // ([`read_exec`]).
+    e.u8(EXEC_TAG);
+    e.u64(ipc_ns);
+    e.u64(emu_ns);
+    let at = e.0.len();
+    e.u32(0);
+    e.len(outcomes.len());
+    for o in outcomes {
+        match &o.result {
+            Ok(()) => e.u8(0),
+            Err(w) => {
+                e.u8(1);
+                e.error(w);
+            }
+        }
+        e.u64(o.facts.host_ns);
+        match &o.facts.launch {
+            Some(l) => {
+                e.u8(1);
+                e.launch(l);
+            }
+            None => e.u8(0),
+        }
+        e.u64(o.data.len() as u64);
+    }
+    let heads = u32::try_from(e.0.len() - at - 4).unwrap_or(u32::MAX);
+    e.0[at..at + 4].copy_from_slice(&heads.to_le_bytes());
+}
+
+impl Reply {
+    /// Encodes the reply as [`Reply::encode`] does, except that an [`Reply::Exec`]'s outcomes'
+    /// data is returned rather than appended (the encoding is then `e` followed by the
+    /// returned buffers, in order): a large read is sent from the buffer it was read into.
+    pub fn encode_leaving_data(self, e: &mut Enc) -> Vec<Vec<u8>> {
+        match self {
+            Reply::Exec {
+                ipc_ns,
+                emu_ns,
+                outcomes,
+            } => {
+                encode_exec_head(e, ipc_ns, emu_ns, &outcomes);
+                outcomes.into_iter().map(|o| o.data).collect()
+            }
+            other => {
+                other.encode(e);
+                Vec::new()
+            }
+        }
+    }
 }
 
 /// Writes a reply; an [`Reply::Exec`]'s `ipc_ns` becomes `spent_ns` (the CPU time the
