@@ -125,7 +125,8 @@ def compare(name: str, cwd: Path, cmd: list[str], ranks: int, workers: int, ok_t
             extra: dict[str, str] | None = None, label: str = "",
             kinds: tuple[str, ...] = (), collective_bytes: int | None = None,
             mpi_args: tuple[str, ...] = (), measured: bool = False,
-            parts: list[list[tuple[int, int, int]]] | str | None = None) -> dict | None:
+            parts: list[list[tuple[int, int, int]]] | str | None = None,
+            in_place: bool | None = None) -> dict | None:
     """Runs `cmd` in process and on `workers` MPI workers (`openpim run` given `mpi_args`
     too); checks both outputs and reports (and that the MPI run's traffic has messages of each
     of `kinds`; with `collective_bytes`, that its collectives ran in the workers: small
@@ -136,7 +137,9 @@ def compare(name: str, cwd: Path, cmd: list[str], ranks: int, workers: int, ok_t
     must be within `measured_bound` of their mean on the workers, every other field equal.
     `parts`: the parts of split ranks each worker must list in workers[].rank_parts, as (slot,
     first DPU, DPUs) (none by default: every allocation of these cases spans the workers;
-    "any": whatever the program's allocations split, each part listed once).
+    "any": whatever the program's allocations split, each part listed once). `in_place`: whether
+    the gateway must have written read data into the program's buffers itself (mpi_traffic's
+    bytes_in_place), or must not have (None: either).
     Returns the MPI run's report when the case passed."""
     label = label or f"{name} at {ranks * 64} DPUs on {workers} workers"
     reports = []
@@ -206,6 +209,10 @@ def compare(name: str, cwd: Path, cmd: list[str], ranks: int, workers: int, ok_t
     if a != b:
         return result(False, label, "timing differs: " + first_difference(a, b))
     traffic = {t["kind"]: t for t in dist["mpi_traffic"]}
+    placed = sum(t.get("bytes_in_place", 0) for t in dist["mpi_traffic"])
+    if in_place is not None and (placed > 0) != in_place:
+        return result(False, label, f"{placed} bytes of reads written in place by the gateway, "
+                      f"expected {'some' if in_place else 'none'}")
     gateway = sum(t["bytes_to_workers"] + t["bytes_from_workers"]
                   for k, t in traffic.items() if k != BETWEEN_WORKERS)
     between = traffic.get(BETWEEN_WORKERS, {}).get("bytes_to_workers", 0)
@@ -231,9 +238,10 @@ def compare(name: str, cwd: Path, cmd: list[str], ranks: int, workers: int, ok_t
                           f"collectives' data went through it")
     split = f", parts {held}" if parts and parts != "any" else (
         f", {sum(map(len, held))} parts of split ranks" if any(held) else "")
+    placed_note = f", {placed / 2**20:.1f} MiB of reads in place" if placed else ""
     result(True, f"{label}: equal timing fields{measured_note}, workers {got}{split} "
-           f"(wall {t_local:.1f} s local, {t_mpi:.1f} s MPI; gateway {gateway / 2**20:.1f} MiB, "
-           f"between workers {between / 2**20:.1f} MiB)")
+           f"(wall {t_local:.1f} s local, {t_mpi:.1f} s MPI; gateway {gateway / 2**20:.1f} MiB"
+           f"{placed_note}, between workers {between / 2**20:.1f} MiB)")
     return dist
 
 
@@ -415,14 +423,16 @@ def refusal_cases(work: Path) -> None:
 
 
 def split_setting_case(work: Path) -> None:
-    """A bad OPENPIM_MPI_SPLIT fails the allocation with DPU_ERR_SYSTEM naming the variable
-    and its valid values (tests/mpi/logs.c allocates 64 DPUs)."""
-    r = run([str(OPENPIM), "run", "--ranks", "4", "--mpi", "2", "--", "./bin/logs"], work,
-            {"OPENPIM_MPI_SPLIT": "maybe"})
-    ok = r.returncode != 0 and "OPENPIM_MPI_SPLIT=maybe" in r.stderr and "`off`" in r.stderr \
-        and "system error" in r.stderr
-    result(ok, "a bad OPENPIM_MPI_SPLIT fails dpu_alloc with DPU_ERR_SYSTEM naming it",
-           f"exit {r.returncode}", r.stderr)
+    """A bad OPENPIM_MPI_SPLIT or OPENPIM_MPI_INPLACE fails the allocation with
+    DPU_ERR_SYSTEM naming the variable and its valid values (tests/mpi/logs.c allocates 64
+    DPUs)."""
+    for name in ("OPENPIM_MPI_SPLIT", "OPENPIM_MPI_INPLACE"):
+        r = run([str(OPENPIM), "run", "--ranks", "4", "--mpi", "2", "--", "./bin/logs"], work,
+                {name: "maybe"})
+        ok = r.returncode != 0 and f"{name}=maybe" in r.stderr and "`off`" in r.stderr \
+            and "system error" in r.stderr
+        result(ok, f"a bad {name} fails dpu_alloc with DPU_ERR_SYSTEM naming it",
+               f"exit {r.returncode}", r.stderr)
 
 
 def main() -> int:
@@ -502,7 +512,11 @@ def common_cases(work: Path) -> None:
     conformance_errors_case(work)
     va = build_prim(work, "VA")
     va_cmd = ["./bin/host_code", "-w", "0", "-e", "1", "-i", "2621440", "-x", "1"]
-    compare("PrIM VA", va, va_cmd, 4, 2, "OK")
+    compare("PrIM VA", va, va_cmd, 4, 2, "OK", in_place=True,
+            label="PrIM VA at 256 DPUs on 2 workers (its reads written in place by the gateway)")
+    compare("PrIM VA", va, va_cmd, 4, 2, "OK", {"OPENPIM_MPI_INPLACE": "off"}, in_place=False,
+            label="PrIM VA at 256 DPUs on 2 workers, OPENPIM_MPI_INPLACE=off (its reads through "
+                  "the socket)")
     # BS pushes its whole sorted array (256 KiB) to every DPU: one buffer, broadcast to the
     # workers once.
     bs = build_prim(work, "BS")
@@ -541,7 +555,7 @@ def trns_case(work: Path, repeats: int) -> None:
     cmd = ["./bin/host_code", "-w", "0", "-e", "1", "-p", "64", "-o", "1024", "-x", "1"]
     for k in range(repeats):
         compare("PrIM TRNS", trns, cmd, 4, 4, "OK", kinds=("batched writes",),
-                parts=[[(0, 16 * w, 16)] for w in range(4)],
+                parts=[[(0, 16 * w, 16)] for w in range(4)], in_place=True,
                 label=f"PrIM TRNS at 64 DPUs on 4 workers (one rank split in four, batches in "
                       f"flight), run {k + 1} of {repeats}")
 

@@ -7,7 +7,6 @@
 //! serves requests; [`metrics`] exports the rank table. `docs/sharing.md` is the user guide.
 
 pub mod config;
-pub mod inplace;
 pub mod lease;
 pub mod manager;
 pub mod metrics;

@@ -29,10 +29,10 @@ use openpim_runtime::exec::remote::tenant_machine;
 use openpim_runtime::exec::{HostPtr, OpFacts, RankOp, XferItem};
 use openpim_runtime::{Error, Program, Result};
 
-use crate::inplace::Target;
 use crate::lease::Lease;
 use crate::log;
 use crate::manager::{Granted, Manager, Tenant, Usage};
+use openpim_runtime::exec::remote::inplace::{self, Target};
 
 /// Set by SIGTERM/SIGINT.
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -137,7 +137,7 @@ pub fn serve(listener: UnixListener, manager: Arc<Manager>) -> Result<()> {
                 next_id += 1;
                 // A pidfd of the tenant now, while the connection is fresh (in-place
                 // transfers check it before each access).
-                let peer = Target::of_peer(stream.as_raw_fd(), pid);
+                let peer = Target::of_peer(stream.as_raw_fd(), pid, inplace::DAEMON);
                 if let Ok(c) = stream.try_clone() {
                     lock(&conns).insert(tenant.id, c);
                 }
@@ -197,7 +197,7 @@ struct Connection {
     /// The tenant's process as in-place transfers reach it (a pidfd of it; `None` where the
     /// kernel gives none: no in-place transfers).
     peer: Option<Arc<Target>>,
-    /// The tenant's process once its in-place probe succeeded ([`crate::inplace`]): its
+    /// The tenant's process once its in-place probe succeeded ([`inplace`]): its
     /// transfers may name buffers in its memory.
     in_place: Option<Arc<Target>>,
     /// True once the tenant is gone (or the daemon stops): its launches stop there.
@@ -575,7 +575,7 @@ impl Connection {
             },
             Request::InPlace { addr, value } => {
                 let probed = match &self.peer {
-                    Some(peer) => crate::inplace::probe(peer, addr, value),
+                    Some(peer) => inplace::probe(peer, addr, value),
                     None => Err(Error::System(
                         "in-place transfers need a pidfd of the program, which this kernel does not give (Linux 5.3 or later); transfers use the staging region".into(),
                     )),
@@ -1003,8 +1003,8 @@ impl Rank<'_> {
                         .copied()
                         .zip(fetched.chunks_mut(n.max(1)))
                         .collect();
-                    if let Err(e) = in_place_target(self.target)
-                        .and_then(|t| crate::inplace::read(t, &mut parts))
+                    if let Err(e) =
+                        in_place_target(self.target).and_then(|t| inplace::read(t, &mut parts))
                     {
                         return failed(&e);
                     }
@@ -1070,7 +1070,7 @@ impl Rank<'_> {
                 let r = r.and_then(|()| {
                     let parts: Vec<(u64, &[u8])> =
                         addrs.iter().copied().zip(buf.chunks(len.max(1))).collect();
-                    in_place_target(self.target).and_then(|t| crate::inplace::write(t, &parts))
+                    in_place_target(self.target).and_then(|t| inplace::write(t, &parts))
                 });
                 (r, f)
             }

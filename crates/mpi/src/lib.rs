@@ -13,6 +13,8 @@
 pub mod launch;
 pub mod order;
 pub mod peers;
+#[cfg(feature = "mpi")]
+mod relay;
 pub mod serve;
 pub mod threads;
 pub mod wake;

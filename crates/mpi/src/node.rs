@@ -7,7 +7,8 @@
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixListener;
 use std::sync::mpsc::{channel, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -15,14 +16,18 @@ use std::time::{Duration, Instant};
 use mpi::Threading;
 use openpim_collectives::distributed;
 use openpim_runtime::exec::mpi::wire::{
-    encode_reply, framed_reply, framed_reply_leaving_data, read_frame_after, write_frame,
-    write_frame_head, CollectiveReply, ToWorker, WorkerInfo, SHARE_ALL,
+    encode_reply, framed_reply, framed_reply_leaving_data, read_frame_after, take_destinations,
+    write_frame, CollectiveReply, Destinations, ToWorker, WorkerInfo, PROBE_IN_PLACE, SHARE_ALL,
+    WITH_DESTINATIONS,
 };
+use openpim_runtime::exec::remote::inplace::{self, Target};
+use openpim_runtime::exec::remote::protocol::Request;
 use openpim_runtime::exec::remote::protocol::{Reply, WireError};
 use openpim_runtime::Error;
 
 use crate::order::{slots_of, RankOrder};
 use crate::peers::{Mailbox, WorkerPeers};
+use crate::relay::{relay_large, Program, ReplyTo};
 use crate::serve::Ranks;
 use crate::threads::Threads;
 use crate::transport::Transport;
@@ -242,11 +247,13 @@ struct InFlight {
     /// A collective's host step: the program's requests to every worker holding its ranks
     /// are one collective, doomed when one of those workers dies.
     collective: bool,
+    /// Where the program wants the request's read data, if it named the places.
+    places: Option<Destinations>,
 }
 
 /// What the gateway's socket threads hand to its MPI thread.
 enum FromHost {
-    Connected(u64, Arc<Mutex<UnixStream>>),
+    Connected(u64, Program),
     /// The request's body is `frame[BODY_AT..]`; the bytes before it are free for the
     /// gateway's own id (the message relayed to the worker is `frame` itself: no copy).
     Request {
@@ -254,6 +261,7 @@ enum FromHost {
         id: u64,
         worker: u32,
         frame: Vec<u8>,
+        places: Option<Destinations>,
     },
     Closed(u64),
     Stop,
@@ -316,14 +324,14 @@ fn gateway(t: &mut Transport, socket: &str, timeout: Duration) -> Result<(), Str
         std::thread::spawn(move || accept(listener, &table, &tx));
     }
 
-    let mut conns: HashMap<u64, Arc<Mutex<UnixStream>>> = HashMap::new();
+    let mut conns: HashMap<u64, Program> = HashMap::new();
     let mut in_flight: HashMap<u64, InFlight> = HashMap::new();
     // The host's shares being broadcast, by the transport's ticket.
     let mut sharing: HashMap<u64, InFlight> = HashMap::new();
     let mut next_id: u64 = 1;
-    let reply_to = |conns: &HashMap<u64, Arc<Mutex<UnixStream>>>, f: &InFlight, body: &[u8]| {
+    let reply_to = |conns: &HashMap<u64, Program>, f: &InFlight, body: &[u8]| {
         if let Some(c) = conns.get(&f.conn) {
-            let mut s = c.lock().unwrap_or_else(|e| e.into_inner());
+            let mut s = c.stream.lock().unwrap_or_else(|e| e.into_inner());
             let _ = write_frame(&mut *s, f.id, &[], body);
         }
     };
@@ -348,8 +356,40 @@ fn gateway(t: &mut Transport, socket: &str, timeout: Duration) -> Result<(), Str
                 Ok(FromHost::Request {
                     conn,
                     id,
+                    worker: PROBE_IN_PLACE,
+                    frame,
+                    ..
+                }) => {
+                    // Whether the gateway can write into the program's memory.
+                    let f = InFlight {
+                        conn,
+                        id,
+                        worker: PROBE_IN_PLACE,
+                        collective: false,
+                        places: None,
+                    };
+                    let target = conns.get(&conn).and_then(|c| c.target.as_ref());
+                    let answer = match (Request::decode(&frame[BODY_AT..]), target) {
+                        (Ok(Request::InPlace { addr, value }), Some(t)) => {
+                            inplace::probe(t, addr, value)
+                        }
+                        (Ok(Request::InPlace { .. }), None) => Err(Error::System(
+                            "the MPI gateway cannot reach the program's process (no pidfd)".into(),
+                        )),
+                        _ => Err(Error::Internal("malformed in-place probe".into())),
+                    };
+                    let r = match answer {
+                        Ok(()) => Reply::Unit,
+                        Err(e) => Reply::Error(WireError::from_error(&e)),
+                    };
+                    reply_to(&conns, &f, &encode_reply(&r));
+                }
+                Ok(FromHost::Request {
+                    conn,
+                    id,
                     worker: SHARE_ALL,
                     frame,
+                    ..
                 }) => {
                     let body = &frame[BODY_AT..];
                     // A buffer for every worker: one MPI broadcast, announced to each first.
@@ -359,6 +399,7 @@ fn gateway(t: &mut Transport, socket: &str, timeout: Duration) -> Result<(), Str
                         id,
                         worker: SHARE_ALL,
                         collective: false,
+                        places: None,
                     };
                     let refuse =
                         |why: Error| encode_reply(&Reply::Error(WireError::from_error(&why)));
@@ -392,6 +433,7 @@ fn gateway(t: &mut Transport, socket: &str, timeout: Duration) -> Result<(), Str
                     id,
                     worker,
                     mut frame,
+                    places,
                 }) => {
                     busy = true;
                     let f = InFlight {
@@ -399,6 +441,7 @@ fn gateway(t: &mut Transport, socket: &str, timeout: Duration) -> Result<(), Str
                         id,
                         worker,
                         collective: ToWorker::is_collective(&frame[BODY_AT..]),
+                        places,
                     };
                     match peers.get(worker as usize) {
                         None => {
@@ -452,22 +495,15 @@ fn gateway(t: &mut Transport, socket: &str, timeout: Duration) -> Result<(), Str
                 }
                 continue;
             }
-            // A large reply (a read's data): relayed to the program piece by piece as the
-            // pieces arrive, never held whole.
-            let conn = f.as_ref().and_then(|f| Some((f.id, conns.get(&f.conn)?)));
-            let mut s = conn.map(|(id, c)| (id, c.lock().unwrap_or_else(|e| e.into_inner())));
-            let mut ok = match s.as_mut() {
-                Some((id, s)) => write_frame_head(&mut **s, *id, body, a.total - 8).is_ok(),
-                None => false,
-            };
-            t.receive_rest(&a, &mut relay, |piece| {
-                if let (true, Some((_, s))) = (ok, s.as_mut()) {
-                    ok = s.write_all(piece).is_ok();
-                }
+            // A large reply (a read's data): relayed piece by piece as the pieces arrive.
+            let to = f.as_ref().and_then(|f| {
+                Some(ReplyTo {
+                    program: conns.get(&f.conn)?,
+                    id: f.id,
+                    places: f.places.as_ref(),
+                })
             });
-            if let (true, Some((_, s))) = (ok, s.as_mut()) {
-                let _ = s.flush();
-            }
+            relay_large(t, &a, body, to, &mut relay);
         }
         // The heartbeat, and a worker of this machine that is gone is seen at once (within
         // a few ms: the checks are system calls, not made on every turn of a busy loop).
@@ -607,24 +643,38 @@ fn accept(listener: UnixListener, table: &str, tx: &Waking<FromHost>) {
         };
         let conn = next;
         next += 1;
-        if tx
-            .send(FromHost::Connected(conn, Arc::new(Mutex::new(stream))))
-            .is_err()
-        {
+        // The program's process, for writing large reads into its buffers (where the kernel
+        // lets this process: the program's probe says).
+        let fd = stream.as_raw_fd();
+        let target = openpim_runtime::exec::remote::peer::credentials(fd)
+            .and_then(|(_, pid)| Target::of_peer(fd, pid, inplace::MPI_GATEWAY));
+        let program = Program {
+            stream: Arc::new(Mutex::new(stream)),
+            target,
+        };
+        if tx.send(FromHost::Connected(conn, program)).is_err() {
             return;
         }
         let tx = tx.clone();
         std::thread::spawn(move || {
             // The frame's rest (the worker, then the request) lands 4 bytes in, so that the
             // worker's 4 bytes and these make room for the gateway's id before the request.
-            while let Ok(Some((id, frame))) = read_frame_after(&mut reader, BODY_AT - 4) {
+            while let Ok(Some((id, mut frame))) = read_frame_after(&mut reader, BODY_AT - 4) {
                 if frame.len() < BODY_AT {
                     break;
                 }
-                let worker = u32::from_le_bytes(frame[BODY_AT - 4..BODY_AT].try_into().expect("4"));
+                let mut worker =
+                    u32::from_le_bytes(frame[BODY_AT - 4..BODY_AT].try_into().expect("4"));
                 if worker == STOP_WORKER {
                     let _ = tx.send(FromHost::Stop);
                     break;
+                }
+                // (The special workers, SHARE_ALL and PROBE_IN_PLACE, have every bit set.)
+                let mut places = None;
+                if worker < PROBE_IN_PLACE && worker & WITH_DESTINATIONS != 0 {
+                    worker &= !WITH_DESTINATIONS;
+                    // Malformed places: the read comes through the socket.
+                    places = take_destinations(&mut frame, BODY_AT);
                 }
                 if tx
                     .send(FromHost::Request {
@@ -632,6 +682,7 @@ fn accept(listener: UnixListener, table: &str, tx: &Waking<FromHost>) {
                         id,
                         worker,
                         frame,
+                        places,
                     })
                     .is_err()
                 {

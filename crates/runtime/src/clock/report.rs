@@ -338,6 +338,14 @@ pub struct TrafficReport {
     /// Bytes of the requests and of the replies.
     pub bytes_to_workers: u64,
     pub bytes_from_workers: u64,
+    /// Of `bytes_from_workers`, the read data the gateway wrote into the program's buffers
+    /// itself (`OPENPIM_MPI_INPLACE`) rather than through its socket.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub bytes_in_place: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// The MPI traffic so far, by kind.
@@ -348,8 +356,18 @@ pub(crate) fn count_mpi_message(kind: &str, out: u64, back: u64) {
     count_mpi_traffic(kind, 1, out, back);
 }
 
+/// Counts `bytes` more from the workers for a message of `kind` already counted: read data
+/// the gateway wrote into the program's buffers in place.
+pub(crate) fn count_mpi_in_place(kind: &str, bytes: u64) {
+    add_mpi_traffic(kind, 0, 0, bytes, bytes);
+}
+
 /// Counts `messages` of `kind` carrying `out` bytes to workers and `back` bytes from them.
 pub(crate) fn count_mpi_traffic(kind: &str, messages: u64, out: u64, back: u64) {
+    add_mpi_traffic(kind, messages, out, back, 0);
+}
+
+fn add_mpi_traffic(kind: &str, messages: u64, out: u64, back: u64, in_place: u64) {
     let mut t = TRAFFIC.lock().unwrap_or_else(|e| e.into_inner());
     let at = match t.iter().position(|r| r.kind == kind) {
         Some(at) => at,
@@ -364,6 +382,7 @@ pub(crate) fn count_mpi_traffic(kind: &str, messages: u64, out: u64, back: u64) 
     t[at].messages += messages;
     t[at].bytes_to_workers += out;
     t[at].bytes_from_workers += back;
+    t[at].bytes_in_place += in_place;
 }
 
 /// One MPI worker of a distributed run.

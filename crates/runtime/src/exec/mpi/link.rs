@@ -7,15 +7,40 @@
 //! the waiting requests, and every later one, fail with [`Error::System`] naming why.
 
 use std::collections::HashMap;
+use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::wire::{read_frame, share_prefix, write_frame, ToWorker, WorkerInfo, SHARE_ALL};
+use super::wire::{
+    encode_destinations, read_frame, share_prefix, write_frame_with_tail, ToWorker, WorkerInfo,
+    EXEC_DELIVERED_TAG, PROBE_IN_PLACE, SHARE_ALL, WITH_DESTINATIONS,
+};
 use crate::error::{Error, Result};
-use crate::exec::remote::protocol::{read_exec, Reply, EXEC_TAG};
+use crate::exec::remote::inplace;
+use crate::exec::remote::protocol::{decode_exec_head, read_exec, RankOutcome, Reply, EXEC_TAG};
 use crate::exec::HostPtr;
+
+/// The setting that lets the gateway write large reads into the program's buffers itself
+/// (`on`, the default) or not (`off`: their bytes come through the socket).
+pub const IN_PLACE_ENV: &str = "OPENPIM_MPI_INPLACE";
+
+/// Reads of at least this many bytes are offered to the gateway for writing in place (the
+/// smaller ones come whole in the reply, which the worker sends in one piece).
+const IN_PLACE_MIN: usize = 64 << 10;
+
+/// Whether [`IN_PLACE_ENV`] lets the gateway write reads in place; an unknown value is an
+/// error naming the valid ones.
+pub fn in_place_allowed() -> Result<bool> {
+    match std::env::var(IN_PLACE_ENV).as_deref() {
+        Err(_) | Ok("") | Ok("on") => Ok(true),
+        Ok("off") => Ok(false),
+        Ok(other) => Err(Error::System(format!(
+            "{IN_PLACE_ENV}={other}: expected `on` (the MPI gateway writes large reads into the program's buffers, the default) or `off` (through the socket)"
+        ))),
+    }
+}
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -40,6 +65,9 @@ pub(crate) struct Link {
     next: AtomicU64,
     /// The run's workers, in the order the gateway listed them.
     pub(crate) workers: Vec<WorkerInfo>,
+    /// Whether the gateway can write into this process's memory (its probe succeeded):
+    /// large reads then tell it where their bytes go.
+    in_place: bool,
 }
 
 /// A reply still to come.
@@ -91,18 +119,34 @@ impl Link {
                 .spawn(move || read_replies(reader, &waiting, &broken))
                 .map_err(|e| Error::System(format!("cannot start a thread: {e}")))?;
         }
-        Ok(Link {
+        let mut link = Link {
             writer: Mutex::new(stream),
             waiting,
             broken,
             next: AtomicU64::new(1),
             workers,
-        })
+            in_place: false,
+        };
+        link.in_place = in_place_allowed()? && link.probe_in_place();
+        Ok(link)
+    }
+
+    /// Asks the gateway whether it can write into this process's memory
+    /// ([`inplace::probe_request`]).
+    fn probe_in_place(&self) -> bool {
+        let fd = lock(&self.writer).as_raw_fd();
+        let Some((req, _value)) = inplace::probe_request(fd) else {
+            return false;
+        };
+        let mut e = crate::exec::remote::protocol::Enc::default();
+        req.encode(&mut e);
+        let sent = self.send_parts(PROBE_IN_PLACE, "in-place probe", &[], &e.0, &[], Vec::new());
+        matches!(sent.and_then(Pending::wait), Ok(Reply::Unit))
     }
 
     /// Sends `msg` to worker `worker` (index in the table); its reply comes later.
     pub(crate) fn send(&self, worker: u32, msg: &ToWorker) -> Result<Pending> {
-        self.send_parts(worker, msg.kind(), &[], &msg.encode(), Vec::new())
+        self.send_parts(worker, msg.kind(), &[], &msg.encode(), &[], Vec::new())
     }
 
     /// [`Link::send`], the reply's read data delivered into the buffers `into` names.
@@ -117,7 +161,23 @@ impl Link {
         msg: &ToWorker,
         into: Delivery,
     ) -> Result<Pending> {
-        self.send_parts(worker, msg.kind(), &[], &msg.encode(), into)
+        // Where a large read's bytes go, for the gateway to write them there itself.
+        let bytes: usize = into.iter().flatten().flatten().map(|b| b.1).sum();
+        if self.in_place && bytes >= IN_PLACE_MIN {
+            let places = into
+                .iter()
+                .map(|d| {
+                    d.iter()
+                        .flatten()
+                        .map(|(p, l)| (p.0 as u64, *l as u64))
+                        .collect()
+                })
+                .collect();
+            let tail = encode_destinations(&places);
+            let to = worker | WITH_DESTINATIONS;
+            return self.send_parts(to, msg.kind(), &[], &msg.encode(), &tail, into);
+        }
+        self.send_parts(worker, msg.kind(), &[], &msg.encode(), &[], into)
     }
 
     /// Asks the gateway to broadcast `bytes` to every worker, kept under `key` (the message
@@ -128,17 +188,20 @@ impl Link {
             "shared buffer",
             &share_prefix(key),
             bytes,
+            &[],
             Vec::new(),
         )
     }
 
-    /// Sends the message `prefix` + `body` of kind `kind` to worker `worker`.
+    /// Sends the message `prefix` + `body` of kind `kind` to worker `worker`, `tail` after it
+    /// in the frame (for the gateway).
     fn send_parts(
         &self,
         worker: u32,
         kind: &'static str,
         prefix: &[u8],
         body: &[u8],
+        tail: &[u8],
         into: Delivery,
     ) -> Result<Pending> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
@@ -155,7 +218,7 @@ impl Link {
         }
         let mut head = worker.to_le_bytes().to_vec();
         head.extend_from_slice(prefix);
-        let written = write_frame(&mut *lock(&self.writer), id, &head, body);
+        let written = write_frame_with_tail(&mut *lock(&self.writer), id, &head, body, tail);
         if let Err(e) = written {
             lock(&self.waiting).remove(&id);
             let why = lock(&self.broken)
@@ -208,6 +271,8 @@ fn read_reply(r: &mut impl std::io::Read, waiting: &Mutex<Waiting>) -> std::io::
     if len > 0 {
         r.read_exact(&mut tag)?;
     }
+    // Read data the gateway wrote in place (not in the frame).
+    let mut in_place = 0;
     let reply = match entry.as_ref() {
         Some((.., into)) if len > 0 && tag[0] == EXEC_TAG && into.iter().any(Option::is_some) => {
             let mut sink = |k: usize, _len: u64| {
@@ -218,6 +283,16 @@ fn read_reply(r: &mut impl std::io::Read, waiting: &Mutex<Waiting>) -> std::io::
             // SAFETY: `send_into`'s contract: the buffers are the request's until its reply
             // has come, which is this one.
             unsafe { read_exec(r, len - 1, &mut sink) }?.map_err(|e| malformed(&e))
+        }
+        Some((.., into)) if len > 0 && tag[0] == EXEC_DELIVERED_TAG => {
+            let mut head = vec![0u8; len - 1];
+            r.read_exact(&mut head)?;
+            delivered(&head, into)
+                .map(|(reply, bytes)| {
+                    in_place = bytes;
+                    reply
+                })
+                .map_err(|e| malformed(&e))
         }
         _ => {
             let mut body = vec![0u8; len];
@@ -230,7 +305,45 @@ fn read_reply(r: &mut impl std::io::Read, waiting: &Mutex<Waiting>) -> std::io::
     };
     if let Some((tx, kind, out, _)) = entry {
         crate::clock::report::count_mpi_message(kind, out, len as u64);
+        if in_place > 0 {
+            crate::clock::report::count_mpi_in_place(kind, in_place);
+        }
         let _ = tx.send(reply);
     }
     Ok(Some(()))
+}
+
+/// The reply whose head is `head` and whose read data the gateway wrote into the buffers of
+/// `into` itself, and the bytes it wrote: each outcome with data must have had buffers of
+/// exactly its length.
+fn delivered(head: &[u8], into: &Delivery) -> std::result::Result<(Reply, u64), String> {
+    let h = decode_exec_head(head).map_err(|e| e.to_string())?;
+    let mut outcomes = Vec::with_capacity(h.outcomes.len());
+    let mut bytes = 0;
+    for (k, (result, facts, len)) in h.outcomes.into_iter().enumerate() {
+        bytes += len;
+        let room: usize = into
+            .get(k)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|b| b.1)
+            .sum();
+        if len > 0 && (result.is_err() || room as u64 != len) {
+            return Err(format!(
+                "outcome {k}'s {len} bytes said to be in place where {room} bytes of buffers were given"
+            ));
+        }
+        outcomes.push(RankOutcome {
+            result,
+            facts,
+            data: Vec::new(),
+        });
+    }
+    let reply = Reply::Exec {
+        ipc_ns: h.ipc_ns,
+        emu_ns: h.emu_ns,
+        outcomes,
+    };
+    Ok((reply, bytes))
 }

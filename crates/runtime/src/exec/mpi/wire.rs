@@ -98,6 +98,75 @@ pub(crate) const BATCH_BYTES_PER_DPU: usize = 64 << 10;
 /// The worker a [`ToWorker::Share`] is sent to: the gateway broadcasts it to all of them.
 pub const SHARE_ALL: u32 = u32::MAX - 1;
 
+/// The worker a program's in-place probe ([`crate::exec::remote::inplace::probe_request`]) is
+/// sent to: the gateway answers it itself.
+pub const PROBE_IN_PLACE: u32 = u32::MAX - 2;
+
+/// Set in the worker index of a request whose frame ends with [`Destinations`]: where the
+/// reply's read data goes in the program's memory.
+pub const WITH_DESTINATIONS: u32 = 1 << 30;
+
+/// The tag that replaces [`EXEC_TAG`](crate::exec::remote::protocol::EXEC_TAG) in a reply
+/// whose read data the gateway wrote into the program's buffers itself: the reply is the
+/// [`Reply::Exec`]'s head alone (each outcome's data length kept, no data behind it).
+pub const EXEC_DELIVERED_TAG: u8 = 200;
+
+/// Where a request's read data goes in the program's memory: for each outcome of the reply,
+/// its buffers (address, length) one after the other; none for an outcome without data.
+pub type Destinations = Vec<Vec<(u64, u64)>>;
+
+/// `d` as it ends a request's frame: the outcomes, each its buffers, then the length of all
+/// that (a `u32`), so that the gateway finds it from the frame's end.
+pub fn encode_destinations(d: &Destinations) -> Vec<u8> {
+    let mut out = Vec::with_capacity(8 + d.iter().map(|b| 4 + 16 * b.len()).sum::<usize>());
+    out.extend_from_slice(&(d.len() as u32).to_le_bytes());
+    for bufs in d {
+        out.extend_from_slice(&(bufs.len() as u32).to_le_bytes());
+        for (addr, len) in bufs {
+            out.extend_from_slice(&addr.to_le_bytes());
+            out.extend_from_slice(&len.to_le_bytes());
+        }
+    }
+    let n = out.len() as u32;
+    out.extend_from_slice(&n.to_le_bytes());
+    out
+}
+
+/// Takes the [`Destinations`] off the end of `frame` (whose request starts at `from`), which
+/// is left with the request alone; `None` when they are malformed (the frame is then left as
+/// it was).
+pub fn take_destinations(frame: &mut Vec<u8>, from: usize) -> Option<Destinations> {
+    let end = frame.len().checked_sub(4)?;
+    if end < from {
+        return None;
+    }
+    let n = u32::from_le_bytes(frame[end..].try_into().ok()?) as usize;
+    let start = end.checked_sub(n).filter(|s| *s >= from)?;
+    let mut b = &frame[start..end];
+    let mut next = |k: usize| -> Option<&[u8]> {
+        let (h, t) = (b.get(..k)?, b.get(k..)?);
+        b = t;
+        Some(h)
+    };
+    let word = |x: &[u8]| u64::from_le_bytes(x.try_into().expect("8 bytes"));
+    let half = |x: &[u8]| u32::from_le_bytes(x.try_into().expect("4 bytes")) as usize;
+    let outcomes = half(next(4)?);
+    let mut d = Vec::with_capacity(outcomes.min(n / 4));
+    for _ in 0..outcomes {
+        let count = half(next(4)?);
+        let mut bufs = Vec::with_capacity(count.min(n / 16));
+        for _ in 0..count {
+            bufs.push((word(next(8)?), word(next(8)?)));
+        }
+        d.push(bufs);
+    }
+    if !b.is_empty() {
+        return None;
+    }
+    frame.truncate(start);
+    Some(d)
+}
+
 /// The bytes of a [`ToWorker::Share`] before its buffer's (so that it can be written without
 /// copying the buffer into a message).
 pub fn share_prefix(key: u128) -> [u8; 17] {
@@ -357,8 +426,20 @@ const MAX_FRAME: usize = 1 << 34;
 /// program's side, nothing on the gateway's). Lengths beyond 4 GiB use a `u32::MAX` marker
 /// followed by a `u64` length.
 pub fn write_frame(w: &mut impl Write, id: u64, head: &[u8], body: &[u8]) -> std::io::Result<()> {
-    write_frame_head(w, id, head, head.len() + body.len())?;
+    write_frame_with_tail(w, id, head, body, &[])
+}
+
+/// [`write_frame`] with `tail` after the body.
+pub fn write_frame_with_tail(
+    w: &mut impl Write,
+    id: u64,
+    head: &[u8],
+    body: &[u8],
+    tail: &[u8],
+) -> std::io::Result<()> {
+    write_frame_head(w, id, head, head.len() + body.len() + tail.len())?;
     w.write_all(body)?;
+    w.write_all(tail)?;
     w.flush()
 }
 

@@ -138,27 +138,10 @@ impl Conn {
     /// daemon cannot (another user, a stricter scope): transfers then copy their bytes.
     fn probe_in_place(&self) -> bool {
         let fd = lock(&self.writer).0.as_raw_fd();
-        let daemon_pid = match super::peer::credentials(fd) {
-            Some((_, pid)) if pid > 0 => pid,
-            _ => return false,
-        };
-        let scope = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope")
-            .ok()
-            .and_then(|s| s.trim().parse::<u32>().ok());
-        if scope == Some(1) {
-            // SAFETY: PR_SET_PTRACER takes a pid and changes nothing else.
-            unsafe { libc::prctl(libc::PR_SET_PTRACER, daemon_pid as libc::c_ulong, 0, 0, 0) };
+        match super::inplace::probe_request(fd) {
+            Some((req, _value)) => matches!(self.call(&req), Ok(Reply::Unit)),
+            None => false,
         }
-        // A value the daemon could not know without reading it: the time, mixed.
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
-        let probe = Box::new(nanos.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
-        let req = Request::InPlace {
-            addr: &*probe as *const u64 as u64,
-            value: *probe,
-        };
-        matches!(self.call(&req), Ok(Reply::Unit))
     }
 
     /// Sends a request and waits for its reply; a daemon error becomes the runtime's error.

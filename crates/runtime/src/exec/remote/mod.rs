@@ -12,6 +12,7 @@
 
 mod conn;
 pub mod fastpath;
+pub mod inplace;
 pub mod peer;
 pub mod protocol;
 pub mod ring;

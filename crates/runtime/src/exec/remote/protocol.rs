@@ -1329,6 +1329,30 @@ impl ExecHead {
     }
 }
 
+/// An [`Reply::Exec`]'s head from its bytes after the tag (its fixed fields and outcomes'
+/// heads, and nothing after them).
+pub fn decode_exec_head(b: &[u8]) -> DResult<ExecHead> {
+    let fixed: [u8; EXEC_FIXED] =
+        b.get(..EXEC_FIXED)
+            .and_then(|f| f.try_into().ok())
+            .ok_or(DecodeError::Truncated {
+                at: 1,
+                needed: EXEC_FIXED.saturating_sub(b.len()),
+            })?;
+    let rest = &b[EXEC_FIXED..];
+    let head = ExecHead::decode(fixed, |n| {
+        rest.get(..n).ok_or(DecodeError::Truncated {
+            at: 1 + EXEC_FIXED,
+            needed: n - rest.len(),
+        })
+    })?;
+    let heads_len = u32::from_le_bytes(fixed[16..20].try_into().expect("4 bytes")) as usize;
+    if rest.len() > heads_len {
+        return Err(DecodeError::Trailing(rest.len() - heads_len));
+    }
+    Ok(head)
+}
+
 /// Where a streamed [`Reply::Exec`]'s outcome `k` of `len` bytes of data goes: into the
 /// outcome's `data` (`None`), or straight into these buffers, one after the other (their
 /// lengths must add up to `len`).

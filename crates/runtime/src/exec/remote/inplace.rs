@@ -2,7 +2,9 @@
 //! buffers in the tenant's own memory (`process_vm_readv` / `process_vm_writev`), as the
 //! in-process backend reads and writes the program's buffers itself. The tenant then copies
 //! nothing; the daemon's copies are its memory work, which the tenant's clock never counts
-//! (as the in-process backend's own copies are not counted).
+//! (as the in-process backend's own copies are not counted). The gateway of an MPI run does
+//! the same with large reads (`exec::mpi`): it writes their bytes, as they arrive from the
+//! workers, into the program's buffers instead of the socket.
 //!
 //! The kernel allows it when the daemon may trace the tenant (same user and, under Yama's
 //! `ptrace_scope = 1`, a tenant that named the daemon with `PR_SET_PTRACER`; or a daemon
@@ -25,7 +27,28 @@
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-use openpim_runtime::{Error, Result};
+use crate::error::{Error, Result};
+use crate::exec::remote::protocol::Request;
+
+/// Who makes in-place accesses, as errors name it: the process, and the setting that turns
+/// its in-place transfers off.
+#[derive(Debug, Clone, Copy)]
+pub struct Accessor {
+    pub name: &'static str,
+    pub switch: &'static str,
+}
+
+/// The rank-manager daemon.
+pub const DAEMON: Accessor = Accessor {
+    name: "the daemon",
+    switch: "OPENPIM_REMOTE_INPLACE=0",
+};
+
+/// The gateway of an MPI run.
+pub const MPI_GATEWAY: Accessor = Accessor {
+    name: "the MPI gateway",
+    switch: "OPENPIM_MPI_INPLACE=off",
+};
 
 /// A tenant's process as in-place transfers reach it: its pid, and a pidfd that says whether
 /// the process with that pid is still the tenant.
@@ -33,22 +56,23 @@ use openpim_runtime::{Error, Result};
 pub struct Target {
     pid: u32,
     pidfd: OwnedFd,
+    by: Accessor,
 }
 
 impl Target {
     /// The process at the other end of socket `fd`, whose pid is `pid` (from `SO_PEERCRED`):
     /// the socket's own pidfd of it (`SO_PEERPIDFD`, Linux 6.5), else a pidfd opened on the
-    /// pid (Linux 5.3); `None` when neither can be had.
-    pub fn of_peer(fd: RawFd, pid: u32) -> Option<Target> {
-        match openpim_runtime::exec::remote::peer::pidfd(fd) {
-            Some(pidfd) => Some(Target { pid, pidfd }),
-            None => Target::of_pid(pid),
+    /// pid (Linux 5.3); `None` when neither can be had. `by` is who accesses it.
+    pub fn of_peer(fd: RawFd, pid: u32, by: Accessor) -> Option<Target> {
+        match super::peer::pidfd(fd) {
+            Some(pidfd) => Some(Target { pid, pidfd, by }),
+            None => Target::of_pid(pid, by),
         }
     }
 
     /// The process `pid` now, through `pidfd_open`; `None` where the kernel has no pidfds or
     /// no such process exists.
-    pub fn of_pid(pid: u32) -> Option<Target> {
+    pub fn of_pid(pid: u32, by: Accessor) -> Option<Target> {
         if pid == 0 {
             return None;
         }
@@ -59,7 +83,7 @@ impl Target {
         }
         // SAFETY: the kernel just gave this descriptor to us.
         let pidfd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
-        Some(Target { pid, pidfd })
+        Some(Target { pid, pidfd, by })
     }
 
     /// Ok while the tenant has not exited (its pid is still its own).
@@ -139,7 +163,7 @@ pub fn read(target: &Target, bufs: &mut [(u64, &mut [u8])]) -> Result<()> {
                 0,
             )
         };
-        check(n, want, "read", first)?;
+        check(n, want, "read", first, target.by)?;
     }
     // The bytes are the tenant's only if it was still there after the reads.
     target.alive()
@@ -169,24 +193,55 @@ pub fn write(target: &Target, bufs: &[(u64, &[u8])]) -> Result<()> {
                 0,
             )
         };
-        check(n, want, "write", first)?;
+        check(n, want, "write", first, target.by)?;
     }
     Ok(())
 }
 
-fn check(n: isize, want: usize, what: &str, first: u64) -> Result<()> {
+fn check(n: isize, want: usize, what: &str, first: u64, by: Accessor) -> Result<()> {
+    let who = by.name;
     if n < 0 {
         let e = std::io::Error::last_os_error();
         return Err(Error::System(format!(
-            "the daemon cannot {what} the program's buffers in place (first at {first:#x}): {e}; a buffer passed to a transfer is not valid, or set OPENPIM_REMOTE_INPLACE=0"
+            "{who} cannot {what} the program's buffers in place (first at {first:#x}): {e}; a buffer passed to a transfer is not valid, or set {}",
+            by.switch
         )));
     }
     if n as usize != want {
         return Err(Error::System(format!(
-            "the daemon could {what} only {n} of {want} bytes of the program's buffers in place (first at {first:#x}): a buffer passed to a transfer is not valid for its length"
+            "{who} could {what} only {n} of {want} bytes of the program's buffers in place (first at {first:#x}): a buffer passed to a transfer is not valid for its length"
         )));
     }
     Ok(())
+}
+
+/// The program's side of the probe: lets the process at the other end of socket `fd` (the
+/// daemon, the MPI gateway) trace this one where Yama's `ptrace_scope = 1` requires it
+/// (`PR_SET_PTRACER`), and returns the request that asks it whether it can read this
+/// process's memory, with the value it must find (kept alive until the answer has come).
+/// `None` when the peer's pid cannot be had.
+pub fn probe_request(fd: RawFd) -> Option<(Request, Box<u64>)> {
+    let peer_pid = match super::peer::credentials(fd) {
+        Some((_, pid)) if pid > 0 => pid,
+        _ => return None,
+    };
+    let scope = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope")
+        .ok()
+        .and_then(|s| s.trim().parse::<u32>().ok());
+    if scope == Some(1) {
+        // SAFETY: PR_SET_PTRACER takes a pid and changes nothing else.
+        unsafe { libc::prctl(libc::PR_SET_PTRACER, peer_pid as libc::c_ulong, 0, 0, 0) };
+    }
+    // A value the peer could not know without reading it: the time, mixed.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let value = Box::new(nanos.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let req = Request::InPlace {
+        addr: &*value as *const u64 as u64,
+        value: *value,
+    };
+    Some((req, value))
 }
 
 #[cfg(test)]
@@ -195,7 +250,7 @@ mod tests {
 
     #[test]
     fn reads_and_writes_a_live_process() {
-        let me = Target::of_pid(std::process::id()).expect("pidfd_open works here");
+        let me = Target::of_pid(std::process::id(), DAEMON).expect("pidfd_open works here");
         let value: u64 = 0x1234_5678_9abc_def1;
         probe(&me, &value as *const u64 as u64, value).unwrap();
         let mut dst = [0u8; 8];
@@ -203,7 +258,7 @@ mod tests {
         assert_eq!(u64::from_le_bytes(dst), value);
         // Through a socket's peer (our own process at both ends).
         let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
-        let peer = Target::of_peer(a.as_raw_fd(), std::process::id()).unwrap();
+        let peer = Target::of_peer(a.as_raw_fd(), std::process::id(), MPI_GATEWAY).unwrap();
         probe(&peer, &value as *const u64 as u64, value).unwrap();
     }
 
@@ -213,7 +268,7 @@ mod tests {
             .arg("30")
             .spawn()
             .unwrap();
-        let t = Target::of_pid(child.id()).unwrap();
+        let t = Target::of_pid(child.id(), DAEMON).unwrap();
         assert!(t.alive().is_ok());
         child.kill().unwrap();
         child.wait().unwrap();
