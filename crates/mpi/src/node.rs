@@ -17,8 +17,8 @@ use mpi::Threading;
 use openpim_collectives::distributed;
 use openpim_runtime::exec::mpi::wire::{
     encode_reply, framed_reply, framed_reply_leaving_data, read_frame_after, take_destinations,
-    write_frame, CollectiveReply, Destinations, ToWorker, WorkerInfo, PROBE_IN_PLACE, SHARE_ALL,
-    WITH_DESTINATIONS,
+    write_frame, CollectiveReply, Destinations, ToWorker, WorkerInfo, BODY_IN_PLACE,
+    PROBE_IN_PLACE, SHARE_ALL, WITH_DESTINATIONS,
 };
 use openpim_runtime::exec::remote::inplace::{self, Target};
 use openpim_runtime::exec::remote::protocol::Request;
@@ -263,6 +263,12 @@ enum FromHost {
         frame: Vec<u8>,
         places: Option<Destinations>,
     },
+    /// A request the gateway could not take (its bytes in the program's memory unreadable).
+    Refused {
+        conn: u64,
+        id: u64,
+        why: Error,
+    },
     Closed(u64),
     Stop,
 }
@@ -348,6 +354,17 @@ fn gateway(t: &mut Transport, socket: &str, timeout: Duration) -> Result<(), Str
                 }
                 Ok(FromHost::Closed(c)) => {
                     conns.remove(&c);
+                }
+                Ok(FromHost::Refused { conn, id, why }) => {
+                    let f = InFlight {
+                        conn,
+                        id,
+                        worker: 0,
+                        collective: false,
+                        places: None,
+                    };
+                    let r = Reply::Error(WireError::from_error(&why));
+                    reply_to(&conns, &f, &encode_reply(&r));
                 }
                 Ok(FromHost::Stop) | Err(TryRecvError::Disconnected) => {
                     stopping = true;
@@ -647,10 +664,11 @@ fn accept(listener: UnixListener, table: &str, tx: &Waking<FromHost>) {
         // lets this process: the program's probe says).
         let fd = stream.as_raw_fd();
         let target = openpim_runtime::exec::remote::peer::credentials(fd)
-            .and_then(|(_, pid)| Target::of_peer(fd, pid, inplace::MPI_GATEWAY));
+            .and_then(|(_, pid)| Target::of_peer(fd, pid, inplace::MPI_GATEWAY))
+            .map(Arc::new);
         let program = Program {
             stream: Arc::new(Mutex::new(stream)),
-            target,
+            target: target.clone(),
         };
         if tx.send(FromHost::Connected(conn, program)).is_err() {
             return;
@@ -675,6 +693,16 @@ fn accept(listener: UnixListener, table: &str, tx: &Waking<FromHost>) {
                     worker &= !WITH_DESTINATIONS;
                     // Malformed places: the read comes through the socket.
                     places = take_destinations(&mut frame, BODY_AT);
+                }
+                if worker < PROBE_IN_PLACE && worker & BODY_IN_PLACE != 0 {
+                    worker &= !BODY_IN_PLACE;
+                    match body_from_program(&frame, target.as_deref()) {
+                        Ok(f) => frame = f,
+                        Err(why) => {
+                            let _ = tx.send(FromHost::Refused { conn, id, why });
+                            continue;
+                        }
+                    }
                 }
                 if tx
                     .send(FromHost::Request {
@@ -713,4 +741,24 @@ fn process_gone(pid: u32) -> bool {
             .and_then(|(_, rest)| rest.split_whitespace().next())
             .is_some_and(|state| state == "Z" || state == "X")
     })
+}
+
+/// The frame of a request whose bytes are in the program's memory (`frame` holds where:
+/// [`BODY_IN_PLACE`]): read from there, behind room for the gateway's id.
+fn body_from_program(frame: &[u8], target: Option<&Target>) -> Result<Vec<u8>, Error> {
+    let Some(target) = target else {
+        return Err(Error::System(
+            "the MPI gateway cannot reach the program's process to read a request (no pidfd)"
+                .into(),
+        ));
+    };
+    let at = frame
+        .get(BODY_AT..)
+        .filter(|b| b.len() == 16)
+        .ok_or_else(|| Error::Internal("malformed request in the program's memory".into()))?;
+    let addr = u64::from_le_bytes(at[..8].try_into().expect("8 bytes"));
+    let len = u64::from_le_bytes(at[8..].try_into().expect("8 bytes")) as usize;
+    let mut body = vec![0u8; BODY_AT + len];
+    inplace::read(target, &mut [(addr, &mut body[BODY_AT..])])?;
+    Ok(body)
 }

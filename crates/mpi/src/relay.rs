@@ -35,7 +35,7 @@ use crate::transport::{Arriving, Transport};
 /// its memory.
 pub struct Program {
     pub stream: Arc<Mutex<UnixStream>>,
-    pub target: Option<Target>,
+    pub target: Option<Arc<Target>>,
 }
 
 /// Where a reply goes: the program's connection, the request's id there, and where the
@@ -64,7 +64,7 @@ pub fn relay_large(
     if let Some((mut placing, head_end)) = to
         .program
         .target
-        .as_ref()
+        .as_deref()
         .zip(to.places)
         .and_then(|(target, places)| Placing::plan(target, places, body))
     {

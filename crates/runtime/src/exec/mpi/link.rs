@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::wire::{
     encode_destinations, read_frame, share_prefix, write_frame_with_tail, ToWorker, WorkerInfo,
-    EXEC_DELIVERED_TAG, PROBE_IN_PLACE, SHARE_ALL, WITH_DESTINATIONS,
+    BODY_IN_PLACE, EXEC_DELIVERED_TAG, PROBE_IN_PLACE, SHARE_ALL, WITH_DESTINATIONS,
 };
 use crate::error::{Error, Result};
 use crate::exec::remote::inplace;
@@ -27,7 +27,9 @@ use crate::exec::HostPtr;
 pub const IN_PLACE_ENV: &str = "OPENPIM_MPI_INPLACE";
 
 /// Reads of at least this many bytes are offered to the gateway for writing in place (the
-/// smaller ones come whole in the reply, which the worker sends in one piece).
+/// smaller ones come whole in the reply, which the worker sends in one piece), and requests of
+/// at least this many bytes are read by the gateway from this process's memory (a batch of
+/// small writes) rather than written to the socket.
 const IN_PLACE_MIN: usize = 64 << 10;
 
 /// Whether [`IN_PLACE_ENV`] lets the gateway write reads in place; an unknown value is an
@@ -52,9 +54,28 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// program wants them: no copy of the reply is ever held.
 pub(crate) type Delivery = Vec<Option<Vec<(HostPtr, usize)>>>;
 
-/// A request waiting for its reply: where the reply goes, the request's kind and size (the
-/// report's MPI traffic), where its read data goes.
-type Waiting = HashMap<u64, (Sender<Result<Reply>>, &'static str, u64, Delivery)>;
+/// A request waiting for its reply.
+struct Waiter {
+    /// Where the reply goes.
+    tx: Sender<Result<Reply>>,
+    /// The request's kind and size (the report's MPI traffic).
+    kind: &'static str,
+    size: u64,
+    /// Where its read data goes.
+    into: Delivery,
+    /// The request's bytes when the gateway reads them from this process's memory itself:
+    /// kept until the reply has come (by then the gateway has read them).
+    _body: Option<Vec<u8>>,
+}
+
+type Waiting = HashMap<u64, Waiter>;
+
+/// A message's bytes: borrowed for the time of the call, or the message's own (which the
+/// gateway may then read in place).
+enum Body<'a> {
+    Borrowed(&'a [u8]),
+    Owned(Vec<u8>),
+}
 
 /// A connection to the gateway.
 pub(crate) struct Link {
@@ -140,13 +161,15 @@ impl Link {
         };
         let mut e = crate::exec::remote::protocol::Enc::default();
         req.encode(&mut e);
-        let sent = self.send_parts(PROBE_IN_PLACE, "in-place probe", &[], &e.0, &[], Vec::new());
+        let body = Body::Borrowed(&e.0);
+        let sent = self.send_parts(PROBE_IN_PLACE, "in-place probe", &[], body, &[], Vec::new());
         matches!(sent.and_then(Pending::wait), Ok(Reply::Unit))
     }
 
     /// Sends `msg` to worker `worker` (index in the table); its reply comes later.
     pub(crate) fn send(&self, worker: u32, msg: &ToWorker) -> Result<Pending> {
-        self.send_parts(worker, msg.kind(), &[], &msg.encode(), &[], Vec::new())
+        let body = Body::Owned(msg.encode());
+        self.send_parts(worker, msg.kind(), &[], body, &[], Vec::new())
     }
 
     /// [`Link::send`], the reply's read data delivered into the buffers `into` names.
@@ -175,9 +198,17 @@ impl Link {
                 .collect();
             let tail = encode_destinations(&places);
             let to = worker | WITH_DESTINATIONS;
-            return self.send_parts(to, msg.kind(), &[], &msg.encode(), &tail, into);
+            let body = Body::Owned(msg.encode());
+            return self.send_parts(to, msg.kind(), &[], body, &tail, into);
         }
-        self.send_parts(worker, msg.kind(), &[], &msg.encode(), &[], into)
+        self.send_parts(
+            worker,
+            msg.kind(),
+            &[],
+            Body::Owned(msg.encode()),
+            &[],
+            into,
+        )
     }
 
     /// Asks the gateway to broadcast `bytes` to every worker, kept under `key` (the message
@@ -187,26 +218,48 @@ impl Link {
             SHARE_ALL,
             "shared buffer",
             &share_prefix(key),
-            bytes,
+            Body::Borrowed(bytes),
             &[],
             Vec::new(),
         )
     }
 
     /// Sends the message `prefix` + `body` of kind `kind` to worker `worker`, `tail` after it
-    /// in the frame (for the gateway).
+    /// in the frame (for the gateway). A large body of its own without a prefix is read by
+    /// the gateway from this process's memory when it can: the frame then carries where it
+    /// is.
     fn send_parts(
         &self,
         worker: u32,
         kind: &'static str,
         prefix: &[u8],
-        body: &[u8],
+        body: Body<'_>,
         tail: &[u8],
         into: Delivery,
     ) -> Result<Pending> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = channel();
-        let size = (prefix.len() + body.len()) as u64;
+        let mut worker = worker;
+        // Where the gateway reads the body, which the waiter keeps (moving a `Vec` does not
+        // move its bytes).
+        let mut at = [0u8; 16];
+        let mut kept = None;
+        let own: Vec<u8>;
+        let (body, size): (&[u8], usize) = match body {
+            Body::Owned(b) if self.in_place && prefix.is_empty() && b.len() >= IN_PLACE_MIN => {
+                at[..8].copy_from_slice(&(b.as_ptr() as u64).to_le_bytes());
+                at[8..].copy_from_slice(&(b.len() as u64).to_le_bytes());
+                worker |= BODY_IN_PLACE;
+                let size = b.len();
+                kept = Some(b);
+                (&at, size)
+            }
+            Body::Owned(b) => {
+                own = b;
+                (&own, prefix.len() + own.len())
+            }
+            Body::Borrowed(b) => (b, prefix.len() + b.len()),
+        };
         {
             // Registered under the broken flag's lock: a reader that fails the waiting
             // requests either sees this one or has set the flag first.
@@ -214,7 +267,14 @@ impl Link {
             if let Some(why) = broken.as_ref() {
                 return Err(Error::System(why.clone()));
             }
-            lock(&self.waiting).insert(id, (tx, kind, size, into));
+            let waiter = Waiter {
+                tx,
+                kind,
+                size: size as u64,
+                into,
+                _body: kept,
+            };
+            lock(&self.waiting).insert(id, waiter);
         }
         let mut head = worker.to_le_bytes().to_vec();
         head.extend_from_slice(prefix);
@@ -251,8 +311,8 @@ fn read_replies(reader: UnixStream, waiting: &Mutex<Waiting>, broken: &Mutex<Opt
     };
     let mut b = lock(broken);
     *b = Some(why.clone());
-    for (_, (tx, ..)) in lock(waiting).drain() {
-        let _ = tx.send(Err(Error::System(why.clone())));
+    for (_, w) in lock(waiting).drain() {
+        let _ = w.tx.send(Err(Error::System(why.clone())));
     }
 }
 
@@ -274,7 +334,9 @@ fn read_reply(r: &mut impl std::io::Read, waiting: &Mutex<Waiting>) -> std::io::
     // Read data the gateway wrote in place (not in the frame).
     let mut in_place = 0;
     let reply = match entry.as_ref() {
-        Some((.., into)) if len > 0 && tag[0] == EXEC_TAG && into.iter().any(Option::is_some) => {
+        Some(Waiter { into, .. })
+            if len > 0 && tag[0] == EXEC_TAG && into.iter().any(Option::is_some) =>
+        {
             let mut sink = |k: usize, _len: u64| {
                 into.get(k)
                     .and_then(Option::as_ref)
@@ -284,7 +346,7 @@ fn read_reply(r: &mut impl std::io::Read, waiting: &Mutex<Waiting>) -> std::io::
             // has come, which is this one.
             unsafe { read_exec(r, len - 1, &mut sink) }?.map_err(|e| malformed(&e))
         }
-        Some((.., into)) if len > 0 && tag[0] == EXEC_DELIVERED_TAG => {
+        Some(Waiter { into, .. }) if len > 0 && tag[0] == EXEC_DELIVERED_TAG => {
             let mut head = vec![0u8; len - 1];
             r.read_exact(&mut head)?;
             delivered(&head, into)
@@ -303,12 +365,12 @@ fn read_reply(r: &mut impl std::io::Read, waiting: &Mutex<Waiting>) -> std::io::
             Reply::decode(&body).map_err(|e| malformed(&e))
         }
     };
-    if let Some((tx, kind, out, _)) = entry {
-        crate::clock::report::count_mpi_message(kind, out, len as u64);
+    if let Some(w) = entry {
+        crate::clock::report::count_mpi_message(w.kind, w.size, len as u64);
         if in_place > 0 {
-            crate::clock::report::count_mpi_in_place(kind, in_place);
+            crate::clock::report::count_mpi_in_place(w.kind, in_place);
         }
-        let _ = tx.send(reply);
+        let _ = w.tx.send(reply);
     }
     Ok(Some(()))
 }

@@ -106,6 +106,11 @@ pub const PROBE_IN_PLACE: u32 = u32::MAX - 2;
 /// reply's read data goes in the program's memory.
 pub const WITH_DESTINATIONS: u32 = 1 << 30;
 
+/// Set in the worker index of a request whose frame holds, instead of the request, where the
+/// request is in the program's memory (`u64` address, `u64` length): the gateway reads it
+/// from there (a batch of small writes, kept by the program until the reply has come).
+pub const BODY_IN_PLACE: u32 = 1 << 29;
+
 /// The tag that replaces [`EXEC_TAG`](crate::exec::remote::protocol::EXEC_TAG) in a reply
 /// whose read data the gateway wrote into the program's buffers itself: the reply is the
 /// [`Reply::Exec`]'s head alone (each outcome's data length kept, no data behind it).
