@@ -422,6 +422,26 @@ def refusal_cases(work: Path) -> None:
            f"exit {r.returncode}", r.stdout + r.stderr)
 
 
+def reads_case(work: Path) -> None:
+    """Small synchronous reads in the patterns the backend reads ahead (tests/mpi/reads.c: a
+    row-by-row scan of 64 DPUs, one-DPU reads across them; between them writes and launches
+    that must drop what was fetched), on one rank split over 2 workers: the values the
+    program checks, the timing fields of the local run, and far fewer read messages than
+    read calls (each call on both parts would be two)."""
+    label = ("small reads on 2 workers (read ahead: a scan of 64 DPUs, reads across them, "
+             "writes and launches between)")
+    # (Its asynchronous launch overlaps host code: measured time in the kernel phase.)
+    dist = compare("reads", work, ["./bin/reads"], 4, 2, "reads OK", label=label,
+                   parts=[[(0, 0, 32)], [(0, 32, 32)]], measured=True)
+    if dist is None:
+        return
+    calls = 468
+    sent = sum(t["messages"] for t in dist["mpi_traffic"]
+               if t["kind"].split("+")[0] == "read")
+    result(sent * 4 < calls, f"{label}: {sent} read messages for {calls} read calls",
+           f"{sent} read messages for {calls} read calls: not read ahead")
+
+
 def split_setting_case(work: Path) -> None:
     """A bad OPENPIM_MPI_SPLIT or OPENPIM_MPI_INPLACE fails the allocation with
     DPU_ERR_SYSTEM naming the variable and its valid values (tests/mpi/logs.c allocates 64
@@ -538,6 +558,7 @@ def common_cases(work: Path) -> None:
     fault_case(coll)
     fault_case(coll, 4)
     logs_case(coll)
+    reads_case(coll)
     split_setting_case(coll)
     kill_case(work)
     kill_case(work, signal.SIGSTOP)

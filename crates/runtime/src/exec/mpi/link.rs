@@ -162,7 +162,8 @@ impl Link {
         let mut e = crate::exec::remote::protocol::Enc::default();
         req.encode(&mut e);
         let body = Body::Borrowed(&e.0);
-        let sent = self.send_parts(PROBE_IN_PLACE, "in-place probe", &[], body, &[], Vec::new());
+        // (Answered by the gateway: no MPI traffic, no kind.)
+        let sent = self.send_parts(PROBE_IN_PLACE, "", &[], body, &[], Vec::new());
         matches!(sent.and_then(Pending::wait), Ok(Reply::Unit))
     }
 
@@ -366,7 +367,9 @@ fn read_reply(r: &mut impl std::io::Read, waiting: &Mutex<Waiting>) -> std::io::
         }
     };
     if let Some(w) = entry {
-        crate::clock::report::count_mpi_message(w.kind, w.size, len as u64);
+        if !w.kind.is_empty() {
+            crate::clock::report::count_mpi_message(w.kind, w.size, len as u64);
+        }
         if in_place > 0 {
             crate::clock::report::count_mpi_in_place(w.kind, in_place);
         }

@@ -18,6 +18,7 @@
 
 mod link;
 pub mod parts;
+mod read_ahead;
 mod shared;
 pub mod wire;
 
@@ -30,6 +31,7 @@ use crate::exec::local::rank::{print_fault_line, Pending};
 use crate::exec::queued::{
     connected, lock, run_in_chunks, HostSide, Mirror, QueuedRank, RankTable,
 };
+use crate::exec::remote::fastpath::ReadCache;
 use crate::exec::remote::protocol::{
     wire_items_of, write_items_of, InlineBufs, RankOutcome, Reply, Request, WireError, WireOp,
     WriteBufs,
@@ -41,6 +43,7 @@ use crate::program::Program;
 use crate::xfer::Place;
 use link::{Delivery, Link};
 use parts::Part;
+use read_ahead::{Fetching, Route};
 use wire::{worker_of_slot, ToWorker, BATCH_BYTES_PER_DPU};
 
 /// The environment variable naming the gateway's socket (set by `openpim run --mpi N`).
@@ -144,6 +147,10 @@ impl MpiBackend {
             r.host.queue.wait_idle();
         }
         let _ops: Vec<MutexGuard<'_, ()>> = ranks.iter().map(|r| lock(&r.host.op)).collect();
+        for r in &ranks {
+            // (The step changes the ranks' memories.)
+            lock(&r.cache).invalidate();
+        }
         merge(ranks.iter().map(|r| r.flush()).collect())?;
         let link = self.link()?;
         if ranks.iter().any(|r| r.parts.len() > 1) {
@@ -407,6 +414,7 @@ impl Backend for MpiBackend {
                     host: HostSide::new(slot, n),
                     batch: Mutex::default(),
                     in_flight: Mutex::default(),
+                    cache: Mutex::default(),
                 }),
             );
             infos.push(RankInfo {
@@ -439,28 +447,65 @@ impl Backend for MpiBackend {
                     .collect();
                 return merge(results);
             }
-            // One message per worker, all sent before any reply is awaited.
+            // One message per worker, all sent before any reply is awaited; reads the ranks'
+            // read-ahead caches hold take none.
             let link = Arc::clone(&ops[0].0.link);
             let mut wires: Vec<WireOp> = Vec::with_capacity(ops.len());
-            let mut prepared: Vec<(Arc<MpiRank>, Prepared)> = ops
-                .into_iter()
-                .map(|(r, op)| {
-                    let (wire, p) = r.prepare(op, false);
-                    wires.push(r.after_batch(wire));
-                    (r, p)
-                })
-                .collect();
-            let jobs = prepared
+            let mut jobs: Vec<Job> = Vec::with_capacity(ops.len());
+            for (r, op) in ops {
+                let route = read_ahead::route(&mut lock(&r.cache), op, r.nr_dpus());
+                let (op, fetching) = match route {
+                    Route::Hit(op) => {
+                        jobs.push(Job::Hit(r, op));
+                        continue;
+                    }
+                    Route::Send(op) => (op, None),
+                    Route::Fetch(f) => (f.op(), Some(f)),
+                };
+                let (wire, mut p) = r.prepare(op, false);
+                if let Some(f) = &fetching {
+                    // The clock charges the program's read, not the fetch.
+                    p.pending = f.pending();
+                }
+                wires.push(r.after_batch(wire));
+                jobs.push(Job::Sent(r, p, fetching));
+            }
+            let sent = jobs
                 .iter_mut()
+                .filter_map(|j| match j {
+                    Job::Sent(r, p, _) => Some((&**r, p)),
+                    Job::Hit(..) => None,
+                })
                 .zip(wires)
-                .map(|((r, p), wire)| (&**r, wire, p))
-                .collect();
-            let outcomes = exchange(&link, jobs);
-            let results = prepared
+                .map(|((r, p), wire)| (r, wire, p))
+                .collect::<Vec<_>>();
+            let mut outcomes = if sent.is_empty() {
+                Vec::new()
+            } else {
+                exchange(&link, sent)
+            }
+            .into_iter();
+            let results = jobs
                 .into_iter()
-                .zip(outcomes)
-                .map(|((r, p), o)| {
-                    let done = timeline::with_sync_issue(issue, || r.complete(p, o));
+                .map(|job| {
+                    let (r, done) = match job {
+                        Job::Hit(r, op) => {
+                            let done = timeline::with_sync_issue(issue, || r.serve_hit(op));
+                            (r, done)
+                        }
+                        Job::Sent(r, p, fetching) => {
+                            let o = outcomes.next().expect("one outcome per message");
+                            if let (Some(f), Ok(o)) = (fetching, &o) {
+                                if o.result.is_ok() {
+                                    // SAFETY: the read's contract: its buffers are valid for
+                                    // writes until it has run, which is now.
+                                    unsafe { f.land(&mut lock(&r.cache)) };
+                                }
+                            }
+                            let done = timeline::with_sync_issue(issue, || r.complete(p, o));
+                            (r, done)
+                        }
+                    };
                     // A batch sent before this operation failed: its error is this one's.
                     merge(vec![r.settle(), done])
                 })
@@ -551,6 +596,13 @@ impl Backend for MpiBackend {
     }
 }
 
+/// An operation of a synchronous call: a read its rank's read-ahead cache serves, or one sent
+/// (with its preparation, and the fetch it became, if it did).
+enum Job {
+    Hit(Arc<MpiRank>, RankOp),
+    Sent(Arc<MpiRank>, Prepared, Option<Box<Fetching>>),
+}
+
 /// A rank the workers run for this process.
 struct MpiRank {
     /// The workers holding it (indices in the worker table) and their DPUs: one part for a
@@ -572,6 +624,9 @@ struct MpiRank {
     /// requests (it runs one rank's requests in arrival order); its error is reported by the
     /// rank's next operation.
     in_flight: Mutex<Vec<link::Pending>>,
+    /// The bytes of the rank's latest synchronous reads and of what they fetched ahead
+    /// ([`read_ahead`]).
+    cache: Mutex<ReadCache>,
 }
 
 /// A batch is sent once it holds this many bytes.
@@ -752,6 +807,7 @@ impl MpiRank {
     /// (its interleaving performed here, on the program's buffers), its bytes copied; sent
     /// with the rank's next operation, or now if the batch is full.
     fn add_to_batch(&self, op: RankOp) -> Result<()> {
+        lock(&self.cache).invalidate();
         let bytes = op.xfer_bytes() as usize;
         let (wire, p) = self.prepare(op, true);
         let outcome = RankOutcome {
@@ -803,6 +859,34 @@ impl MpiRank {
         merge(results)
     }
 
+    /// The rank's DPUs, over all its parts.
+    fn nr_dpus(&self) -> u32 {
+        self.parts.iter().map(|p| p.count).sum()
+    }
+
+    /// A read whose bytes the read-ahead cache holds: copied into the program's buffers, and
+    /// on the clock as the in-process backend places it.
+    fn serve_hit(&self, op: RankOp) -> Result<()> {
+        if let RankOp::Read { len, items } = &op {
+            // SAFETY: the read's contract: its buffers are valid for writes until it has
+            // run, which is now.
+            unsafe { lock(&self.cache).serve(*len, items) };
+        }
+        let p = Prepared {
+            pending: Pending::of(&op),
+            _shared: None,
+            read_into: Vec::new(),
+            read_len: 0,
+            mirror: Mirror::None,
+        };
+        let outcome = RankOutcome {
+            result: Ok(()),
+            facts: crate::exec::OpFacts::default(),
+            data: Vec::new(),
+        };
+        self.complete(p, Ok(outcome))
+    }
+
     /// Waits for the batch in flight, if any (each part's): its error.
     fn settle(&self) -> Result<()> {
         let pending = std::mem::take(&mut *lock(&self.in_flight));
@@ -846,6 +930,7 @@ impl QueuedRank for MpiRank {
     }
     /// Runs one operation on the worker and waits for it (from the rank's queue).
     fn run_one(&self, op: RankOp) -> Result<()> {
+        lock(&self.cache).invalidate();
         if batchable(&op) {
             return self.add_to_batch(op);
         }
@@ -875,6 +960,7 @@ impl QueuedRank for MpiRank {
 impl MpiRank {
     /// Sends operations in one message and completes each, in order.
     fn send_queue(&self, ops: Vec<RankOp>) -> Vec<Result<()>> {
+        lock(&self.cache).invalidate();
         match ops.len() {
             0 => return Vec::new(),
             1 => return ops.into_iter().map(|op| self.run_one(op)).collect(),

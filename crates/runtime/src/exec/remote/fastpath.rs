@@ -201,15 +201,33 @@ impl ReadCache {
             })
     }
 
-    /// How to serve a read of `len` bytes per item, on a rank of `nr_dpus` DPUs; notes the
-    /// read for the next one's plan.
+    /// How to serve a read of `len` bytes per item, on a rank of `nr_dpus` DPUs, through the
+    /// daemon (`OPENPIM_REMOTE_PREFETCH`, at most [`PREFETCH_PAGES`] pages per read); notes
+    /// the read for the next one's plan.
     pub(crate) fn plan(
         &mut self,
         len: usize,
         items: &[XferItem],
         nr_dpus: u32,
     ) -> Option<ReadPlan> {
-        if !switches().prefetch || len == 0 || len > PREFETCH_PAGES * PAGE {
+        let cap = if switches().prefetch {
+            PREFETCH_PAGES * PAGE
+        } else {
+            0
+        };
+        self.plan_within(len, items, nr_dpus, cap)
+    }
+
+    /// [`ReadCache::plan`] with at most `cap` bytes fetched per read in all (none: no
+    /// read-ahead, the read goes as it is).
+    pub(crate) fn plan_within(
+        &mut self,
+        len: usize,
+        items: &[XferItem],
+        nr_dpus: u32,
+        cap: usize,
+    ) -> Option<ReadPlan> {
+        if len == 0 || len > cap {
             return None;
         }
         if let [i] = items {
@@ -228,7 +246,7 @@ impl ReadCache {
             }
             if last.is_some_and(|(_, _, d)| d != i.dpu)
                 && nr_dpus > 1
-                && len * nr_dpus as usize <= PREFETCH_PAGES * PAGE
+                && len * nr_dpus as usize <= cap
                 && !matches!(i.place, Place::Iram(_))
             {
                 return Some(ReadPlan::Across);
@@ -257,9 +275,9 @@ impl ReadCache {
         if hit {
             return Some(ReadPlan::Hit);
         }
-        // vPIM's 16 pages per DPU, but at most 16 pages in all for a read of many DPUs: the
+        // vPIM's 16 pages per DPU, but at most `cap` in all for a read of many DPUs: the
         // bytes come back in the reply, copied on both sides.
-        let limit = (PREFETCH_PAGES * PAGE / items.len().max(1)).max(len);
+        let limit = (cap / items.len().max(1)).max(len);
         let len_fetch = if sequential {
             ahead.clamp(len, limit)
         } else {
