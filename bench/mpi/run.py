@@ -137,10 +137,11 @@ def main() -> int:
             rows.append((bench, wl, wm, wm / wl, same, cl, cm))
             tcp_rows.append((bench, wm, wt))
             for t in rm.get("mpi_traffic", []):
-                acc = traffic.setdefault(t["kind"], [0, 0, 0])
+                acc = traffic.setdefault(t["kind"], [0, 0, 0, 0])
                 acc[0] += t["messages"]
                 acc[1] += t["bytes_to_workers"]
                 acc[2] += t["bytes_from_workers"]
+                acc[3] += t.get("bytes_in_place", 0)
             if bench == "VA":
                 va = (rl, rm, wl)
     finally:
@@ -173,10 +174,12 @@ def main() -> int:
               f"{sum(r[4] for r in rows)}/{len(rows)} |")
 
     print("\n## Messages over MPI per kind of request (summed over the programs)\n")
-    print("| kind | messages | MiB to workers | MiB from workers | bytes per message |")
-    print("|---|---:|---:|---:|---:|")
-    for kind, (m, o, b) in sorted(traffic.items(), key=lambda kv: -kv[1][1] - kv[1][2]):
-        print(f"| {kind} | {m} | {o / 2**20:.2f} | {b / 2**20:.2f} | {(o + b) / max(m, 1):.0f} |")
+    print("| kind | messages | MiB to workers | MiB from workers | of which written in place | "
+          "bytes per message |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for kind, (m, o, b, p) in sorted(traffic.items(), key=lambda kv: -kv[1][1] - kv[1][2]):
+        print(f"| {kind} | {m} | {o / 2**20:.2f} | {b / 2**20:.2f} | {p / 2**20:.2f} | "
+              f"{(o + b) / max(m, 1):.0f} |")
 
     print("\n## Shared memory vs TCP (OMPI_MCA_btl=tcp,self), 2 workers\n")
     print("| program | shared memory wall s | TCP wall s | TCP / shared memory |")
