@@ -143,6 +143,34 @@ fn iovecs(
     (local, remote, want)
 }
 
+/// `process_vm_readv` or `process_vm_writev`.
+type VmCall = unsafe extern "C" fn(
+    libc::pid_t,
+    *const libc::iovec,
+    libc::c_ulong,
+    *const libc::iovec,
+    libc::c_ulong,
+    libc::c_ulong,
+) -> libc::ssize_t;
+
+/// `f` between this process's `local` buffers and process `pid`'s `remote` ones.
+///
+/// # Safety
+/// As `f`'s: the local iovecs cover memory of this process valid for the access.
+unsafe fn vm_call(f: VmCall, pid: u32, local: &[libc::iovec], remote: &[libc::iovec]) -> isize {
+    // SAFETY: the caller's contract; the lengths are the slices'.
+    unsafe {
+        f(
+            pid as libc::pid_t,
+            local.as_ptr(),
+            local.len() as libc::c_ulong,
+            remote.as_ptr(),
+            remote.len() as libc::c_ulong,
+            0,
+        )
+    }
+}
+
 /// Fills each buffer from the tenant's memory at its address.
 pub fn read(target: &Target, bufs: &mut [(u64, &mut [u8])]) -> Result<()> {
     let pid = target.pid;
@@ -153,16 +181,7 @@ pub fn read(target: &Target, bufs: &mut [(u64, &mut [u8])]) -> Result<()> {
             iovecs(chunk.iter_mut().map(|(a, b)| (*a, b.as_mut_ptr(), b.len())));
         // SAFETY: each local iovec covers a buffer this function holds mutably; the kernel
         // checks the remote ones against the tenant's mappings.
-        let n = unsafe {
-            libc::process_vm_readv(
-                pid as libc::pid_t,
-                local.as_ptr(),
-                local.len() as libc::c_ulong,
-                remote.as_ptr(),
-                remote.len() as libc::c_ulong,
-                0,
-            )
-        };
+        let n = unsafe { vm_call(libc::process_vm_readv, pid, &local, &remote) };
         check(n, want, "read", first, target.by)?;
     }
     // The bytes are the tenant's only if it was still there after the reads.
@@ -183,16 +202,7 @@ pub fn write(target: &Target, bufs: &[(u64, &[u8])]) -> Result<()> {
         // SAFETY: the local iovecs cover buffers this function borrows (the kernel only
         // reads them); the remote ones are checked by the kernel against the tenant's
         // mappings.
-        let n = unsafe {
-            libc::process_vm_writev(
-                pid as libc::pid_t,
-                local.as_ptr(),
-                local.len() as libc::c_ulong,
-                remote.as_ptr(),
-                remote.len() as libc::c_ulong,
-                0,
-            )
-        };
+        let n = unsafe { vm_call(libc::process_vm_writev, pid, &local, &remote) };
         check(n, want, "write", first, target.by)?;
     }
     Ok(())
