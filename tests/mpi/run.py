@@ -20,8 +20,10 @@ instructions and DMA fields, the transfers' counts, bytes and modeled bus times 
 and the report's workers[] must list 2 workers of 2 rank slots; PrIM TRNS at 64 DPUs on 4
 workers, twice, its 16 MiB write batches sent without waiting (the same comparison: neither
 the MPI path's wall time nor an outlier of the interleaving's measurement may reach the
-timing fields); VA again with OpenMPI's TCP
-transport forced (OMPI_MCA_btl=tcp,self); a DPU fault on a worker (same SDK code, same fault
+timing fields); VA with its reads written in place by the gateway (mpi_traffic's
+bytes_in_place) and with OPENPIM_MPI_INPLACE=off (none); small reads read ahead
+(tests/mpi/reads.c: values checked, fewer read messages than read calls); VA again with
+OpenMPI's TCP transport forced (OMPI_MCA_btl=tcp,self); a DPU fault on a worker (same SDK code, same fault
 line as in process); a worker killed with -9 (the program's next call fails with
 DPU_ERR_SYSTEM naming the worker, within the bound, and no process is left); the refusals
 (more workers than ranks, --mpi with --server). Prints PASS/FAIL lines and "N passed, M failed".
