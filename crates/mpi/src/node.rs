@@ -758,7 +758,15 @@ fn body_from_program(frame: &[u8], target: Option<&Target>) -> Result<Vec<u8>, E
         .ok_or_else(|| Error::Internal("malformed request in the program's memory".into()))?;
     let addr = u64::from_le_bytes(at[..8].try_into().expect("8 bytes"));
     let len = u64::from_le_bytes(at[8..].try_into().expect("8 bytes")) as usize;
-    let mut body = vec![0u8; BODY_AT + len];
+    // (A length no memory can hold is the request's error, not the gateway's end.)
+    let mut body = Vec::new();
+    body.try_reserve_exact(BODY_AT.saturating_add(len))
+        .map_err(|e| {
+            Error::System(format!(
+                "the MPI gateway cannot hold a request of {len} bytes: {e}"
+            ))
+        })?;
+    body.resize(BODY_AT + len, 0);
     inplace::read(target, &mut [(addr, &mut body[BODY_AT..])])?;
     Ok(body)
 }

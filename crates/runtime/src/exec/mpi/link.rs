@@ -22,8 +22,9 @@ use crate::exec::remote::inplace;
 use crate::exec::remote::protocol::{decode_exec_head, read_exec, RankOutcome, Reply, EXEC_TAG};
 use crate::exec::HostPtr;
 
-/// The setting that lets the gateway write large reads into the program's buffers itself
-/// (`on`, the default) or not (`off`: their bytes come through the socket).
+/// The setting that lets the gateway reach the program's memory (`on`, the default: it reads
+/// large requests from there and writes large reads into the program's buffers) or not (`off`:
+/// their bytes go through the socket).
 pub const IN_PLACE_ENV: &str = "OPENPIM_MPI_INPLACE";
 
 /// Reads of at least this many bytes are offered to the gateway for writing in place (the
@@ -32,14 +33,14 @@ pub const IN_PLACE_ENV: &str = "OPENPIM_MPI_INPLACE";
 /// small writes) rather than written to the socket.
 const IN_PLACE_MIN: usize = 64 << 10;
 
-/// Whether [`IN_PLACE_ENV`] lets the gateway write reads in place; an unknown value is an
-/// error naming the valid ones.
+/// Whether [`IN_PLACE_ENV`] lets the gateway reach the program's memory; an unknown value is
+/// an error naming the valid ones.
 pub fn in_place_allowed() -> Result<bool> {
     match std::env::var(IN_PLACE_ENV).as_deref() {
         Err(_) | Ok("") | Ok("on") => Ok(true),
         Ok("off") => Ok(false),
         Ok(other) => Err(Error::System(format!(
-            "{IN_PLACE_ENV}={other}: expected `on` (the MPI gateway writes large reads into the program's buffers, the default) or `off` (through the socket)"
+            "{IN_PLACE_ENV}={other}: expected `on` (the MPI gateway reads large requests from the program's memory and writes large reads into its buffers, the default) or `off` (through the socket)"
         ))),
     }
 }
