@@ -290,7 +290,8 @@ impl Transport {
         self.sending.iter().filter(|f| f.dest == dest).count()
     }
 
-    /// The first piece of the next message that has arrived, from any process.
+    /// The first piece of the next message that has arrived, from any process (of a message
+    /// sent from its own buffer, that buffer).
     pub fn try_recv_first(&mut self) -> Option<Arriving> {
         let probed = self.world.any_process().immediate_matched_probe()?;
         let src = probed.1.source_rank();
@@ -304,6 +305,12 @@ impl Transport {
         }
         let total = u64::from_le_bytes(first[..8].try_into().expect("8 bytes")) as usize;
         first.drain(..8);
+        if first.is_empty() && total > 0 {
+            // A message sent from its own buffer (`post_owned`): its length alone, then the
+            // buffer, taken as it came.
+            let probed = self.world.process_at_rank(src).matched_probe();
+            first = probed.matched_receive_vec::<u8>().0;
+        }
         Some(Arriving { src, total, first })
     }
 
@@ -330,13 +337,7 @@ impl Transport {
         let mut data = a.first;
         while data.len() < a.total {
             let probed = self.world.process_at_rank(a.src).matched_probe();
-            let (chunk, _) = probed.matched_receive_vec::<u8>();
-            if data.is_empty() {
-                // (A large message sent from its buffer: taken as it came.)
-                data = chunk;
-            } else {
-                data.extend_from_slice(&chunk);
-            }
+            data.extend_from_slice(&probed.matched_receive_vec::<u8>().0);
         }
         Some((a.src, data))
     }

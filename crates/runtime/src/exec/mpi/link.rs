@@ -19,6 +19,7 @@ use super::wire::{
 };
 use crate::error::{Error, Result};
 use crate::exec::remote::inplace;
+use crate::exec::remote::peer::SocketWriter;
 use crate::exec::remote::protocol::{decode_exec_head, read_exec, RankOutcome, Reply, EXEC_TAG};
 use crate::exec::HostPtr;
 
@@ -80,7 +81,7 @@ enum Body<'a> {
 
 /// A connection to the gateway.
 pub(crate) struct Link {
-    writer: Mutex<UnixStream>,
+    writer: Mutex<SocketWriter>,
     waiting: Arc<Mutex<Waiting>>,
     /// Why the link is unusable (the gateway gone), once it is.
     broken: Arc<Mutex<Option<String>>>,
@@ -142,7 +143,7 @@ impl Link {
                 .map_err(|e| Error::System(format!("cannot start a thread: {e}")))?;
         }
         let mut link = Link {
-            writer: Mutex::new(stream),
+            writer: Mutex::new(SocketWriter(stream)),
             waiting,
             broken,
             next: AtomicU64::new(1),
@@ -156,7 +157,7 @@ impl Link {
     /// Asks the gateway whether it can write into this process's memory
     /// ([`inplace::probe_request`]).
     fn probe_in_place(&self) -> bool {
-        let fd = lock(&self.writer).as_raw_fd();
+        let fd = lock(&self.writer).0.as_raw_fd();
         let Some((req, _value)) = inplace::probe_request(fd) else {
             return false;
         };

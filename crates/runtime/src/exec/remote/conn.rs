@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 
 use crate::error::{Error, Result};
+use crate::exec::remote::peer::SocketWriter;
 use crate::exec::remote::protocol::{self, Reply, Request};
 use crate::exec::remote::ring::{self, Ring, Waited};
 use crate::exec::remote::staging;
@@ -33,35 +34,10 @@ struct Pending {
     closed: Option<String>,
 }
 
-/// The socket's sending side: `send` with `MSG_NOSIGNAL`, so that a daemon gone away is an
-/// error for the call, not a SIGPIPE that kills the program.
-struct Sender(UnixStream);
-
-impl Write for Sender {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        // SAFETY: `buf` is valid for reads of its length; the socket is open.
-        let n = unsafe {
-            libc::send(
-                self.0.as_raw_fd(),
-                buf.as_ptr().cast(),
-                buf.len(),
-                libc::MSG_NOSIGNAL,
-            )
-        };
-        if n < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(n as usize)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// A connection to the daemon.
 pub(crate) struct Conn {
     path: String,
-    writer: Mutex<Sender>,
+    writer: Mutex<SocketWriter>,
     reader: Mutex<BufReader<UnixStream>>,
     pending: Mutex<Pending>,
     /// Signalled when a reply arrives for another thread, or the leader steps down.
@@ -95,7 +71,7 @@ impl Conn {
             .map_err(|e| Error::System(format!("cannot use the daemon's socket {path}: {e}")))?;
         let mut conn = Conn {
             path: path.to_string(),
-            writer: Mutex::new(Sender(stream)),
+            writer: Mutex::new(SocketWriter(stream)),
             reader: Mutex::new(BufReader::new(reader)),
             pending: Mutex::new(Pending {
                 replies: HashMap::new(),

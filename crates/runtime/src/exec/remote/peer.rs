@@ -1,8 +1,36 @@
 //! Who is at the other end of a UNIX socket: both sides of the remote path ask (the daemon to
 //! identify a tenant and reach its process, the tenant to let the daemon read its buffers in
-//! place).
+//! place); and writing to it without SIGPIPE.
 
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::io::Write;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::net::UnixStream;
+
+/// A socket's sending side: `send` with `MSG_NOSIGNAL`, so that a peer gone away (the daemon,
+/// the MPI gateway) is an error for the call, not a SIGPIPE that kills the program (a library
+/// in a C program cannot rely on the signal being ignored).
+pub(crate) struct SocketWriter(pub(crate) UnixStream);
+
+impl Write for SocketWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        // SAFETY: `buf` is valid for reads of its length; the socket is open.
+        let n = unsafe {
+            libc::send(
+                self.0.as_raw_fd(),
+                buf.as_ptr().cast(),
+                buf.len(),
+                libc::MSG_NOSIGNAL,
+            )
+        };
+        if n < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(n as usize)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
 
 /// A `SOL_SOCKET` option of socket `fd` whose value is a `T`, or `None` when the call fails.
 fn option<T: Copy>(fd: RawFd, name: libc::c_int, empty: T) -> Option<T> {
