@@ -23,9 +23,7 @@ use openpim_runtime::exec::mpi::wire::{
     encode_reply, write_frame, write_frame_head, Destinations, EXEC_DELIVERED_TAG,
 };
 use openpim_runtime::exec::remote::inplace::{self, Target};
-use openpim_runtime::exec::remote::protocol::{
-    decode_exec_head, Reply, WireError, EXEC_FIXED, EXEC_TAG,
-};
+use openpim_runtime::exec::remote::protocol::{decode_exec_head, Reply, WireError, EXEC_TAG};
 use openpim_runtime::Error;
 
 use crate::lock;
@@ -111,12 +109,11 @@ impl<'a> Placing<'a> {
     /// whole in the first piece, an outcome with data and no buffers of its length): it
     /// then goes through the socket.
     fn plan(target: &'a Target, places: &Destinations, body: &[u8]) -> Option<(Self, usize)> {
-        if body.first() != Some(&EXEC_TAG) || body.len() < 1 + EXEC_FIXED {
+        if body.first() != Some(&EXEC_TAG) {
             return None;
         }
-        let heads_len = u32::from_le_bytes(body[17..21].try_into().ok()?) as usize;
-        let head_end = (1 + EXEC_FIXED).checked_add(heads_len)?;
-        let head = decode_exec_head(body.get(1..head_end)?).ok()?;
+        let (head, used) = decode_exec_head(&body[1..]).ok()?;
+        let head_end = 1 + used;
         let mut flat = Vec::new();
         for (k, (result, _, len)) in head.outcomes.iter().enumerate() {
             if *len == 0 {

@@ -137,19 +137,13 @@ impl Transport {
         if msg.data.is_empty() {
             return self.post_owned(dest, msg.head);
         }
-        if total <= COPIED {
-            let mut whole = msg.head;
-            for d in &msg.data {
-                whole.extend_from_slice(d);
-            }
-            return self.post(dest, &whole);
-        }
         self.sent.0 += total as u64;
         self.sent.1 += 1;
         let mut first = Vec::with_capacity(8 + msg.head.len());
         first.extend_from_slice(&(total as u64).to_le_bytes());
         first.extend_from_slice(&msg.head);
-        // Small buffers travel copied together; a large one goes from its own.
+        // Small buffers travel copied together (a small message is one send); a large one goes
+        // from its own.
         let mut copied = first;
         for d in msg.data {
             if d.len() <= COPIED && copied.len() + d.len() <= STREAM_PIECE {

@@ -384,7 +384,13 @@ fn read_reply(r: &mut impl std::io::Read, waiting: &Mutex<Waiting>) -> std::io::
 /// `into` itself, and the bytes it wrote: each outcome with data must have had buffers of
 /// exactly its length.
 fn delivered(head: &[u8], into: &Delivery) -> std::result::Result<(Reply, u64), String> {
-    let h = decode_exec_head(head).map_err(|e| e.to_string())?;
+    let (h, used) = decode_exec_head(head).map_err(|e| e.to_string())?;
+    if used != head.len() {
+        return Err(format!(
+            "{} bytes after the reply's head",
+            head.len() - used
+        ));
+    }
     let mut outcomes = Vec::with_capacity(h.outcomes.len());
     let mut bytes = 0;
     for (k, (result, facts, len)) in h.outcomes.into_iter().enumerate() {

@@ -1329,9 +1329,9 @@ impl ExecHead {
     }
 }
 
-/// An [`Reply::Exec`]'s head from its bytes after the tag (its fixed fields and outcomes'
-/// heads, and nothing after them).
-pub fn decode_exec_head(b: &[u8]) -> DResult<ExecHead> {
+/// An [`Reply::Exec`]'s head from the start of its bytes after the tag (its fixed fields and
+/// outcomes' heads; the outcomes' data may follow), and the bytes the head takes.
+pub fn decode_exec_head(b: &[u8]) -> DResult<(ExecHead, usize)> {
     let fixed: [u8; EXEC_FIXED] =
         b.get(..EXEC_FIXED)
             .and_then(|f| f.try_into().ok())
@@ -1340,17 +1340,15 @@ pub fn decode_exec_head(b: &[u8]) -> DResult<ExecHead> {
                 needed: EXEC_FIXED.saturating_sub(b.len()),
             })?;
     let rest = &b[EXEC_FIXED..];
+    let mut used = EXEC_FIXED;
     let head = ExecHead::decode(fixed, |n| {
+        used += n;
         rest.get(..n).ok_or(DecodeError::Truncated {
             at: 1 + EXEC_FIXED,
             needed: n - rest.len(),
         })
     })?;
-    let heads_len = u32::from_le_bytes(fixed[16..20].try_into().expect("4 bytes")) as usize;
-    if rest.len() > heads_len {
-        return Err(DecodeError::Trailing(rest.len() - heads_len));
-    }
-    Ok(head)
+    Ok((head, used))
 }
 
 /// Where a streamed [`Reply::Exec`]'s outcome `k` of `len` bytes of data goes: into the
